@@ -1,0 +1,84 @@
+#include "internal.h"
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ssize_t single(int fd, int dev, void *buf, off_t buf_offset, ssize_t nbytes, off_t file_offset, int is_write)
+{
+    phx_clear_error();
+    if (nbytes < 0) return phx_fail(EINVAL, "%s: negative length %zd", is_write ? "write" : "read", nbytes);
+    /* small host transfers skip the pool: a thread hand-off costs more than the copy */
+    if (dev < 0 && buf && buf_offset >= 0 && file_offset >= 0 && (size_t)nbytes <= (1u << 20)) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl >= 0 && !(fl & O_DIRECT) && (fl & O_ACCMODE) != (is_write ? O_RDONLY : O_WRONLY)) {
+            ssize_t r = phx_rw_full(fd, is_write, (char *)buf + buf_offset, (size_t)nbytes, file_offset);
+            if (r < 0) phx_fail((int)-r, "%s of %zd bytes at offset %lld (fd %d) failed", is_write ? "write" : "read",
+                                nbytes, (long long)file_offset, fd);
+            return r;
+        }
+    }
+    phxfs_io_req_t req = {fd, dev, buf, buf_offset, (size_t)nbytes, file_offset, 0};
+    int err = 0;
+    phx_batch_state_t *b = phx_batch_start(&req, 1, is_write, &err);
+    if (!b) return err;
+    phx_batch_state_wait(b);
+    phx_batch_state_free(b);
+    return req.result;
+}
+
+ssize_t phxfs_read(int fd, int dev, void *buf, off_t buf_offset, ssize_t nbytes, off_t file_offset)
+{
+    return single(fd, dev, buf, buf_offset, nbytes, file_offset, 0);
+}
+
+ssize_t phxfs_write(int fd, int dev, const void *buf, off_t buf_offset, ssize_t nbytes, off_t file_offset)
+{
+    return single(fd, dev, (void *)buf, buf_offset, nbytes, file_offset, 1);
+}
+
+static int run_batch(phxfs_io_req_t *reqs, int n, int is_write)
+{
+    phx_clear_error();
+    int err = 0;
+    phx_batch_state_t *b = phx_batch_start(reqs, n, is_write, &err);
+    if (!b) return err;
+    int failed = phx_batch_state_wait(b);
+    phx_batch_state_free(b);
+    return failed;
+}
+
+int phxfs_read_batch(phxfs_io_req_t *reqs, int n) { return run_batch(reqs, n, 0); }
+int phxfs_write_batch(phxfs_io_req_t *reqs, int n) { return run_batch(reqs, n, 1); }
+
+static phxfs_batch_t *submit(phxfs_io_req_t *reqs, int n, int is_write)
+{
+    phx_clear_error();
+    int err = 0;
+    phx_batch_state_t *b = phx_batch_start(reqs, n, is_write, &err);
+    if (!b) errno = -err;
+    return (phxfs_batch_t *)b;
+}
+
+phxfs_batch_t *phxfs_batch_submit_read(phxfs_io_req_t *reqs, int n) { return submit(reqs, n, 0); }
+phxfs_batch_t *phxfs_batch_submit_write(phxfs_io_req_t *reqs, int n) { return submit(reqs, n, 1); }
+
+int phxfs_batch_wait(phxfs_batch_t *h)
+{
+    if (!h) return phx_fail(EINVAL, "batch_wait: handle is NULL");
+    phx_clear_error();
+    return phx_batch_state_wait((phx_batch_state_t *)h);
+}
+
+int phxfs_batch_poll(phxfs_batch_t *h)
+{
+    if (!h) return phx_fail(EINVAL, "batch_poll: handle is NULL");
+    return phx_batch_state_done((phx_batch_state_t *)h);
+}
+
+int phxfs_batch_destroy(phxfs_batch_t *h)
+{
+    if (!h) return phx_fail(EINVAL, "batch_destroy: handle is NULL");
+    phx_batch_state_free((phx_batch_state_t *)h);
+    return 0;
+}

@@ -1,0 +1,147 @@
+#include "internal.h"
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+phx_config_t phx_cfg;
+_Atomic size_t phx_max_io_bytes = (size_t)1 << 30; /* Linux MAX_RW_COUNT rounds to this */
+
+static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
+static int cfg_loaded;
+
+static int default_workers(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    /* Past 8 threads the page-cache copy ceiling flattens (performance-anchors.md)
+     * while pinned slots start to fall out of cache. */
+    if (n < 1) n = 1;
+    return n > 8 ? 8 : (int)n;
+}
+
+static int parse_size(const char *v, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) return -EINVAL;
+    *out = x;
+    return 0;
+}
+
+static int parse_mode(const char *v)
+{
+    static const char *names[] = {"p2p", "staging", "bounce", "host"};
+    if (!strcasecmp(v, "auto")) return PHXFS_MODE_AUTO;
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(v, names[i])) return i;
+    return -100;
+}
+
+static int set_locked(const char *key, const char *value)
+{
+    long long x;
+    if (!strcmp(key, "mode")) {
+        int m = parse_mode(value);
+        if (m == -100) return phx_fail(EINVAL, "mode '%s': expected auto, p2p, staging, bounce or host", value);
+        phx_cfg.mode = m;
+    } else if (!strcmp(key, "engine")) {
+        if (!strcasecmp(value, "uring")) phx_cfg.engine = PHXFS_ENGINE_URING;
+        else if (!strcasecmp(value, "sync")) phx_cfg.engine = PHXFS_ENGINE_SYNC;
+        else return phx_fail(EINVAL, "engine '%s': expected uring or sync", value);
+    } else if (!strcmp(key, "workers")) {
+        if (parse_size(value, 1, 256, &x)) return phx_fail(EINVAL, "workers '%s': expected 1..256", value);
+        phx_cfg.workers = (int)x;
+    } else if (!strcmp(key, "slot_mb")) {
+        if (parse_size(value, 1, 1024, &x)) return phx_fail(EINVAL, "slot_mb '%s': expected 1..1024", value);
+        phx_cfg.slot_bytes = (size_t)x << 20;
+    } else if (!strcmp(key, "slot_kb")) {
+        if (parse_size(value, 4, 1 << 20, &x) || x % 4) return phx_fail(EINVAL, "slot_kb '%s': expected a multiple of 4 in 4..1048576", value);
+        phx_cfg.slot_bytes = (size_t)x << 10;
+    } else if (!strcmp(key, "slots")) {
+        if (parse_size(value, 2, 64, &x)) return phx_fail(EINVAL, "slots '%s': expected 2..64", value);
+        phx_cfg.slots = (int)x;
+    } else if (!strcmp(key, "chunk_mb")) {
+        if (parse_size(value, 1, 1024, &x)) return phx_fail(EINVAL, "chunk_mb '%s': expected 1..1024", value);
+        phx_cfg.chunk_bytes = (size_t)x << 20;
+    } else if (!strcmp(key, "queue_depth")) {
+        if (parse_size(value, 1, 4096, &x)) return phx_fail(EINVAL, "queue_depth '%s': expected 1..4096", value);
+        phx_cfg.queue_depth = (int)x;
+    } else if (!strcmp(key, "connector")) {
+        if (strcmp(value, "cuda") && strcmp(value, "fake") && strcmp(value, "host") && strcmp(value, "auto"))
+            return phx_fail(EINVAL, "connector '%s': expected auto, cuda, fake or host", value);
+        snprintf(phx_cfg.connector, sizeof phx_cfg.connector, "%s", strcmp(value, "auto") ? value : "");
+    } else if (!strcmp(key, "fake_devices")) {
+        if (parse_size(value, 1, PHX_MAX_DEVICES, &x)) return phx_fail(EINVAL, "fake_devices '%s': expected 1..64", value);
+        phx_cfg.fake_devices = (int)x;
+    } else if (!strcmp(key, "max_io_bytes")) {
+        if (parse_size(value, 1, (long long)1 << 30, &x)) return phx_fail(EINVAL, "max_io_bytes '%s': expected 1..1073741824", value);
+        phx_max_io_bytes = (size_t)x;
+    } else {
+        return phx_fail(EINVAL, "unknown configuration key '%s'", key);
+    }
+    return 0;
+}
+
+void phx_config_load_env(void)
+{
+    static const char *keys[] = {"mode", "engine", "workers", "slot_mb", "slot_kb", "slots", "chunk_mb",
+                                 "queue_depth", "connector", "fake_devices", "max_io_bytes"};
+    pthread_mutex_lock(&cfg_lock);
+    if (!cfg_loaded) {
+        cfg_loaded = 1;
+        phx_cfg.mode = PHXFS_MODE_AUTO;
+        phx_cfg.engine = PHXFS_ENGINE_URING;
+        phx_cfg.workers = default_workers();
+        phx_cfg.slot_bytes = 8u << 20;
+        phx_cfg.slots = 3;
+        phx_cfg.chunk_bytes = 8u << 20;
+        phx_cfg.queue_depth = 8;
+        phx_cfg.fake_devices = 1;
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+            char env[32] = "PHX_";
+            for (size_t j = 0; keys[i][j] && j + 5 < sizeof env; j++) env[4 + j] = (char)toupper((unsigned char)keys[i][j]);
+            const char *v = getenv(env);
+            if (v && *v && set_locked(keys[i], v) < 0)
+                fprintf(stderr, "phoenix: ignoring %s=%s: %s\n", env, v, phxfs_last_error());
+        }
+        phx_clear_error();
+    }
+    pthread_mutex_unlock(&cfg_lock);
+}
+
+int phxfs_set_config(const char *key, const char *value)
+{
+    if (!key || !value) return phx_fail(EINVAL, "set_config: key and value are required");
+    phx_config_load_env();
+    pthread_mutex_lock(&cfg_lock);
+    int rc = set_locked(key, value);
+    pthread_mutex_unlock(&cfg_lock);
+    return rc;
+}
+
+int phxfs_get_config(const char *key, char *buf, size_t len)
+{
+    if (!key || !buf || !len) return phx_fail(EINVAL, "get_config: key and buffer are required");
+    phx_config_load_env();
+    static const char *engines[] = {"sync", "uring"};
+    int n;
+    pthread_mutex_lock(&cfg_lock);
+    if (!strcmp(key, "mode")) n = snprintf(buf, len, "%s", phx_cfg.mode == PHXFS_MODE_AUTO ? "auto" : phxfs_mode_name(phx_cfg.mode));
+    else if (!strcmp(key, "engine")) n = snprintf(buf, len, "%s", engines[phx_cfg.engine]);
+    else if (!strcmp(key, "workers")) n = snprintf(buf, len, "%d", phx_cfg.workers);
+    else if (!strcmp(key, "slot_mb")) n = snprintf(buf, len, "%zu", phx_cfg.slot_bytes >> 20);
+    else if (!strcmp(key, "slot_kb")) n = snprintf(buf, len, "%zu", phx_cfg.slot_bytes >> 10);
+    else if (!strcmp(key, "slots")) n = snprintf(buf, len, "%d", phx_cfg.slots);
+    else if (!strcmp(key, "chunk_mb")) n = snprintf(buf, len, "%zu", phx_cfg.chunk_bytes >> 20);
+    else if (!strcmp(key, "queue_depth")) n = snprintf(buf, len, "%d", phx_cfg.queue_depth);
+    else if (!strcmp(key, "connector")) n = snprintf(buf, len, "%s", phx_cfg.connector[0] ? phx_cfg.connector : "auto");
+    else if (!strcmp(key, "fake_devices")) n = snprintf(buf, len, "%d", phx_cfg.fake_devices);
+    else if (!strcmp(key, "max_io_bytes")) n = snprintf(buf, len, "%zu", (size_t)phx_max_io_bytes);
+    else n = -1;
+    pthread_mutex_unlock(&cfg_lock);
+    if (n < 0) return phx_fail(EINVAL, "unknown configuration key '%s'", key);
+    return n;
+}

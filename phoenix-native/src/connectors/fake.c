@@ -1,0 +1,200 @@
+/* A device emulated in host memory. Each stream is a FIFO served by its own
+ * thread, so copies really complete later than they are issued: CI exercises
+ * the same slot reuse, event and stream-ordering logic as a GPU. */
+#include "../internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fake_event {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    uint64_t recorded, reached;
+} fake_event_t;
+
+typedef struct fake_op {
+    enum { OP_COPY, OP_FN, OP_EVENT } kind;
+    void *dst;
+    const void *src;
+    size_t len;
+    phx_host_fn fn;
+    void *arg;
+    fake_event_t *ev;
+    uint64_t ev_seq;
+    struct fake_op *next;
+} fake_op_t;
+
+typedef struct fake_stream {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    fake_op_t *head, *tail;
+    uint64_t queued, completed;
+    int stop;
+    pthread_t thread;
+} fake_stream_t;
+
+static int fake_count;
+
+static int f_init(char *why, size_t n)
+{
+    (void)why; (void)n;
+    fake_count = phx_cfg.fake_devices > 0 ? phx_cfg.fake_devices : 1;
+    return fake_count;
+}
+
+static int f_name(int dev, char *buf, size_t len) { snprintf(buf, len, "fake device %d (host-emulated)", dev); return 0; }
+static int f_bind(int dev) { return dev >= 0 && dev < fake_count ? 0 : -ENODEV; }
+
+static int f_alloc(int dev, size_t len, void **p)
+{
+    (void)dev;
+    *p = aligned_alloc(65536, phx_align_up(len ? len : 1, 65536));
+    return *p ? 0 : -ENOMEM;
+}
+static int f_free(int dev, void *p) { (void)dev; free(p); return 0; }
+static int f_reg(void *p, size_t len) { (void)p; (void)len; return 0; }
+static int f_unreg(void *p) { (void)p; return 0; }
+
+static void *stream_main(void *arg)
+{
+    fake_stream_t *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->head && !s->stop) pthread_cond_wait(&s->cond, &s->lock);
+        if (!s->head) break;
+        fake_op_t *op = s->head;
+        s->head = op->next;
+        if (!s->head) s->tail = NULL;
+        pthread_mutex_unlock(&s->lock);
+        switch (op->kind) {
+        case OP_COPY: memmove(op->dst, op->src, op->len); break;
+        case OP_FN: op->fn(op->arg); break;
+        case OP_EVENT:
+            pthread_mutex_lock(&op->ev->lock);
+            if (op->ev_seq > op->ev->reached) op->ev->reached = op->ev_seq;
+            pthread_cond_broadcast(&op->ev->cond);
+            pthread_mutex_unlock(&op->ev->lock);
+            break;
+        }
+        free(op);
+        pthread_mutex_lock(&s->lock);
+        s->completed++;
+        pthread_cond_broadcast(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static int f_screate(int dev, void **out)
+{
+    if (f_bind(dev)) return -ENODEV;
+    fake_stream_t *s = calloc(1, sizeof *s);
+    if (!s) return -ENOMEM;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    if (pthread_create(&s->thread, NULL, stream_main, s)) { free(s); return -EAGAIN; }
+    *out = s;
+    return 0;
+}
+
+static int enqueue(fake_stream_t *s, fake_op_t *op)
+{
+    pthread_mutex_lock(&s->lock);
+    op->next = NULL;
+    if (s->tail) s->tail->next = op; else s->head = op;
+    s->tail = op;
+    s->queued++;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+static int f_ssync(void *p)
+{
+    fake_stream_t *s = p;
+    pthread_mutex_lock(&s->lock);
+    uint64_t target = s->queued;
+    while (s->completed < target) pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+static int f_sdestroy(void *p)
+{
+    fake_stream_t *s = p;
+    f_ssync(s);
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+    return 0;
+}
+
+static int f_copy(void *dst, const void *src, size_t len, void *s)
+{
+    fake_op_t *op = calloc(1, sizeof *op);
+    if (!op) return -ENOMEM;
+    op->kind = OP_COPY; op->dst = dst; op->src = src; op->len = len;
+    return enqueue(s, op);
+}
+
+static int f_launch(void *s, phx_host_fn fn, void *arg)
+{
+    fake_op_t *op = calloc(1, sizeof *op);
+    if (!op) return -ENOMEM;
+    op->kind = OP_FN; op->fn = fn; op->arg = arg;
+    return enqueue(s, op);
+}
+
+static int f_ecreate(void **out)
+{
+    fake_event_t *e = calloc(1, sizeof *e);
+    if (!e) return -ENOMEM;
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    *out = e;
+    return 0;
+}
+
+static int f_edestroy(void *p)
+{
+    fake_event_t *e = p;
+    pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->cond);
+    free(e);
+    return 0;
+}
+
+static int f_erecord(void *p, void *s)
+{
+    fake_event_t *e = p;
+    fake_op_t *op = calloc(1, sizeof *op);
+    if (!op) return -ENOMEM;
+    pthread_mutex_lock(&e->lock);
+    op->ev_seq = ++e->recorded;
+    pthread_mutex_unlock(&e->lock);
+    op->kind = OP_EVENT; op->ev = e;
+    return enqueue(s, op);
+}
+
+static int f_esync(void *p)
+{
+    fake_event_t *e = p;
+    pthread_mutex_lock(&e->lock);
+    uint64_t target = e->recorded;
+    while (e->reached < target) pthread_cond_wait(&e->cond, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+    return 0;
+}
+
+const phx_connector_t phx_connector_fake = {
+    .name = "fake", .is_accelerator = 1, .init = f_init, .device_name = f_name, .bind = f_bind,
+    .mem_alloc = f_alloc, .mem_free = f_free, .host_register = f_reg, .host_unregister = f_unreg,
+    .stream_create = f_screate, .stream_destroy = f_sdestroy, .stream_sync = f_ssync,
+    .htod_async = f_copy, .dtoh_async = f_copy, .event_create = f_ecreate, .event_destroy = f_edestroy,
+    .event_record = f_erecord, .event_sync = f_esync, .launch_host_fn = f_launch,
+};

@@ -1,0 +1,39 @@
+/* No accelerator: one "device" whose memory is host memory. Streams are
+ * immediate: work runs on the caller's thread, in order. */
+#include "../internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char stream_token;
+static char event_token;
+
+static int h_init(char *why, size_t n) { (void)why; (void)n; return 1; }
+static int h_name(int dev, char *buf, size_t len) { (void)dev; snprintf(buf, len, "host memory"); return 0; }
+static int h_bind(int dev) { (void)dev; return 0; }
+static int h_alloc(int dev, size_t len, void **p)
+{
+    (void)dev;
+    *p = aligned_alloc(PHX_ALIGN, phx_align_up(len ? len : 1, PHX_ALIGN));
+    return *p ? 0 : -ENOMEM;
+}
+static int h_free(int dev, void *p) { (void)dev; free(p); return 0; }
+static int h_reg(void *p, size_t len) { (void)p; (void)len; return 0; }
+static int h_unreg(void *p) { (void)p; return 0; }
+static int h_screate(int dev, void **s) { (void)dev; *s = &stream_token; return 0; }
+static int h_sdestroy(void *s) { (void)s; return 0; }
+static int h_ssync(void *s) { (void)s; return 0; }
+static int h_copy(void *dst, const void *src, size_t len, void *s) { (void)s; memmove(dst, src, len); return 0; }
+static int h_ecreate(void **e) { *e = &event_token; return 0; }
+static int h_edestroy(void *e) { (void)e; return 0; }
+static int h_erecord(void *e, void *s) { (void)e; (void)s; return 0; }
+static int h_esync(void *e) { (void)e; return 0; }
+static int h_launch(void *s, phx_host_fn fn, void *arg) { (void)s; fn(arg); return 0; }
+
+const phx_connector_t phx_connector_host = {
+    .name = "host", .is_accelerator = 0, .init = h_init, .device_name = h_name, .bind = h_bind,
+    .mem_alloc = h_alloc, .mem_free = h_free, .host_register = h_reg, .host_unregister = h_unreg,
+    .stream_create = h_screate, .stream_destroy = h_sdestroy, .stream_sync = h_ssync,
+    .htod_async = h_copy, .dtoh_async = h_copy, .event_create = h_ecreate, .event_destroy = h_edestroy,
+    .event_record = h_erecord, .event_sync = h_esync, .launch_host_fn = h_launch,
+};

@@ -1,0 +1,288 @@
+/* Library start-up, connector choice and per-device mode selection. */
+#include "internal.h"
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const phx_connector_t *phx_conn;
+static int dev_count;
+static char conn_why[256];
+static phx_device_t devices[PHX_MAX_DEVICES];
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_rc;
+
+static void lib_init_once(void)
+{
+    phx_config_load_env();
+    const char *want = phx_cfg.connector;
+    if (!*want && phx_cfg.mode == PHXFS_MODE_HOST) want = "host";
+    const phx_connector_t *c = NULL;
+    int n = -ENODEV;
+    if (!strcmp(want, "fake")) {
+        c = &phx_connector_fake;
+        n = c->init(conn_why, sizeof conn_why);
+    } else if (!strcmp(want, "host")) {
+        c = &phx_connector_host;
+        n = c->init(conn_why, sizeof conn_why);
+        snprintf(conn_why, sizeof conn_why, "bounce: host connector selected by configuration");
+    } else {
+        c = &phx_connector_cuda;
+        n = c->init(conn_why, sizeof conn_why);
+        if (n <= 0 && !strcmp(want, "cuda")) {
+            init_rc = phx_fail(ENODEV, "connector cuda requested but unavailable: %s", conn_why);
+            return;
+        }
+        if (n <= 0) {
+            c = &phx_connector_host;
+            n = c->init(NULL, 0);
+        }
+    }
+    if (n <= 0) {
+        init_rc = phx_fail(ENODEV, "connector %s found no device", c->name);
+        return;
+    }
+    phx_conn = c;
+    dev_count = n;
+    for (int i = 0; i < n; i++) {
+        devices[i].id = i;
+        phx_registry_init(&devices[i].reg);
+    }
+    init_rc = phx_pool_start();
+}
+
+int phx_lib_init(void)
+{
+    pthread_once(&init_once, lib_init_once);
+    if (init_rc < 0) return phx_fail(-init_rc, "phoenix initialisation failed: %s", phxfs_last_error());
+    return 0;
+}
+
+int phxfs_init(void) { return phx_lib_init(); }
+
+int phx_device_count_internal(void) { return dev_count; }
+
+int phxfs_device_count(void)
+{
+    int rc = phx_lib_init();
+    return rc < 0 ? rc : dev_count;
+}
+
+/* The kernel-module modes need /dev/phxfs_devN; the module is its own issue. */
+static int module_node_present(int dev, char *why, size_t n)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/dev/phxfs_dev%d", dev);
+    if (access(path, F_OK) == 0) {
+        snprintf(why, n, "p2p/staging: %s exists but this build has no kernel-module transfer yet", path);
+        return 0; /* present, but unusable in this build: fall through */
+    }
+    snprintf(why, n, "p2p/staging: %s not found (phxfs kernel module not loaded)", path);
+    return 0;
+}
+
+static int choose_mode(phx_device_t *d)
+{
+    char mod_why[160];
+    module_node_present(d->id, mod_why, sizeof mod_why);
+    int forced = phx_cfg.mode;
+    if (forced == PHXFS_MODE_P2P || forced == PHXFS_MODE_STAGING)
+        return phx_fail(ENODEV, "device %d: mode %s requested, unavailable: %s", d->id, phxfs_mode_name(forced), mod_why);
+    if (phx_conn->is_accelerator) {
+        if (forced == PHXFS_MODE_HOST)
+            return phx_fail(ENODEV, "device %d: mode host requested but device %d is an accelerator (%s); host mode is for device < 0 or machines without one",
+                            d->id, d->id, phx_conn->name);
+        d->mode = PHXFS_MODE_BOUNCE;
+        snprintf(d->why, sizeof d->why, "%s", mod_why);
+    } else {
+        if (forced == PHXFS_MODE_BOUNCE)
+            return phx_fail(ENODEV, "device %d: mode bounce requested but there is no accelerator (%s)", d->id, conn_why);
+        d->mode = PHXFS_MODE_HOST;
+        snprintf(d->why, sizeof d->why, "%s; %s", mod_why, conn_why[0] ? conn_why : "bounce: no accelerator");
+    }
+    return 0;
+}
+
+int phxfs_open(int dev)
+{
+    int rc = phx_lib_init();
+    if (rc < 0) return rc;
+    if (dev < 0 || dev >= dev_count)
+        return phx_fail(ENODEV, "open: no device %d (%d device(s) with connector %s)", dev, dev_count, phx_conn->name);
+    pthread_mutex_lock(&dev_lock);
+    phx_device_t *d = &devices[dev];
+    if (d->open_count == 0) {
+        rc = choose_mode(d);
+        if (rc == 0) rc = phx_conn->bind(dev);
+        if (rc == 0) rc = phx_conn->device_name(dev, d->name, sizeof d->name);
+        d->engine = phx_pool_engine();
+    }
+    if (rc == 0) d->open_count++;
+    pthread_mutex_unlock(&dev_lock);
+    return rc;
+}
+
+int phxfs_close(int dev)
+{
+    if (dev < 0 || dev >= dev_count) return phx_fail(ENODEV, "close: no device %d", dev);
+    pthread_mutex_lock(&dev_lock);
+    phx_device_t *d = &devices[dev];
+    int rc = 0;
+    if (d->open_count == 0) rc = phx_fail(EINVAL, "close: device %d is not open", dev);
+    else if (d->open_count == 1 && atomic_load(&d->users) > 0)
+        rc = phx_fail(EBUSY, "close: device %d has %d batch(es) in flight", dev, atomic_load(&d->users));
+    else d->open_count--;
+    pthread_mutex_unlock(&dev_lock);
+    return rc;
+}
+
+phx_device_t *phx_device_get(int dev, int *err)
+{
+    if (phx_conn == NULL || dev < 0 || dev >= dev_count) {
+        *err = phx_fail(ENODEV, "no device %d", dev);
+        return NULL;
+    }
+    phx_device_t *d = &devices[dev];
+    if (d->open_count == 0) {
+        *err = phx_fail(ENODEV, "device %d is not open (call phxfs_open first)", dev);
+        return NULL;
+    }
+    return d;
+}
+
+int phxfs_get_device_info(int dev, phxfs_device_info_t *info)
+{
+    if (!info) return phx_fail(EINVAL, "device_info: info is NULL");
+    int err;
+    phx_device_t *d = phx_device_get(dev, &err);
+    if (!d) return err;
+    memset(info, 0, sizeof *info);
+    info->device_id = dev;
+    info->mode = d->mode;
+    info->engine = d->engine;
+    info->workers = phx_pool_workers();
+    info->page_size = phxfs_get_page_size();
+    info->slot_bytes = phx_cfg.slot_bytes;
+    info->slots_per_worker = phx_cfg.slots;
+    snprintf(info->connector, sizeof info->connector, "%s", phx_conn->name);
+    snprintf(info->name, sizeof info->name, "%s", d->name);
+    snprintf(info->why, sizeof info->why, "%s", d->why);
+    return 0;
+}
+
+uint64_t phxfs_get_page_size(void)
+{
+    /* GPU pages are 64 KiB; host registrations use the CPU page size */
+    return phx_conn && phx_conn->is_accelerator ? 65536 : (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+int phxfs_get_map_mode(int dev)
+{
+    int err;
+    phx_device_t *d = phx_device_get(dev, &err);
+    if (!d) return err;
+    return d->mode == PHXFS_MODE_P2P ? 0 : d->mode == PHXFS_MODE_STAGING ? 1 : -EOPNOTSUPP;
+}
+
+int phxfs_regmem(int dev, const void *addr, size_t len, void **target_addr)
+{
+    int err;
+    phx_device_t *d = phx_device_get(dev, &err);
+    if (!d) return err;
+    int rc = phx_registry_add(&d->reg, (uintptr_t)addr, len, (void *)addr);
+    if (rc == 0 && target_addr) *target_addr = (void *)addr;
+    return rc;
+}
+
+int phxfs_deregmem(int dev, const void *addr, size_t len)
+{
+    int err;
+    phx_device_t *d = phx_device_get(dev, &err);
+    if (!d) return err;
+    return phx_registry_remove(&d->reg, (uintptr_t)addr, len);
+}
+
+int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int *is_direct)
+{
+    if (!path) return phx_fail(EINVAL, "file_open: path is NULL");
+    flags |= O_CLOEXEC;
+    if (want_direct) {
+        int fd = open(path, flags | O_DIRECT, mode);
+        if (fd >= 0) {
+            if (is_direct) *is_direct = 1;
+            return fd;
+        }
+        if (errno != EINVAL) return phx_fail(errno, "open %s: %s", path, strerror(errno));
+        /* EINVAL: the file system refuses O_DIRECT (tmpfs, some FUSE) */
+    }
+    int fd = open(path, flags, mode);
+    if (fd < 0) return phx_fail(errno, "open %s: %s", path, strerror(errno));
+    if (is_direct) *is_direct = 0;
+    return fd;
+}
+
+/* ---- device-memory helpers ---- */
+static int helper_copy(int dev, void *dst, const void *src, size_t len, int to_device)
+{
+    int err;
+    phx_device_t *d = phx_device_get(dev, &err);
+    if (!d) return err;
+    if (!phx_conn->is_accelerator) {
+        memmove(dst, src, len);
+        return 0;
+    }
+    int rc = phx_conn->bind(dev);
+    void *s = NULL;
+    if (!rc) rc = phx_conn->stream_create(dev, &s);
+    if (rc) return rc;
+    rc = to_device ? phx_conn->htod_async(dst, src, len, s) : phx_conn->dtoh_async(dst, src, len, s);
+    int rc2 = phx_conn->stream_sync(s);
+    phx_conn->stream_destroy(s);
+    return rc ? rc : rc2;
+}
+
+int phxfs_memcpy_to_host(int dev, void *dst, const void *src, size_t len) { return helper_copy(dev, dst, src, len, 0); }
+int phxfs_memcpy_to_device(int dev, void *dst, const void *src, size_t len) { return helper_copy(dev, dst, src, len, 1); }
+
+int phxfs_mem_alloc(int dev, size_t len, void **ptr)
+{
+    int err;
+    if (!ptr) return phx_fail(EINVAL, "mem_alloc: ptr is NULL");
+    if (!phx_device_get(dev, &err)) return err;
+    int rc = phx_conn->mem_alloc(dev, len, ptr);
+    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed", len, dev);
+    return rc;
+}
+
+int phxfs_mem_free(int dev, void *ptr)
+{
+    int err;
+    if (!phx_device_get(dev, &err)) return err;
+    return phx_conn->mem_free(dev, ptr);
+}
+
+int phxfs_stream_create(int dev, void **stream)
+{
+    int err;
+    if (!stream) return phx_fail(EINVAL, "stream_create: stream is NULL");
+    if (!phx_device_get(dev, &err)) return err;
+    return phx_conn->stream_create(dev, stream);
+}
+
+int phxfs_stream_synchronize(int dev, void *stream)
+{
+    int err;
+    if (!phx_device_get(dev, &err)) return err;
+    if (phx_conn->bind(dev)) return -ENODEV;
+    return phx_conn->stream_sync(stream);
+}
+
+int phxfs_stream_destroy(int dev, void *stream)
+{
+    int err;
+    if (!phx_device_get(dev, &err)) return err;
+    if (phx_conn->bind(dev)) return -ENODEV;
+    return phx_conn->stream_destroy(stream);
+}

@@ -1,0 +1,94 @@
+/* Stream-ordered I/O: operations run in stream order, values behind the
+ * file-offset pointer are read when the stream reaches them, failures land in
+ * bytes_done and never stall the stream. */
+#include "harness.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+int main(void)
+{
+    CHECK_EQ(phxfs_open(0), 0);
+    phxfs_device_info_t info;
+    CHECK_EQ(phxfs_get_device_info(0, &info), 0);
+    int immediate = strcmp(info.connector, "host") == 0; /* host "streams" run at enqueue */
+    size_t fsize = (3u << 20) + 12345;
+    char path[256], out[256];
+    snprintf(path, sizeof path, "%s", th_make_file(fsize, 21));
+    snprintf(out, sizeof out, "%s", th_make_file(0, 0));
+    int fd = th_open(path, 0), wfd = th_open(out, 0), dfd = th_open(path, 1);
+    size_t blen = fsize + 8192;
+    void *dmem;
+    CHECK_EQ(phxfs_mem_alloc(0, blen, &dmem), 0);
+    CHECK_EQ(phxfs_regmem(0, dmem, blen, NULL), 0);
+    unsigned char *ref = malloc(blen), *got = malloc(blen), *pattern = malloc(blen);
+    th_fill(ref, fsize, 21, 0);
+    memset(pattern, 0x5A, blen);
+    CHECK_EQ(phxfs_memcpy_to_device(0, dmem, pattern, blen), 0);
+    void *s;
+    CHECK_EQ(phxfs_stream_create(0, &s), 0);
+
+    /* read whole file, then write it back out from the same buffer: order matters */
+    size_t n1 = fsize, n2 = fsize;
+    off_t bo1 = 3, fo1 = 0, bo2 = 3, fo2 = 0;
+    ssize_t done1 = -999, done2 = -999;
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n1, &bo1, &fo1, &done1, s), 0);
+    CHECK_EQ(phxfs_write_stream(wfd, 0, dmem, &n2, &bo2, &fo2, &done2, s), 0);
+
+    /* the file offset is read when the stream gets there: changed after enqueue */
+    size_t n3 = 100000;
+    off_t bo3 = 0, fo3 = immediate ? (off_t)fsize - 777 : 999999999;
+    ssize_t done3 = -999;
+    CHECK_EQ(phxfs_read_stream(dfd, 0, (char *)dmem + fsize + 4096, &n3, &bo3, &fo3, &done3, s) , -EFAULT);
+    CHECK_EQ(phxfs_read_stream(dfd, 0, dmem, &n3, &bo3, &fo3, &done3, s), 0); /* O_DIRECT, unaligned offset */
+    fo3 = (off_t)fsize - 777;
+    /* a failing read (write-only fd) reports -EBADF and the stream goes on */
+    size_t n4 = 4096;
+    off_t bo4 = 0, fo4 = 0;
+    ssize_t done4 = -999;
+    int wo = open(out, O_WRONLY);
+    CHECK_EQ(phxfs_read_stream(wo, 0, dmem, &n4, &bo4, &fo4, &done4, s), 0);
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(done1, (ssize_t)fsize);
+    CHECK_EQ(done2, (ssize_t)fsize);
+    CHECK_EQ(done3, 777);
+    CHECK_EQ(done4, -EBADF);
+
+    /* output file equals input */
+    int plain = open(out, O_RDONLY);
+    CHECK_EQ(pread(plain, got, fsize, 0), (ssize_t)fsize);
+    CHECK(memcmp(got, ref, fsize) == 0);
+    close(plain);
+    /* device: [0,777) from the file tail, [777, 100000) untouched (short read keeps contents) */
+    CHECK_EQ(phxfs_memcpy_to_host(0, got, dmem, blen), 0);
+    CHECK(memcmp(got, ref + fsize - 777, 777) == 0);
+    CHECK(memcmp(got + 777, ref + 777 - 3, 100000 - 777) == 0);
+    CHECK(memcmp(got + 3 + fsize, pattern, blen - 3 - fsize) == 0);
+
+    /* many small ordered reads into the same bytes: the last one wins */
+    size_t n5 = 4096;
+    off_t bo5 = 0, offs[32];
+    ssize_t dn[32];
+    for (int i = 0; i < 32; i++) {
+        offs[i] = (off_t)i * 4096;
+        CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n5, &bo5, &offs[i], &dn[i], s), 0);
+    }
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    for (int i = 0; i < 32; i++) CHECK_EQ(dn[i], 4096);
+    CHECK_EQ(phxfs_memcpy_to_host(0, got, dmem, 4096), 0);
+    CHECK(memcmp(got, ref + 31 * 4096, 4096) == 0);
+
+    /* NULL stream: runs now */
+    ssize_t d6 = 0;
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n5, &bo5, &fo1, &d6, NULL), 0);
+    CHECK_EQ(d6, 4096);
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, NULL, &bo5, &fo1, &d6, s), -EINVAL);
+
+    CHECK_EQ(phxfs_stream_destroy(0, s), 0);
+    close(wo); close(fd); close(wfd); close(dfd);
+    unlink(path); unlink(out);
+    CHECK_EQ(phxfs_deregmem(0, dmem, blen), 0);
+    CHECK_EQ(phxfs_mem_free(0, dmem), 0);
+    free(ref); free(got); free(pattern);
+    return th_finish("test_stream");
+}
