@@ -224,22 +224,34 @@ int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int 
 }
 
 /* ---- device-memory helpers ---- */
+/* One stream per device, kept for the process: creating a stream per copy
+ * would cost more than a small copy itself. */
+static void *helper_stream[PHX_MAX_DEVICES];
+static pthread_mutex_t helper_lock[PHX_MAX_DEVICES];
+static pthread_once_t helper_once = PTHREAD_ONCE_INIT;
+static void helper_init(void)
+{
+    for (int i = 0; i < PHX_MAX_DEVICES; i++) pthread_mutex_init(&helper_lock[i], NULL);
+}
+
 static int helper_copy(int dev, void *dst, const void *src, size_t len, int to_device)
 {
     int err;
     phx_device_t *d = phx_device_get(dev, &err);
     if (!d) return err;
+    if (!dst || !src) return phx_fail(EINVAL, "memcpy: NULL %s", dst ? "source" : "destination");
     if (!phx_conn->is_accelerator) {
         memmove(dst, src, len);
         return 0;
     }
+    pthread_once(&helper_once, helper_init);
+    pthread_mutex_lock(&helper_lock[dev]);
     int rc = phx_conn->bind(dev);
-    void *s = NULL;
-    if (!rc) rc = phx_conn->stream_create(dev, &s);
-    if (rc) return rc;
-    rc = to_device ? phx_conn->htod_async(dst, src, len, s) : phx_conn->dtoh_async(dst, src, len, s);
-    int rc2 = phx_conn->stream_sync(s);
-    phx_conn->stream_destroy(s);
+    if (!rc && !helper_stream[dev]) rc = phx_conn->stream_create(dev, &helper_stream[dev]);
+    if (!rc) rc = to_device ? phx_conn->htod_async(dst, src, len, helper_stream[dev])
+                            : phx_conn->dtoh_async(dst, src, len, helper_stream[dev]);
+    int rc2 = helper_stream[dev] ? phx_conn->stream_sync(helper_stream[dev]) : 0;
+    pthread_mutex_unlock(&helper_lock[dev]);
     return rc ? rc : rc2;
 }
 

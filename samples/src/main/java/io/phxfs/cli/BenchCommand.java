@@ -1,0 +1,359 @@
+package io.phxfs.cli;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.sun.nio.file.ExtendedOpenOption;
+import io.phxfs.core.BatchResult;
+import io.phxfs.core.Device;
+import io.phxfs.core.IoBatch;
+import io.phxfs.core.OpenMode;
+import io.phxfs.core.Phoenix;
+import io.phxfs.core.PhxFile;
+import io.phxfs.core.RegisteredBuffer;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.OpenOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code phoenix bench}: read throughput of Phoenix against plain reads of the same file in
+ * the same run. Three whole-file figures (the CPU-copy ceiling of N threads that only pread
+ * into host memory, Phoenix into the target, one thread of pread plus copy) and a sweep of
+ * I/O sizes and queue depths.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = "Measures read throughput into device or host memory, Phoenix beside plain pread loops on the same file.")
+final class BenchCommand implements Callable<Integer> {
+    private static final long WHOLE_FILE_REQUEST = 64L << 20;
+    private static final int CEILING_CHUNK = 8 << 20;
+
+    @Option(names = "--file", description = "File to read (default: a generated file of --size bytes in --dir).")
+    Path file;
+
+    @Option(names = "--size", defaultValue = "1g", description = "Size of the generated file (default: ${DEFAULT-VALUE}).")
+    String size;
+
+    @Option(names = "--dir", description = "Where the generated file lives (default: java.io.tmpdir).")
+    Path dir;
+
+    static final class Target {
+        @Option(names = "--host", description = "Read into host memory (device -1).")
+        boolean host;
+
+        @Option(names = "--device", description = "Read into memory of device N (default: 0).")
+        Integer device;
+    }
+
+    @ArgGroup(exclusive = true)
+    Target target = new Target();
+
+    @Option(names = "--sizes", split = ",", defaultValue = "4k,64k,1m,8m,64m",
+            description = "I/O sizes of the sweep (default: ${DEFAULT-VALUE}).")
+    List<String> ioSizes;
+
+    @Option(names = "--depths", split = ",", defaultValue = "1,8,32",
+            description = "Queue depths of the sweep (default: ${DEFAULT-VALUE}).")
+    List<Integer> depths;
+
+    @Option(names = "--sweep-bytes", defaultValue = "256m",
+            description = "Bytes read per sweep point, at most the file (default: ${DEFAULT-VALUE}).")
+    String sweepBytes;
+
+    @Option(names = "--repeat", defaultValue = "3", description = "Whole-file runs of each reader; the median is reported (default: ${DEFAULT-VALUE}).")
+    int repeat;
+
+    @Option(names = "--threads", description = "Threads of the CPU-copy ceiling reader (default: Phoenix's worker count).")
+    Integer threads;
+
+    @Option(names = "--direct", description = "Open with O_DIRECT (cold reads from the disk) instead of through the page cache.")
+    boolean direct;
+
+    @Option(names = "--no-sweep", description = "Only the whole-file comparison.")
+    boolean noSweep;
+
+    @Option(names = "--json", description = "Print one JSON object on stdout instead of tables.")
+    boolean json;
+
+    @Option(names = "--quiet", description = "No progress lines on stderr.")
+    boolean quiet;
+
+    record Point(long ioSize, int depth, double phoenixGbps, double iops, double baselineGbps) {}
+
+    @Override
+    public Integer call() throws Exception {
+        if (repeat < 1) throw new IllegalArgumentException("--repeat must be >= 1, was " + repeat);
+        for (int d : depths) if (d < 1 || d > 4096) throw new IllegalArgumentException("--depths: " + d + " is not in 1..4096");
+        long[] sizes = ioSizes.stream().mapToLong(Sizes::parse).toArray();
+        long sweepLimit = Sizes.parse(sweepBytes);
+        Progress progress = new Progress(System.err, quiet);
+        Phoenix phx = Phoenix.open();
+
+        Path path = file;
+        if (path == null) {
+            path = BenchFile.ensure(dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir")), Sizes.parse(size), progress);
+        } else if (!Files.isRegularFile(path)) {
+            throw new IllegalArgumentException("--file " + path + ": not a regular file");
+        }
+        long fileSize = Files.size(path);
+        if (fileSize == 0) throw new IllegalArgumentException("--file " + path + ": the file is empty");
+
+        Device device = target.host ? null : phx.device(target.device == null ? 0 : target.device);
+        int ceilingThreads = threads != null ? threads : (device != null ? device.workers() : Integer.parseInt(phx.getConfig("workers")));
+        String targetName = device == null ? "host memory (device -1)"
+                : "device " + device.id() + " (" + device.name() + "; mode " + device.mode().name().toLowerCase()
+                + ", connector " + device.connector() + ", engine " + device.engine().name().toLowerCase() + ")";
+        progress.step("target: %s", targetName);
+
+        if (!direct) {
+            progress.step("warming the page cache with %s", path);
+            ceiling(path, fileSize, ceilingThreads);
+        }
+
+        try (RegisteredBuffer buf = device == null ? phx.host().allocate(fileSize) : device.allocate(fileSize);
+             PhxFile pf = PhxFile.open(path, direct ? new OpenMode[] {OpenMode.READ, OpenMode.DIRECT} : new OpenMode[] {OpenMode.READ});
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment staging = arena.allocate(CEILING_CHUNK, 4096);
+            double[] ceil = new double[repeat], ours = new double[repeat], base = new double[repeat];
+            for (int r = 0; r < repeat; r++) {
+                progress.step("whole file, run %d/%d: ceiling (%d threads pread into host memory)", r + 1, repeat, ceilingThreads);
+                ceil[r] = ceiling(path, fileSize, ceilingThreads);
+                progress.step("whole file, run %d/%d: phoenix", r + 1, repeat);
+                ours[r] = phoenixWholeFile(pf, buf, fileSize);
+                progress.step("whole file, run %d/%d: single-thread pread%s", r + 1, repeat, needsCopy(device) ? " + copy" : "");
+                base[r] = baseline(path, device, buf, staging, fileSize, CEILING_CHUNK, fileSize);
+            }
+            boolean verified = verify(path, device, buf, fileSize, arena);
+            if (!verified) throw new IllegalStateException("data read by Phoenix differs from the file " + path);
+
+            List<Point> sweep = new ArrayList<>();
+            if (!noSweep) {
+                int total = sizes.length * depths.size(), k = 0;
+                for (long bs : sizes) {
+                    long bytes = Math.max(bs, Math.min(sweepLimit, fileSize) / bs * bs);
+                    if (bs > fileSize) {
+                        progress.step("sweep: skipping %s, larger than the file", Sizes.format(bs));
+                        k += depths.size();
+                        continue;
+                    }
+                    progress.step("sweep %s: single-thread pread%s baseline", Sizes.format(bs), needsCopy(device) ? " + copy" : "");
+                    double b = baseline(path, device, buf, staging, bytes, bs, fileSize);
+                    for (int qd : depths) {
+                        progress.step("sweep [%d/%d] %s at queue depth %d", ++k, total, Sizes.format(bs), qd);
+                        double secs = phoenixSweep(pf, buf, bs, qd, bytes);
+                        sweep.add(new Point(bs, qd, bytes / secs / 1e9, bytes / bs / secs, b));
+                    }
+                }
+            }
+            report(System.out, path, fileSize, targetName, ceilingThreads, median(ceil), median(ours), median(base), ceil, ours, base, sweep, device);
+        }
+        return 0;
+    }
+
+    private static boolean needsCopy(Device device) {
+        return device != null && !device.isHostMemory();
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    private FileChannel channel(Path p) throws IOException {
+        OpenOption[] opts = direct ? new OpenOption[] {StandardOpenOption.READ, ExtendedOpenOption.DIRECT}
+                : new OpenOption[] {StandardOpenOption.READ};
+        return FileChannel.open(p, opts);
+    }
+
+    /** N threads pread 8 MiB chunks into private host buffers: what the CPUs can copy. GB/s. */
+    private double ceiling(Path p, long fileSize, int n) throws Exception {
+        AtomicLong next = new AtomicLong();
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        try (FileChannel ch = channel(p)) {
+            Thread[] ts = new Thread[n];
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n; i++) {
+                ts[i] = Thread.ofPlatform().start(() -> {
+                    ByteBuffer bb = ByteBuffer.allocateDirect(CEILING_CHUNK + 4096).alignedSlice(4096);
+                    try {
+                        for (long off; (off = next.getAndAdd(CEILING_CHUNK)) < fileSize; ) {
+                            bb.clear();
+                            bb.limit((int) Math.min(CEILING_CHUNK, fileSize - off));
+                            if (direct) bb.limit(Math.min(CEILING_CHUNK, (bb.limit() + 4095) & ~4095));
+                            while (bb.hasRemaining()) {
+                                if (ch.read(bb, off + bb.position()) < 0) break;
+                            }
+                        }
+                    } catch (IOException e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+            }
+            for (Thread t : ts) t.join();
+            if (failure.get() != null) throw failure.get();
+            return fileSize / ((System.nanoTime() - t0) / 1e9) / 1e9;
+        }
+    }
+
+    /** One batch of 64 MiB requests covering the file. GB/s. */
+    private static double phoenixWholeFile(PhxFile pf, RegisteredBuffer buf, long fileSize) {
+        int n = (int) ((fileSize + WHOLE_FILE_REQUEST - 1) / WHOLE_FILE_REQUEST);
+        try (IoBatch batch = IoBatch.create(n)) {
+            for (int i = 0; i < n; i++) {
+                long off = i * WHOLE_FILE_REQUEST;
+                batch.read(pf, buf, off, Math.min(WHOLE_FILE_REQUEST, fileSize - off), off);
+            }
+            long t0 = System.nanoTime();
+            BatchResult r = batch.run().throwIfFailed();
+            double secs = (System.nanoTime() - t0) / 1e9;
+            if (r.totalBytes() != fileSize) throw new IllegalStateException("short read: " + r.totalBytes() + " of " + fileSize);
+            return fileSize / secs / 1e9;
+        }
+    }
+
+    /** Sequential reads of bs bytes, qd per batch, into the same offsets of buf. Seconds. */
+    private static double phoenixSweep(PhxFile pf, RegisteredBuffer buf, long bs, int qd, long bytes) {
+        try (IoBatch batch = IoBatch.create(qd)) {
+            long t0 = System.nanoTime();
+            for (long off = 0; off < bytes; ) {
+                batch.clear();
+                for (int i = 0; i < qd && off < bytes; i++, off += bs) batch.read(pf, buf, off, bs, off);
+                batch.run().throwIfFailed();
+            }
+            return (System.nanoTime() - t0) / 1e9;
+        }
+    }
+
+    /** The plain loop a user writes: one thread, pread of bs, then a copy to the device. GB/s. */
+    private double baseline(Path p, Device device, RegisteredBuffer buf, MemorySegment staging, long bytes, long bs,
+                            long fileSize) throws IOException {
+        boolean copy = needsCopy(device);
+        MemorySegment host = copy ? null : buf.segment().orElseThrow();
+        try (FileChannel ch = channel(p)) {
+            long t0 = System.nanoTime();
+            for (long off = 0; off < bytes; off += bs) {
+                long n = Math.min(bs, bytes - off);
+                long rn = direct ? Math.min((n + 4095) & ~4095L, Math.max(n, fileSize - off)) : n;
+                if (copy) {
+                    for (long done = 0; done < n; ) {
+                        long chunk = Math.min(n - done, staging.byteSize());
+                        ByteBuffer bb = staging.asSlice(0, direct ? Math.min((chunk + 4095) & ~4095L, staging.byteSize()) : chunk).asByteBuffer();
+                        readFully(ch, bb, off + done);
+                        device.copyToDevice(staging.asSlice(0, chunk), buf, off + done);
+                        done += chunk;
+                    }
+                } else {
+                    readFully(ch, host.asSlice(off, Math.min(rn, host.byteSize() - off)).asByteBuffer(), off);
+                }
+            }
+            return bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+        }
+    }
+
+    private static void readFully(FileChannel ch, ByteBuffer bb, long pos) throws IOException {
+        while (bb.hasRemaining()) {
+            if (ch.read(bb, pos + bb.position()) < 0) return;
+        }
+    }
+
+    /** Compares 64 spread 4 KiB blocks of the loaded memory with the file. */
+    private static boolean verify(Path p, Device device, RegisteredBuffer buf, long fileSize, Arena arena) throws IOException {
+        MemorySegment got = arena.allocate(4096);
+        ByteBuffer want = ByteBuffer.allocate(4096);
+        try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+            for (int i = 0; i < 64; i++) {
+                long off = Math.min(fileSize - Math.min(4096, fileSize), (fileSize / 64) * i + i * 13L);
+                int n = (int) Math.min(4096, fileSize - off);
+                MemorySegment g = got.asSlice(0, n);
+                if (device != null) device.copyToHost(buf, off, g);
+                else MemorySegment.copy(buf.segment().orElseThrow(), off, g, 0, n);
+                want.clear().limit(n);
+                readFully(ch, want, off);
+                if (g.mismatch(MemorySegment.ofArray(want.array()).asSlice(0, n)) != -1) return false;
+            }
+        }
+        return true;
+    }
+
+    private void report(PrintStream out, Path path, long fileSize, String targetName, int n, double ceil, double ours,
+                        double base, double[] ceilRuns, double[] oursRuns, double[] baseRuns, List<Point> sweep,
+                        Device device) throws IOException {
+        String baseName = needsCopy(device) ? "pread+copy, 1 thread" : "pread, 1 thread";
+        if (json) {
+            try (JsonGenerator g = new JsonFactory().createGenerator(out)) {
+                g.useDefaultPrettyPrinter();
+                g.writeStartObject();
+                g.writeStringField("file", path.toString());
+                g.writeNumberField("bytes", fileSize);
+                g.writeStringField("target", targetName);
+                g.writeStringField("io", direct ? "O_DIRECT" : "page cache");
+                g.writeNumberField("ceiling_threads", n);
+                g.writeNumberField("repeat", repeat);
+                g.writeBooleanField("verified", true);
+                g.writeObjectFieldStart("whole_file");
+                g.writeNumberField("ceiling_gbps", round(ceil));
+                g.writeNumberField("phoenix_gbps", round(ours));
+                g.writeNumberField("baseline_gbps", round(base));
+                g.writeStringField("baseline", baseName);
+                g.writeNumberField("phoenix_vs_ceiling", round(ours / ceil));
+                g.writeNumberField("phoenix_vs_baseline", round(ours / base));
+                writeRuns(g, "ceiling_runs_gbps", ceilRuns);
+                writeRuns(g, "phoenix_runs_gbps", oursRuns);
+                writeRuns(g, "baseline_runs_gbps", baseRuns);
+                g.writeEndObject();
+                g.writeArrayFieldStart("sweep");
+                for (Point p : sweep) {
+                    g.writeStartObject();
+                    g.writeNumberField("io_size", p.ioSize());
+                    g.writeNumberField("depth", p.depth());
+                    g.writeNumberField("phoenix_gbps", round(p.phoenixGbps()));
+                    g.writeNumberField("iops", Math.round(p.iops()));
+                    g.writeNumberField("baseline_gbps", round(p.baselineGbps()));
+                    g.writeNumberField("phoenix_vs_baseline", round(p.phoenixGbps() / p.baselineGbps()));
+                    g.writeEndObject();
+                }
+                g.writeEndArray();
+                g.writeEndObject();
+            }
+            out.println();
+            return;
+        }
+        out.printf("file %s (%s, %s), target %s%n", path, Sizes.format(fileSize), direct ? "O_DIRECT" : "page cache", targetName);
+        out.printf("whole file, median of %d runs:%n", repeat);
+        out.printf("  %-34s %8.2f GB/s%n", "ceiling (" + n + " threads pread, host)", ceil);
+        out.printf("  %-34s %8.2f GB/s   %.2fx ceiling, %.2fx baseline%n", "phoenix", ours, ours / ceil, ours / base);
+        out.printf("  %-34s %8.2f GB/s%n", "baseline (" + baseName + ")", base);
+        if (!sweep.isEmpty()) {
+            out.printf("%n%-9s %5s %12s %12s %14s %9s%n", "io size", "depth", "phoenix GB/s", "IOPS", "baseline GB/s", "ratio");
+            for (Point p : sweep) {
+                out.printf("%-9s %5d %12.3f %12.0f %14.3f %8.2fx%n", Sizes.format(p.ioSize()), p.depth(), p.phoenixGbps(),
+                        p.iops(), p.baselineGbps(), p.phoenixGbps() / p.baselineGbps());
+            }
+        }
+    }
+
+    private static void writeRuns(JsonGenerator g, String name, double[] runs) throws IOException {
+        g.writeArrayFieldStart(name);
+        for (double r : runs) g.writeNumber(round(r));
+        g.writeEndArray();
+    }
+
+    private static double round(double v) {
+        return Math.round(v * 1000) / 1000.0;
+    }
+}

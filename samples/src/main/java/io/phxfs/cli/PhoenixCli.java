@@ -1,0 +1,38 @@
+package io.phxfs.cli;
+
+import io.phxfs.core.PhoenixException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code phoenix} command: one entry point for the project's tools. */
+@Command(name = "phoenix", mixinStandardHelpOptions = true, versionProvider = PhoenixCli.Version.class,
+        description = "Moves file data into GPU and host memory with libphoenix.",
+        subcommands = {InfoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+public final class PhoenixCli {
+    /** Exit code for invalid input (bad arguments, malformed files). */
+    public static final int EXIT_INVALID = 2;
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    static int run(String... args) {
+        CommandLine cli = new CommandLine(new PhoenixCli());
+        cli.setExitCodeExceptionMapper(e -> e instanceof IllegalArgumentException ? EXIT_INVALID : 1);
+        cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            // one line naming what failed; a stack trace helps nobody who passed a wrong path
+            String what = e instanceof PhoenixException ? "phoenix: " : "phoenix: error: ";
+            cmd.getErr().println(what + e.getMessage());
+            return cmd.getExitCodeExceptionMapper().getExitCode(e);
+        });
+        return cli.execute(args);
+    }
+
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = PhoenixCli.class.getPackage().getImplementationVersion();
+            return new String[] {"phoenix " + (v == null ? "dev" : v)};
+        }
+    }
+}

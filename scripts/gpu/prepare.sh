@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Run HERE (the build machine) before a GPU run: puts everything the GPU machine lacks into
+# .gpu/ (git-ignored), which the device call carries: a jlink'd JRE 25, liburing's static
+# library and headers (so libphoenix builds there), the CLI jar, the Java tests and the JUnit
+# console launcher.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+JAVA_HOME=$(scripts/setup.sh)
+export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
+mkdir -p .gpu
+mvn -B -q -ntp -DskipTests install
+[ -x .gpu/jre/bin/java ] || jlink --add-modules java.base,jdk.unsupported,java.logging,java.management \
+  --strip-debug --no-header-files --no-man-pages --compress zip-9 --output .gpu/jre
+rm -rf .gpu/uring && mkdir -p .gpu/uring/include .gpu/uring/lib
+cp -r /usr/include/liburing.h /usr/include/liburing .gpu/uring/include/
+cp /usr/lib/x86_64-linux-gnu/liburing.a .gpu/uring/lib/
+cp samples/target/phoenix-cli.jar .gpu/
+rm -rf .gpu/java-tests && mkdir -p .gpu/java-tests
+cp -r phoenix-core/target/test-classes .gpu/java-tests/classes
+mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.13.4 \
+  -DoutputDirectory=.gpu/java-tests >/dev/null
+(cd phoenix-core && mvn -B -q -ntp dependency:build-classpath -Dmdep.outputFile=../.gpu/java-tests/cp.txt -Dmdep.includeScope=test >/dev/null)
+# the classpath names jars in ~/.m2: copy the ones the tests need next to them
+mkdir -p .gpu/java-tests/lib
+tr ':' '\n' < .gpu/java-tests/cp.txt | grep -vE 'junit|opentest4j|apiguardian' | while read -r j; do [ -f "$j" ] && cp "$j" .gpu/java-tests/lib/; done
+cp phoenix-core/target/phoenix-core-*.jar .gpu/java-tests/lib/ 2>/dev/null || true
+du -sh .gpu
