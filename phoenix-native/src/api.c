@@ -20,7 +20,7 @@ static ssize_t single(int fd, int dev, void *buf, off_t buf_offset, ssize_t nbyt
     }
     phxfs_io_req_t req = {fd, dev, buf, buf_offset, (size_t)nbytes, file_offset, 0};
     int err = 0;
-    phx_batch_state_t *b = phx_batch_start(&req, 1, is_write, &err);
+    phx_batch_state_t *b = phx_batch_start(&req, 1, is_write, 1, &err);
     if (!b) return err;
     phx_batch_state_wait(b);
     phx_batch_state_free(b);
@@ -41,7 +41,7 @@ static int run_batch(phxfs_io_req_t *reqs, int n, int is_write)
 {
     phx_clear_error();
     int err = 0;
-    phx_batch_state_t *b = phx_batch_start(reqs, n, is_write, &err);
+    phx_batch_state_t *b = phx_batch_start(reqs, n, is_write, 1, &err);
     if (!b) return err;
     int failed = phx_batch_state_wait(b);
     phx_batch_state_free(b);
@@ -55,7 +55,7 @@ static phxfs_batch_t *submit(phxfs_io_req_t *reqs, int n, int is_write)
 {
     phx_clear_error();
     int err = 0;
-    phx_batch_state_t *b = phx_batch_start(reqs, n, is_write, &err);
+    phx_batch_state_t *b = phx_batch_start(reqs, n, is_write, 0, &err);
     if (!b) errno = -err;
     return (phxfs_batch_t *)b;
 }

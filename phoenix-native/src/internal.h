@@ -109,8 +109,9 @@ int phx_pool_start(void);
 void phx_pool_stop(void);
 int phx_pool_workers(void);
 int phx_pool_engine(void);
-/* Runs reqs (all read or all write); async returns the state without waiting */
-phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, int *err);
+/* Runs reqs (all read or all write) and returns without waiting; may_inline lets
+ * small host-memory batches complete on the calling thread before returning. */
+phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, int may_inline, int *err);
 int phx_batch_state_wait(phx_batch_state_t *b);
 int phx_batch_state_done(phx_batch_state_t *b);
 void phx_batch_state_free(phx_batch_state_t *b);

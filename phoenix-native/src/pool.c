@@ -370,7 +370,37 @@ static void release_request(req_state_t *rs)
     rs->alt_fd = -1;
 }
 
-phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, int *err)
+/* Small host-memory batches run on the caller's thread with its own engine:
+ * handing 4 KiB reads to a worker costs a wake-up that dwarfs the copy. */
+#define INLINE_MAX_BYTES (256u << 10)
+static pthread_key_t inline_key;
+static pthread_once_t inline_once = PTHREAD_ONCE_INIT;
+
+static void inline_worker_free(void *p)
+{
+    worker_t *w = p;
+    if (w->eng) w->eng->destroy(w->eng);
+    free(w->scratch);
+    free(w);
+}
+
+static void inline_key_init(void) { pthread_key_create(&inline_key, inline_worker_free); }
+
+static worker_t *inline_worker(void)
+{
+    pthread_once(&inline_once, inline_key_init);
+    worker_t *w = pthread_getspecific(inline_key);
+    if (w) return w;
+    w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->eng = pool.engine == PHXFS_ENGINE_URING ? phx_engine_uring_create(64) : NULL;
+    if (!w->eng) w->eng = phx_engine_sync_create();
+    if (!w->eng) { free(w); return NULL; }
+    pthread_setspecific(inline_key, w);
+    return w;
+}
+
+phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, int may_inline, int *err)
 {
     int rc = phx_lib_init();
     if (rc < 0) { *err = rc; return NULL; }
@@ -416,10 +446,27 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, in
         b->done = 1;
         return b;
     }
+    if (may_inline && ntasks <= MAX_GRAB) {
+        size_t bytes = 0;
+        int host_only = 1;
+        for (size_t i = 0; i < ntasks; i++) {
+            bytes += b->tasks[i].len;
+            host_only &= !b->tasks[i].rs->bounce;
+        }
+        worker_t *w = host_only && bytes <= INLINE_MAX_BYTES ? inline_worker() : NULL;
+        if (w) {
+            task_t *ts[MAX_GRAB];
+            for (size_t i = 0; i < ntasks; i++) ts[i] = &b->tasks[i];
+            run_host_tasks(w, ts, (int)ntasks, is_write);
+            return b;
+        }
+    }
     pthread_mutex_lock(&pool.lock);
     if (pool.tail) pool.tail->qnext = b; else pool.head = b;
     pool.tail = b;
-    pthread_cond_broadcast(&pool.cond);
+    /* one task needs one worker; waking them all only makes them contend for the lock */
+    if (ntasks == 1) pthread_cond_signal(&pool.cond);
+    else pthread_cond_broadcast(&pool.cond);
     pthread_mutex_unlock(&pool.lock);
     return b;
 }
