@@ -47,6 +47,9 @@ typedef struct {
     char why[512];            /* why faster modes were not chosen; "" when none */
 } phxfs_device_info_t;
 
+/* 1000 * major + 10 * minor of the loaded library. */
+int phxfs_version(void);
+
 /* Library-wide setup; called implicitly by phxfs_open. Reads PHX_* from the
  * environment once. */
 int phxfs_init(void);
@@ -62,10 +65,13 @@ uint64_t phxfs_get_page_size(void);
 int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <0 neither */
 
 /* Configuration: the same keys as the PHX_* environment variables without the
- * prefix, lower case ("mode", "engine", "workers", "slot_mb", "slots",
- * "connector", "fake_devices", "chunk_mb", "max_io_bytes", "queue_depth").
- * Takes effect for devices opened afterwards; "max_io_bytes" (per-syscall cap,
- * a test hook) at once. */
+ * prefix, lower case ("mode", "engine", "workers", "slot_mb", "slot_kb",
+ * "slots", "connector", "fake_devices", "chunk_mb", "max_io_bytes",
+ * "queue_depth"). "engine", "workers", "slot_*", "slots", "chunk_mb",
+ * "connector" and "fake_devices" size the worker pool and must be set before
+ * the first device opens (-EBUSY after); "mode" applies to devices opened
+ * afterwards; "queue_depth" and "max_io_bytes" (per-syscall cap, a test hook)
+ * at once. */
 int phxfs_set_config(const char *key, const char *value);
 /* Writes the effective value into buf (NUL-terminated); returns its length. */
 int phxfs_get_config(const char *key, char *buf, size_t len);
@@ -112,7 +118,12 @@ int phxfs_batch_destroy(phxfs_batch_t *batch);  /* waits first if needed */
  * behind f_offset are read when the stream reaches the operation; nbytes and
  * buf_offset are read at enqueue. *bytes_done receives the byte count or
  * -errno; the stream always proceeds, also after a failure. Destination bytes
- * past a short read keep their previous contents. stream NULL: runs now. */
+ * past a short read keep their previous contents. stream NULL: runs now.
+ * The cells behind the pointers must stay valid until the stream has passed
+ * the operation. An error return means nothing was queued, except when part
+ * of a large operation was already queued (-ENOMEM or an accelerator error
+ * midway): that part still runs and *bytes_done receives the error, so keep
+ * the cells until the stream is synchronised in every case. */
 int phxfs_read_stream(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
                       const off_t *f_offset, ssize_t *bytes_done, void *stream);
 int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes,

@@ -112,10 +112,22 @@ void phx_config_load_env(void)
     pthread_mutex_unlock(&cfg_lock);
 }
 
+int phx_pool_started(void);
+
 int phxfs_set_config(const char *key, const char *value)
 {
+    phx_clear_error();
     if (!key || !value) return phx_fail(EINVAL, "set_config: key and value are required");
     phx_config_load_env();
+    /* the pool sizes its threads, rings, slots and scratch once, at start */
+    static const char *fixed[] = {"engine", "workers", "slot_mb", "slot_kb", "slots", "chunk_mb", "connector", "fake_devices"};
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+        if (!strcmp(key, fixed[i]) && phx_pool_started())
+        {
+            char env[32] = "PHX_";
+            for (size_t j = 0; key[j] && j + 5 < sizeof env; j++) env[4 + j] = (char)toupper((unsigned char)key[j]);
+            return phx_fail(EBUSY, "%s can only be set before the first device is opened (or through %s)", key, env);
+        }
     pthread_mutex_lock(&cfg_lock);
     int rc = set_locked(key, value);
     pthread_mutex_unlock(&cfg_lock);
@@ -124,6 +136,7 @@ int phxfs_set_config(const char *key, const char *value)
 
 int phxfs_get_config(const char *key, char *buf, size_t len)
 {
+    phx_clear_error();
     if (!key || !buf || !len) return phx_fail(EINVAL, "get_config: key and buffer are required");
     phx_config_load_env();
     static const char *engines[] = {"sync", "uring"};

@@ -60,12 +60,19 @@ int phx_lib_init(void)
     return 0;
 }
 
-int phxfs_init(void) { return phx_lib_init(); }
+int phxfs_init(void)
+{
+    phx_clear_error();
+    return phx_lib_init();
+}
+
+int phxfs_version(void) { return PHXFS_VERSION_MAJOR * 1000 + PHXFS_VERSION_MINOR * 10; }
 
 int phx_device_count_internal(void) { return dev_count; }
 
 int phxfs_device_count(void)
 {
+    phx_clear_error();
     int rc = phx_lib_init();
     return rc < 0 ? rc : dev_count;
 }
@@ -107,6 +114,7 @@ static int choose_mode(phx_device_t *d)
 
 int phxfs_open(int dev)
 {
+    phx_clear_error();
     int rc = phx_lib_init();
     if (rc < 0) return rc;
     if (dev < 0 || dev >= dev_count)
@@ -126,6 +134,7 @@ int phxfs_open(int dev)
 
 int phxfs_close(int dev)
 {
+    phx_clear_error();
     if (dev < 0 || dev >= dev_count) return phx_fail(ENODEV, "close: no device %d", dev);
     pthread_mutex_lock(&dev_lock);
     phx_device_t *d = &devices[dev];
@@ -154,6 +163,7 @@ phx_device_t *phx_device_get(int dev, int *err)
 
 int phxfs_get_device_info(int dev, phxfs_device_info_t *info)
 {
+    phx_clear_error();
     if (!info) return phx_fail(EINVAL, "device_info: info is NULL");
     int err;
     phx_device_t *d = phx_device_get(dev, &err);
@@ -164,8 +174,8 @@ int phxfs_get_device_info(int dev, phxfs_device_info_t *info)
     info->engine = d->engine;
     info->workers = phx_pool_workers();
     info->page_size = phxfs_get_page_size();
-    info->slot_bytes = phx_cfg.slot_bytes;
-    info->slots_per_worker = phx_cfg.slots;
+    info->slot_bytes = phx_pool_slot_bytes();
+    info->slots_per_worker = phx_pool_slots();
     snprintf(info->connector, sizeof info->connector, "%s", phx_conn->name);
     snprintf(info->name, sizeof info->name, "%s", d->name);
     snprintf(info->why, sizeof info->why, "%s", d->why);
@@ -180,6 +190,7 @@ uint64_t phxfs_get_page_size(void)
 
 int phxfs_get_map_mode(int dev)
 {
+    phx_clear_error();
     int err;
     phx_device_t *d = phx_device_get(dev, &err);
     if (!d) return err;
@@ -188,6 +199,7 @@ int phxfs_get_map_mode(int dev)
 
 int phxfs_regmem(int dev, const void *addr, size_t len, void **target_addr)
 {
+    phx_clear_error();
     int err;
     phx_device_t *d = phx_device_get(dev, &err);
     if (!d) return err;
@@ -198,6 +210,7 @@ int phxfs_regmem(int dev, const void *addr, size_t len, void **target_addr)
 
 int phxfs_deregmem(int dev, const void *addr, size_t len)
 {
+    phx_clear_error();
     int err;
     phx_device_t *d = phx_device_get(dev, &err);
     if (!d) return err;
@@ -206,6 +219,7 @@ int phxfs_deregmem(int dev, const void *addr, size_t len)
 
 int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int *is_direct)
 {
+    phx_clear_error();
     if (!path) return phx_fail(EINVAL, "file_open: path is NULL");
     flags |= O_CLOEXEC;
     if (want_direct) {
@@ -236,6 +250,7 @@ static void helper_init(void)
 
 static int helper_copy(int dev, void *dst, const void *src, size_t len, int to_device)
 {
+    phx_clear_error();
     int err;
     phx_device_t *d = phx_device_get(dev, &err);
     if (!d) return err;
@@ -260,41 +275,54 @@ int phxfs_memcpy_to_device(int dev, void *dst, const void *src, size_t len) { re
 
 int phxfs_mem_alloc(int dev, size_t len, void **ptr)
 {
+    phx_clear_error();
     int err;
     if (!ptr) return phx_fail(EINVAL, "mem_alloc: ptr is NULL");
     if (!phx_device_get(dev, &err)) return err;
     int rc = phx_conn->mem_alloc(dev, len, ptr);
-    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed", len, dev);
+    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed: %s", len, dev, strerror(-rc));
     return rc;
 }
 
 int phxfs_mem_free(int dev, void *ptr)
 {
+    phx_clear_error();
     int err;
     if (!phx_device_get(dev, &err)) return err;
-    return phx_conn->mem_free(dev, ptr);
+    int rc = phx_conn->mem_free(dev, ptr);
+    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "mem_free: %p on device %d: %s", ptr, dev, strerror(-rc));
+    return rc;
 }
 
 int phxfs_stream_create(int dev, void **stream)
 {
+    phx_clear_error();
     int err;
     if (!stream) return phx_fail(EINVAL, "stream_create: stream is NULL");
     if (!phx_device_get(dev, &err)) return err;
-    return phx_conn->stream_create(dev, stream);
+    int rc = phx_conn->stream_create(dev, stream);
+    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "stream_create on device %d: %s", dev, strerror(-rc));
+    return rc;
 }
 
 int phxfs_stream_synchronize(int dev, void *stream)
 {
+    phx_clear_error();
     int err;
     if (!phx_device_get(dev, &err)) return err;
-    if (phx_conn->bind(dev)) return -ENODEV;
-    return phx_conn->stream_sync(stream);
+    int rc = phx_conn->bind(dev);
+    if (!rc) rc = phx_conn->stream_sync(stream);
+    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "stream_synchronize on device %d: %s", dev, strerror(-rc));
+    return rc;
 }
 
 int phxfs_stream_destroy(int dev, void *stream)
 {
+    phx_clear_error();
     int err;
     if (!phx_device_get(dev, &err)) return err;
-    if (phx_conn->bind(dev)) return -ENODEV;
-    return phx_conn->stream_destroy(stream);
+    int rc = phx_conn->bind(dev);
+    if (!rc) rc = phx_conn->stream_destroy(stream);
+    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "stream_destroy on device %d: %s", dev, strerror(-rc));
+    return rc;
 }

@@ -109,6 +109,9 @@ int phx_pool_start(void);
 void phx_pool_stop(void);
 int phx_pool_workers(void);
 int phx_pool_engine(void);
+int phx_pool_started(void);
+size_t phx_pool_slot_bytes(void);
+int phx_pool_slots(void);
 /* Runs reqs (all read or all write) and returns without waiting; may_inline lets
  * small host-memory batches complete on the calling thread before returning. */
 phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, int may_inline, int *err);

@@ -69,13 +69,18 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     phx_batch_state_t *head, *tail;
-    int n, stop, engine;
+    int n, stop, engine, started;
+    size_t slot_bytes, chunk_bytes; /* fixed at start: slots and scratch are sized by them */
+    int slots;
     worker_t *w;
 } pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static atomic_int uring_warned;
 
 int phx_pool_workers(void) { return pool.n; }
+int phx_pool_started(void) { return pool.started; }
+size_t phx_pool_slot_bytes(void) { return pool.started ? pool.slot_bytes : phx_cfg.slot_bytes; }
+int phx_pool_slots(void) { return pool.started ? pool.slots : phx_cfg.slots; }
 int phx_pool_engine(void) { return pool.engine; }
 
 /* ---- completion ---- */
@@ -104,7 +109,7 @@ static int aligned3(uintptr_t a, uint64_t b, uint64_t c) { return ((a | b | c) &
 
 static char *worker_scratch(worker_t *w)
 {
-    if (!w->scratch) w->scratch = aligned_alloc(PHX_ALIGN, phx_cfg.chunk_bytes > phx_cfg.slot_bytes ? phx_cfg.chunk_bytes : phx_cfg.slot_bytes);
+    if (!w->scratch) w->scratch = aligned_alloc(PHX_ALIGN, pool.chunk_bytes > pool.slot_bytes ? pool.chunk_bytes : pool.slot_bytes);
     return w->scratch;
 }
 
@@ -158,15 +163,15 @@ static dev_ctx_t *ctx_get(worker_t *w, int dev, int *err)
     if (!c) { *err = -ENOMEM; return NULL; }
     int rc = phx_conn->bind(dev);
     if (!rc) rc = phx_conn->stream_create(dev, &c->stream);
-    c->nslots = phx_cfg.slots > MAX_SLOTS ? MAX_SLOTS : phx_cfg.slots;
+    c->nslots = pool.slots > MAX_SLOTS ? MAX_SLOTS : pool.slots;
     for (int i = 0; !rc && i < c->nslots; i++) {
-        c->slot[i] = phx_pinned_alloc(phx_cfg.slot_bytes);
+        c->slot[i] = phx_pinned_alloc(pool.slot_bytes);
         if (!c->slot[i]) rc = -ENOMEM;
         if (!rc) rc = phx_conn->event_create(&c->ev[i]);
     }
     if (rc) {
         for (int i = 0; i < c->nslots; i++) {
-            if (c->slot[i]) phx_pinned_free(c->slot[i], phx_cfg.slot_bytes);
+            if (c->slot[i]) phx_pinned_free(c->slot[i], pool.slot_bytes);
             if (c->ev[i]) phx_conn->event_destroy(c->ev[i]);
         }
         if (c->stream) phx_conn->stream_destroy(c->stream);
@@ -288,6 +293,10 @@ static void *worker_main(void *arg)
 int phx_pool_start(void)
 {
     int n = phx_cfg.workers;
+    pool.slot_bytes = phx_cfg.slot_bytes;
+    pool.chunk_bytes = phx_cfg.chunk_bytes;
+    pool.slots = phx_cfg.slots;
+    pool.started = 1;
     pool.w = calloc((size_t)n, sizeof *pool.w);
     if (!pool.w) return phx_fail(ENOMEM, "worker pool: out of memory");
     pool.engine = phx_cfg.engine;
@@ -417,7 +426,7 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, in
     for (int i = 0; i < n; i++) {
         rc = prepare_request(&rs[i], &reqs[i], is_write);
         if (rc) { atomic_store(&rs[i].err, rc); continue; }
-        size_t c = rs[i].bounce ? phx_cfg.slot_bytes : phx_cfg.chunk_bytes;
+        size_t c = rs[i].bounce ? pool.slot_bytes : pool.chunk_bytes;
         uint64_t s = (uint64_t)reqs[i].f_offset, e = s + reqs[i].nbytes;
         if (e > s) ntasks += (size_t)((e - 1) / c - s / c + 1);
     }
@@ -431,7 +440,7 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, in
     size_t t = 0;
     for (int i = 0; i < n; i++) {
         if (atomic_load(&rs[i].err)) continue;
-        size_t c = rs[i].bounce ? phx_cfg.slot_bytes : phx_cfg.chunk_bytes;
+        size_t c = rs[i].bounce ? pool.slot_bytes : pool.chunk_bytes;
         uint64_t s = (uint64_t)reqs[i].f_offset, e = s + reqs[i].nbytes;
         for (uint64_t p = s; p < e;) {
             uint64_t q = (p / c + 1) * c;

@@ -18,7 +18,8 @@ typedef struct {
     ssize_t *bytes_done;
     off_t f_off;           /* snapshot taken by the first piece */
     size_t total;
-    int npieces, finished;
+    atomic_int outstanding; /* queued pieces + 1 for the enqueuer; 0 finishes the op */
+    size_t slot_bytes;
     atomic_int err;
     atomic_size_t done;
     int eof;
@@ -61,7 +62,7 @@ static ssize_t slot_io(stream_op_t *op, char *slot, size_t len, off_t off)
     }
     /* the upper half of the slot takes the aligned span, so bytes past a
      * short read in the lower half keep the device's contents */
-    char *span = slot + phx_cfg.slot_bytes + PHX_ALIGN;
+    char *span = slot + op->slot_bytes + PHX_ALIGN;
     off_t a = (off_t)phx_align_down((size_t)off, PHX_ALIGN);
     size_t head = (size_t)(off - a);
     ssize_t r = phx_rw_full(op->fd, 0, span, phx_align_up(head + len, PHX_ALIGN), a);
@@ -97,9 +98,8 @@ static void piece_release(void *arg)
     piece_t *p = arg;
     stream_op_t *op = p->op;
     phx_slot_put(p->slot);
-    int last = p->index == op->npieces - 1;
     free(p);
-    if (last) finish_op(op);
+    if (atomic_fetch_sub(&op->outstanding, 1) == 1) finish_op(op);
 }
 
 static void host_io(void *arg)
@@ -169,9 +169,10 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
         host_io(op);
         return 0;
     }
-    size_t S = phx_cfg.slot_bytes;
+    size_t S = phx_pool_slot_bytes();
     int npieces = n ? (int)((n + S - 1) / S) : 1;
-    op->npieces = npieces;
+    op->slot_bytes = S;
+    atomic_init(&op->outstanding, 1);
     for (int i = 0; i < npieces; i++) {
         piece_t *p = calloc(1, sizeof *p);
         phx_slot_t *slot = p ? phx_slot_get(2 * S + 3 * PHX_ALIGN) : NULL;
@@ -182,21 +183,27 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
             *p = (piece_t){op, slot, (size_t)i * S, 0, i};
             p->len = n - p->rel < S ? n - p->rel : S;
             char *dptr = (char *)target + p->rel;
+            atomic_fetch_add(&op->outstanding, 1); /* before the stream can release it */
             if (p->len) rc = phx_conn->dtoh_async(slot->mem, dptr, p->len, stream);
             if (!rc) rc = phx_conn->launch_host_fn(stream, piece_io, p);
             if (!rc && p->len && !is_write) rc = phx_conn->htod_async(dptr, slot->mem, p->len, stream);
             if (!rc) rc = phx_conn->launch_host_fn(stream, piece_release, p);
-            if (rc) { phx_slot_put(slot); free(p); }
+            if (rc) {
+                /* nothing of this piece is queued after a failed launch of its release */
+                atomic_fetch_sub(&op->outstanding, 1);
+                phx_slot_put(slot);
+                free(p);
+            }
         }
         if (rc) {
-            atomic_store(&op->err, rc);
-            if (i == 0) { finish_op(op); return rc; }
-            /* earlier pieces are queued: the last of them finalises the op */
-            op->npieces = i;
-            return rc;
+            int zero = 0;
+            atomic_compare_exchange_strong(&op->err, &zero, rc);
+            break;
         }
     }
-    return 0;
+    /* the enqueuer's reference: with nothing queued the op finishes here */
+    if (atomic_fetch_sub(&op->outstanding, 1) == 1) finish_op(op);
+    return rc;
 }
 
 int phxfs_read_stream(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,

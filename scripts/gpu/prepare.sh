@@ -9,7 +9,7 @@ JAVA_HOME=$(scripts/setup.sh)
 export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
 mkdir -p .gpu
 mvn -B -q -ntp -DskipTests install
-[ -x .gpu/jre/bin/java ] || jlink --add-modules java.base,jdk.unsupported,java.logging,java.management \
+[ -x .gpu/jre/bin/java ] || jlink --add-modules java.base,jdk.unsupported,java.logging,java.management,java.xml,jdk.zipfs \
   --strip-debug --no-header-files --no-man-pages --compress zip-9 --output .gpu/jre
 rm -rf .gpu/uring && mkdir -p .gpu/uring/include .gpu/uring/lib
 cp -r /usr/include/liburing.h /usr/include/liburing .gpu/uring/include/

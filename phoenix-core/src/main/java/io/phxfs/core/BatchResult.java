@@ -1,0 +1,81 @@
+package io.phxfs.core;
+
+import java.util.Arrays;
+
+/** The per-request outcome of an {@link IoBatch} run: bytes moved or a negative errno each. */
+public final class BatchResult {
+    private final boolean write;
+    private final long[] results;
+    /** Descriptions of failed requests only, indexed like {@link #results}; null where it succeeded. */
+    private final String[] failures;
+    private final int failed;
+
+    BatchResult(boolean write, long[] results, String[] failures) {
+        this.write = write;
+        this.results = results;
+        this.failures = failures;
+        int f = 0;
+        for (long r : results) {
+            if (r < 0) {
+                f++;
+            }
+        }
+        this.failed = f;
+    }
+
+    /** Number of requests. */
+    public int size() {
+        return results.length;
+    }
+
+    /** Bytes moved by request {@code i} (short only at end of file for reads), or a negative errno. */
+    public long result(int i) {
+        return results[i];
+    }
+
+    /** Number of requests that failed. */
+    public int failed() {
+        return failed;
+    }
+
+    public boolean isWrite() {
+        return write;
+    }
+
+    /** Sum of the bytes moved by the requests that succeeded. */
+    public long totalBytes() {
+        long t = 0;
+        for (long r : results) {
+            if (r > 0) {
+                t += r;
+            }
+        }
+        return t;
+    }
+
+    /**
+     * Throws the first failed request as a {@link PhoenixException} (with the count of the
+     * others); returns this result when every request succeeded.
+     */
+    public BatchResult throwIfFailed() {
+        if (failed == 0) {
+            return this;
+        }
+        for (int i = 0; i < results.length; i++) {
+            if (results[i] < 0) {
+                String what = "batch request " + i + " of " + results.length + ": "
+                        + (failures != null && failures[i] != null ? failures[i] : "failed")
+                        + (failed > 1 ? " (and " + (failed - 1) + " more failed)" : "");
+                throw new PhoenixException(what, (int) -results[i]);
+            }
+        }
+        throw new AssertionError("failed count without a failed request");
+    }
+
+    @Override
+    public String toString() {
+        return "BatchResult[" + (write ? "write" : "read") + ", " + results.length + " requests, " + failed
+                + " failed, " + totalBytes() + " bytes" + (results.length <= 16 ? ", " + Arrays.toString(results) : "")
+                + "]";
+    }
+}

@@ -1,0 +1,285 @@
+package io.phxfs.core;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.charset.StandardCharsets;
+
+import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * An opened accelerator (or, on a CPU-only machine, the host device 0). Obtain it from
+ * {@link Phoenix#device(int)}; its properties are those libphoenix chose when it opened.
+ */
+public final class Device {
+    /** phxfs_device_info_t. */
+    static final StructLayout INFO_LAYOUT = MemoryLayout.structLayout(
+            JAVA_INT.withName("device_id"),
+            JAVA_INT.withName("mode"),
+            JAVA_INT.withName("engine"),
+            JAVA_INT.withName("workers"),
+            JAVA_LONG.withName("page_size"),
+            JAVA_LONG.withName("slot_bytes"),
+            JAVA_INT.withName("slots_per_worker"),
+            JAVA_INT.withName("reserved"),
+            MemoryLayout.sequenceLayout(16, JAVA_BYTE).withName("connector"),
+            MemoryLayout.sequenceLayout(96, JAVA_BYTE).withName("name"),
+            MemoryLayout.sequenceLayout(512, JAVA_BYTE).withName("why")
+    ).withName("phxfs_device_info_t");
+
+    private static final VarHandle MODE = INFO_LAYOUT.varHandle(groupElement("mode"));
+    private static final VarHandle ENGINE = INFO_LAYOUT.varHandle(groupElement("engine"));
+    private static final VarHandle WORKERS = INFO_LAYOUT.varHandle(groupElement("workers"));
+    private static final VarHandle PAGE_SIZE = INFO_LAYOUT.varHandle(groupElement("page_size"));
+    private static final VarHandle SLOT_BYTES = INFO_LAYOUT.varHandle(groupElement("slot_bytes"));
+    private static final VarHandle SLOTS_PER_WORKER = INFO_LAYOUT.varHandle(groupElement("slots_per_worker"));
+
+    private final int id;
+    private final Mode mode;
+    private final Engine engine;
+    private final int workers;
+    private final long pageSize;
+    private final long slotBytes;
+    private final int slotsPerWorker;
+    private final String connector;
+    private final String name;
+    private final String why;
+
+    private Device(int id, MemorySegment info) {
+        this.id = id;
+        this.mode = Mode.of((int) MODE.get(info, 0L));
+        this.engine = Engine.of((int) ENGINE.get(info, 0L));
+        this.workers = (int) WORKERS.get(info, 0L);
+        this.pageSize = (long) PAGE_SIZE.get(info, 0L);
+        this.slotBytes = (long) SLOT_BYTES.get(info, 0L);
+        this.slotsPerWorker = (int) SLOTS_PER_WORKER.get(info, 0L);
+        this.connector = fixedString(info, "connector");
+        this.name = fixedString(info, "name");
+        this.why = fixedString(info, "why");
+    }
+
+    static Device open(int id) {
+        int rc = NativeLibrary.open(id);
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_open(device " + id + ")", rc);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment info = arena.allocate(INFO_LAYOUT);
+            rc = NativeLibrary.getDeviceInfo(id, info);
+            if (rc < 0) {
+                throw PhoenixException.fromNative("phxfs_get_device_info(device " + id + ")", rc);
+            }
+            return new Device(id, info);
+        }
+    }
+
+    /** A char[N] field; read only up to its NUL, or all N bytes if libphoenix filled it. */
+    private static String fixedString(MemorySegment info, String field) {
+        long off = INFO_LAYOUT.byteOffset(groupElement(field));
+        long cap = INFO_LAYOUT.select(groupElement(field)).byteSize();
+        int len = 0;
+        while (len < cap && info.get(JAVA_BYTE, off + len) != 0) {
+            len++;
+        }
+        byte[] bytes = new byte[len];
+        MemorySegment.copy(info, JAVA_BYTE, off, bytes, 0, len);
+        return new String(bytes, StandardCharsets.UTF_8);
+    }
+
+    public int id() {
+        return id;
+    }
+
+    /** The transfer mode in use. */
+    public Mode mode() {
+        return mode;
+    }
+
+    /** The I/O engine in use. */
+    public Engine engine() {
+        return engine;
+    }
+
+    /** Registration granularity (bytes). */
+    public long pageSize() {
+        return pageSize;
+    }
+
+    /** I/O worker threads serving this device. */
+    public int workers() {
+        return workers;
+    }
+
+    /** Size of one bounce slot (bytes). */
+    public long slotBytes() {
+        return slotBytes;
+    }
+
+    public int slotsPerWorker() {
+        return slotsPerWorker;
+    }
+
+    /** "cuda", "fake" or "host". */
+    public String connector() {
+        return connector;
+    }
+
+    /** The device name as the vendor reports it. */
+    public String name() {
+        return name;
+    }
+
+    /** Why faster modes were not chosen; "" when none was passed over. */
+    public String whyNotFaster() {
+        return why;
+    }
+
+    /** True when this device's memory is ordinary host memory (the host connector). */
+    public boolean isHostMemory() {
+        return "host".equals(connector);
+    }
+
+    /**
+     * Allocates device memory and registers it. Closing the buffer deregisters and frees it.
+     * On the host connector the buffer's {@link RegisteredBuffer#segment()} is present.
+     */
+    public RegisteredBuffer allocate(long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("allocate: bytes must be > 0, was " + bytes);
+        }
+        MemorySegment ptr;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            int rc = NativeLibrary.memAlloc(id, bytes, out);
+            if (rc < 0) {
+                throw PhoenixException.fromNative("phxfs_mem_alloc(device " + id + ", " + bytes + " bytes)", rc);
+            }
+            ptr = out.get(ADDRESS, 0);
+        }
+        try {
+            return RegisteredBuffer.registerDevice(this, ptr, bytes, true);
+        } catch (RuntimeException | Error e) {
+            int rc = NativeLibrary.memFree(id, ptr);
+            if (rc < 0) {
+                e.addSuppressed(PhoenixException.fromNative(
+                        "phxfs_mem_free(device " + id + ", 0x" + Long.toHexString(ptr.address()) + ")", rc));
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * Registers memory this library did not allocate: device memory from another framework
+     * (a segment describing its address and length, never dereferenced by Java) or, on the
+     * host connector, host memory. An exact duplicate of a registered range shares it (the
+     * registration is reference counted); any other overlap fails with EINVAL. Closing the
+     * buffer deregisters the range and frees nothing.
+     */
+    public RegisteredBuffer register(MemorySegment range) {
+        if (range.byteSize() <= 0) {
+            throw new IllegalArgumentException("register: the segment must describe at least one byte"
+                    + " (use MemorySegment.ofAddress(ptr).reinterpret(len) for a raw range)");
+        }
+        if (!range.isNative()) {
+            throw new IllegalArgumentException("register: a heap segment has no stable address");
+        }
+        return RegisteredBuffer.registerDevice(this, range, range.byteSize(), false);
+    }
+
+    /** Copies {@code dst.byteSize()} bytes from {@code src} at {@code srcOffset} into host memory. */
+    public void copyToHost(RegisteredBuffer src, long srcOffset, MemorySegment dst) {
+        checkOwn(src, "copyToHost");
+        long len = dst.byteSize();
+        src.checkRange(srcOffset, len, "copyToHost");
+        if (len == 0) {
+            return;
+        }
+        src.acquire();
+        try {
+            MemorySegment from = MemorySegment.ofAddress(src.address() + srcOffset);
+            if (dst.isNative()) {
+                copyToHost(src, srcOffset, dst, from, len);
+            } else {
+                // libphoenix needs a stable address; a heap segment gets a native bounce copy.
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment tmp = arena.allocate(len, 64);
+                    copyToHost(src, srcOffset, tmp, from, len);
+                    MemorySegment.copy(tmp, 0, dst, 0, len);
+                }
+            }
+        } finally {
+            src.release();
+        }
+    }
+
+    private void copyToHost(RegisteredBuffer src, long srcOffset, MemorySegment dst, MemorySegment from, long len) {
+        int rc = NativeLibrary.memcpyToHost(id, dst, from, len);
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_memcpy_to_host(device " + id + ", " + src
+                    + " offset " + srcOffset + ", " + len + " bytes)", rc);
+        }
+    }
+
+    /** Copies all of {@code src} (host memory) into {@code dst} at {@code dstOffset}. */
+    public void copyToDevice(MemorySegment src, RegisteredBuffer dst, long dstOffset) {
+        checkOwn(dst, "copyToDevice");
+        long len = src.byteSize();
+        dst.checkRange(dstOffset, len, "copyToDevice");
+        if (len == 0) {
+            return;
+        }
+        dst.acquire();
+        try {
+            MemorySegment to = MemorySegment.ofAddress(dst.address() + dstOffset);
+            if (src.isNative()) {
+                copyToDevice(src, dst, dstOffset, to, len);
+            } else {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment tmp = arena.allocate(len, 64);
+                    MemorySegment.copy(src, 0, tmp, 0, len);
+                    copyToDevice(tmp, dst, dstOffset, to, len);
+                }
+            }
+        } finally {
+            dst.release();
+        }
+    }
+
+    private void copyToDevice(MemorySegment src, RegisteredBuffer dst, long dstOffset, MemorySegment to, long len) {
+        int rc = NativeLibrary.memcpyToDevice(id, to, src, len);
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_memcpy_to_device(device " + id + ", " + dst
+                    + " offset " + dstOffset + ", " + len + " bytes)", rc);
+        }
+    }
+
+    /** A new stream for stream-ordered I/O ({@link PhxFile#readAsync}). */
+    public DeviceStream createStream() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            int rc = NativeLibrary.streamCreate(id, out);
+            if (rc < 0) {
+                throw PhoenixException.fromNative("phxfs_stream_create(device " + id + ")", rc);
+            }
+            return new DeviceStream(this, out.get(ADDRESS, 0));
+        }
+    }
+
+    private void checkOwn(RegisteredBuffer buf, String what) {
+        if (buf.deviceId() != id) {
+            throw new IllegalArgumentException(what + ": " + buf + " does not belong to device " + id);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Device[" + id + ", " + connector + ", " + mode + ", " + engine
+                + (name.isEmpty() ? "" : ", " + name) + "]";
+    }
+}

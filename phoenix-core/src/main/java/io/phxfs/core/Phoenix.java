@@ -1,0 +1,138 @@
+package io.phxfs.core;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Entry point: loads libphoenix, hands out devices and the host pseudo-device.
+ *
+ * <pre>{@code
+ * Phoenix phx = Phoenix.open();
+ * Device gpu = phx.device(0);
+ * try (RegisteredBuffer buf = gpu.allocate(1 << 20);
+ *      PhxFile f = PhxFile.open(path, OpenMode.READ, OpenMode.DIRECT)) {
+ *     long n = f.read(buf, 0, buf.size(), 0);
+ * }
+ * }</pre>
+ *
+ * <p>Configuration (the PHX_* environment variables, e.g. {@code "engine"}, {@code "mode"},
+ * {@code "workers"}) is read once when the library initialises; {@link #setConfig} changes it
+ * for devices opened afterwards. Devices stay open for the life of the process.
+ */
+public final class Phoenix {
+    /** The C API version these bindings were written against (PHXFS_VERSION_MAJOR.MINOR). */
+    public static final int API_VERSION_MAJOR = 0;
+    public static final int API_VERSION_MINOR = 1;
+
+    private static final Object LOCK = new Object();
+    private static volatile Phoenix instance;
+
+    private final ConcurrentHashMap<Integer, Device> devices = new ConcurrentHashMap<>();
+    private final Host host = new Host();
+
+    private Phoenix() {
+    }
+
+    /**
+     * Loads and initialises libphoenix once per process; later calls return the same instance.
+     *
+     * @throws UnsatisfiedLinkError when libphoenix cannot be found or loaded
+     * @throws PhoenixException     when phxfs_init fails
+     */
+    public static Phoenix open() {
+        Phoenix p = instance;
+        if (p != null) {
+            return p;
+        }
+        synchronized (LOCK) {
+            if (instance == null) {
+                NativeLibrary.ensureLoaded();
+                int rc = NativeLibrary.init();
+                if (rc < 0) {
+                    throw PhoenixException.fromNative("phxfs_init", rc);
+                }
+                instance = new Phoenix();
+            }
+            return instance;
+        }
+    }
+
+    /** Number of devices the selected connector sees; at least 1 (a CPU-only machine has a host device). */
+    public int deviceCount() {
+        int n = NativeLibrary.deviceCount();
+        if (n < 0) {
+            throw PhoenixException.fromNative("phxfs_device_count", n);
+        }
+        return n;
+    }
+
+    /** The device with this id, opened on first use and cached. */
+    public Device device(int id) {
+        Device d = devices.get(id);
+        if (d != null) {
+            return d;
+        }
+        return devices.computeIfAbsent(id, Device::open);
+    }
+
+    /** Plain host memory (device id -1): needs no registration. */
+    public Host host() {
+        return host;
+    }
+
+    /** libphoenix's registration granularity (bytes). */
+    public long pageSize() {
+        return NativeLibrary.getPageSize();
+    }
+
+    /**
+     * Sets a configuration key: the PHX_* environment names without the prefix, lower case
+     * ("mode", "engine", "workers", "slot_mb", "slots", "connector", "fake_devices", "chunk_mb",
+     * "max_io_bytes", "queue_depth"). Applies to devices opened afterwards ("max_io_bytes" at once).
+     */
+    public void setConfig(String key, String value) {
+        try (Arena arena = Arena.ofConfined()) {
+            int rc = NativeLibrary.setConfig(arena.allocateFrom(key), arena.allocateFrom(value));
+            if (rc < 0) {
+                throw PhoenixException.fromNative("phxfs_set_config(" + key + "=" + value + ")", rc);
+            }
+        }
+    }
+
+    /** The effective value of a configuration key. */
+    public String getConfig(String key) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment k = arena.allocateFrom(key);
+            long len = 256;
+            for (;;) {
+                MemorySegment buf = arena.allocate(len);
+                int rc = NativeLibrary.getConfig(k, buf, len);
+                if (rc < 0) {
+                    throw PhoenixException.fromNative("phxfs_get_config(" + key + ")", rc);
+                }
+                if (rc < len) {
+                    return buf.getString(0);
+                }
+                // The value did not fit (rc is its full length): ask again with room for the NUL.
+                len = rc + 1L;
+            }
+        }
+    }
+
+    /** The version of the libphoenix actually loaded, "major.minor" (phxfs_version). */
+    public String version() {
+        int v = NativeLibrary.version();
+        return v / 1000 + "." + (v % 1000) / 10;
+    }
+
+    /** The libphoenix file actually loaded (an extracted copy unless phx.library.path is set). */
+    public String libraryPath() {
+        return NativeLibrary.LOADED_FROM.toString();
+    }
+
+    @Override
+    public String toString() {
+        return "Phoenix[" + version() + ", " + libraryPath() + "]";
+    }
+}

@@ -1,0 +1,124 @@
+package io.phxfs.core;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * One stream-ordered read or write ({@link PhxFile#readAsync}, {@link PhxFile#writeAsync}).
+ * Its result is known once the {@link DeviceStream} has been synchronised.
+ *
+ * <p>libphoenix reads the operation's parameters through pointers, some only when the
+ * stream reaches the operation, and writes the result through one; those cells live in this
+ * object's own arena until the stream has passed it.
+ */
+public final class StreamOp {
+    // Cell offsets: size_t nbytes, off_t buf_offset, off_t f_offset, ssize_t bytes_done.
+    private static final long NBYTES = 0;
+    private static final long BUF_OFFSET = 8;
+    private static final long FILE_OFFSET = 16;
+    private static final long BYTES_DONE = 24;
+
+    private final PhxFile file;
+    private final RegisteredBuffer buffer;
+    private final boolean write;
+    private final long nbytes;
+    private final long bufOffset;
+    private final long fileOffset;
+    private final Arena arena;
+    private final MemorySegment cells;
+    private volatile boolean done;
+    private long bytesDone;
+    /** The negative errno of a failed enqueue, 0 when it was accepted. */
+    private long enqueueError;
+
+    StreamOp(PhxFile file, RegisteredBuffer buffer, boolean write, long nbytes, long bufOffset, long fileOffset) {
+        this.file = file;
+        this.buffer = buffer;
+        this.write = write;
+        this.nbytes = nbytes;
+        this.bufOffset = bufOffset;
+        this.fileOffset = fileOffset;
+        // Shared: the stream may be synchronised, and so the cells freed, from another thread.
+        this.arena = Arena.ofShared();
+        this.cells = arena.allocate(32, 8);
+        cells.set(JAVA_LONG, NBYTES, nbytes);
+        cells.set(JAVA_LONG, BUF_OFFSET, bufOffset);
+        cells.set(JAVA_LONG, FILE_OFFSET, fileOffset);
+        cells.set(JAVA_LONG, BYTES_DONE, 0L);
+    }
+
+    MemorySegment nbytesCell() {
+        return cells.asSlice(NBYTES, 8);
+    }
+
+    MemorySegment bufOffsetCell() {
+        return cells.asSlice(BUF_OFFSET, 8);
+    }
+
+    MemorySegment fileOffsetCell() {
+        return cells.asSlice(FILE_OFFSET, 8);
+    }
+
+    MemorySegment bytesDoneCell() {
+        return cells.asSlice(BYTES_DONE, 8);
+    }
+
+    /** The stream has passed this operation: take the result and let go of the cells, file and buffer. */
+    void complete() {
+        bytesDone = enqueueError != 0 ? enqueueError : cells.get(JAVA_LONG, BYTES_DONE);
+        arena.close();
+        file.release(buffer);
+        done = true;
+    }
+
+    void failedAtEnqueue(long negativeErrno) {
+        enqueueError = negativeErrno;
+    }
+
+    /** The op never reached libphoenix: nothing native refers to the cells. */
+    void discard() {
+        arena.close();
+        file.release(buffer);
+    }
+
+    /** True once the stream has been synchronised past this operation. */
+    public boolean isDone() {
+        return done;
+    }
+
+    /**
+     * Bytes moved (short only at end of file), or a negative errno.
+     *
+     * @throws IllegalStateException before the stream has been synchronised
+     */
+    public long bytesDone() {
+        if (!done) {
+            throw new IllegalStateException(this + ": synchronize the stream first");
+        }
+        return bytesDone;
+    }
+
+    public boolean failed() {
+        return bytesDone() < 0;
+    }
+
+    /** Throws the failure as a {@link PhoenixException}; returns the byte count otherwise. */
+    public long throwIfFailed() {
+        long n = bytesDone();
+        if (n < 0) {
+            throw new PhoenixException(describe(), (int) -n);
+        }
+        return n;
+    }
+
+    private String describe() {
+        return file.describe(write ? "phxfs_write_stream" : "phxfs_read_stream", buffer, bufOffset, nbytes, fileOffset);
+    }
+
+    @Override
+    public String toString() {
+        return "StreamOp[" + describe() + (done ? " -> " + bytesDone : ", pending") + "]";
+    }
+}
