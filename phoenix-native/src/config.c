@@ -95,8 +95,10 @@ void phx_config_load_env(void)
         phx_cfg.mode = PHXFS_MODE_AUTO;
         phx_cfg.engine = PHXFS_ENGINE_URING;
         phx_cfg.workers = default_workers();
-        phx_cfg.slot_bytes = 8u << 20;
-        phx_cfg.slots = 3;
+        /* 4 x 2 MiB per worker: small enough that a slot is still in the CPU cache when the
+         * DMA engine reads it (8-32 MiB slots measured 10-40% slower on the H200 host) */
+        phx_cfg.slot_bytes = 2u << 20;
+        phx_cfg.slots = 4;
         phx_cfg.chunk_bytes = 8u << 20;
         phx_cfg.queue_depth = 8;
         phx_cfg.fake_devices = 1;

@@ -155,6 +155,7 @@ static void run_host_tasks(worker_t *w, task_t **ts, int k, int is_write)
 }
 
 /* ---- bounce transfers: pinned slots + async copies ---- */
+static void ctx_free(int dev, dev_ctx_t *c);
 static dev_ctx_t *ctx_get(worker_t *w, int dev, int *err)
 {
     dev_ctx_t *c = w->ctx[dev];
@@ -170,12 +171,7 @@ static dev_ctx_t *ctx_get(worker_t *w, int dev, int *err)
         if (!rc) rc = phx_conn->event_create(&c->ev[i]);
     }
     if (rc) {
-        for (int i = 0; i < c->nslots; i++) {
-            if (c->slot[i]) phx_pinned_free(c->slot[i], pool.slot_bytes);
-            if (c->ev[i]) phx_conn->event_destroy(c->ev[i]);
-        }
-        if (c->stream) phx_conn->stream_destroy(c->stream);
-        free(c);
+        ctx_free(dev, c);
         *err = rc;
         return NULL;
     }
@@ -385,9 +381,23 @@ static void release_request(req_state_t *rs)
 static pthread_key_t inline_key;
 static pthread_once_t inline_once = PTHREAD_ONCE_INIT;
 
+static void ctx_free(int dev, dev_ctx_t *c)
+{
+    if (phx_conn->bind(dev)) return;
+    for (int i = 0; i < c->nslots; i++) {
+        if (c->slot[i]) phx_pinned_free(c->slot[i], pool.slot_bytes);
+        if (c->ev[i]) phx_conn->event_destroy(c->ev[i]);
+    }
+    if (c->stream) phx_conn->stream_destroy(c->stream);
+    free(c);
+}
+
 static void inline_worker_free(void *p)
 {
     worker_t *w = p;
+    drain(w);
+    for (int d = 0; d < PHX_MAX_DEVICES; d++)
+        if (w->ctx[d]) ctx_free(d, w->ctx[d]);
     if (w->eng) w->eng->destroy(w->eng);
     free(w->scratch);
     free(w);
@@ -462,11 +472,20 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, in
             bytes += b->tasks[i].len;
             host_only &= !b->tasks[i].rs->bounce;
         }
-        worker_t *w = host_only && bytes <= INLINE_MAX_BYTES ? inline_worker() : NULL;
-        if (w) {
+        worker_t *w = bytes <= INLINE_MAX_BYTES ? inline_worker() : NULL;
+        if (w && host_only) {
             task_t *ts[MAX_GRAB];
             for (size_t i = 0; i < ntasks; i++) ts[i] = &b->tasks[i];
             run_host_tasks(w, ts, (int)ntasks, is_write);
+            return b;
+        }
+        if (w) {
+            /* small bounce batches too: the caller's own slots and stream, no hand-off */
+            for (size_t i = 0; i < ntasks; i++) {
+                if (b->tasks[i].rs->bounce) run_bounce_task(w, &b->tasks[i], is_write);
+                else run_host_tasks(w, (task_t *[]){&b->tasks[i]}, 1, is_write);
+            }
+            drain(w);
             return b;
         }
     }
