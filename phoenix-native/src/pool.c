@@ -364,6 +364,12 @@ static int prepare_request(req_state_t *rs, phxfs_io_req_t *r, int is_write)
     return 0;
 }
 
+static size_t chunk_for(const req_state_t *rs, size_t fine)
+{
+    size_t c = rs->bounce ? pool.slot_bytes : pool.chunk_bytes;
+    return fine < c ? fine : c;
+}
+
 static void release_request(req_state_t *rs)
 {
     if (rs->dev) {
@@ -432,11 +438,19 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, in
     b->rs = rs;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->cond, NULL);
-    size_t ntasks = 0;
+    size_t ntasks = 0, total = 0;
     for (int i = 0; i < n; i++) {
         rc = prepare_request(&rs[i], &reqs[i], is_write);
-        if (rc) { atomic_store(&rs[i].err, rc); continue; }
-        size_t c = rs[i].bounce ? pool.slot_bytes : pool.chunk_bytes;
+        if (rc) atomic_store(&rs[i].err, rc);
+        else total += reqs[i].nbytes;
+    }
+    /* A batch too small to give every worker a full slot is cut finer, so one 1 MiB read
+     * still spreads over the pool; 64 KiB keeps the per-task cost small beside the copy. */
+    size_t fine = phx_align_up(total / (size_t)(pool.n ? pool.n : 1), 64u << 10);
+    if (fine == 0) fine = 64u << 10;
+    for (int i = 0; i < n; i++) {
+        if (atomic_load(&rs[i].err)) continue;
+        size_t c = chunk_for(&rs[i], fine);
         uint64_t s = (uint64_t)reqs[i].f_offset, e = s + reqs[i].nbytes;
         if (e > s) ntasks += (size_t)((e - 1) / c - s / c + 1);
     }
@@ -450,7 +464,7 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, in
     size_t t = 0;
     for (int i = 0; i < n; i++) {
         if (atomic_load(&rs[i].err)) continue;
-        size_t c = rs[i].bounce ? pool.slot_bytes : pool.chunk_bytes;
+        size_t c = chunk_for(&rs[i], fine);
         uint64_t s = (uint64_t)reqs[i].f_offset, e = s + reqs[i].nbytes;
         for (uint64_t p = s; p < e;) {
             uint64_t q = (p / c + 1) * c;
