@@ -1,13 +1,15 @@
 package io.phxfs.cli;
 
 import io.phxfs.core.PhoenixException;
+import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** The {@code phoenix} command: one entry point for the project's tools. */
 @Command(name = "phoenix", mixinStandardHelpOptions = true, versionProvider = PhoenixCli.Version.class,
         description = "Moves file data into GPU and host memory with libphoenix.",
-        subcommands = {InfoCommand.class, BenchCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {InfoCommand.class, BenchCommand.class, LoadCommand.class, LoadBenchCommand.class,
+                GenModelCommand.class, CommandLine.HelpCommand.class})
 public final class PhoenixCli {
     /** Exit code for invalid input (bad arguments, malformed files). */
     public static final int EXIT_INVALID = 2;
@@ -17,12 +19,28 @@ public final class PhoenixCli {
     }
 
     static int run(String... args) {
+        return run(null, null, args);
+    }
+
+    /** Runs with the given streams (null: stdout and stderr), as tests do. */
+    static int run(PrintWriter out, PrintWriter err, String... args) {
         CommandLine cli = new CommandLine(new PhoenixCli());
-        cli.setExitCodeExceptionMapper(e -> e instanceof IllegalArgumentException ? EXIT_INVALID : 1);
+        if (out != null) {
+            cli.setOut(out);
+        }
+        if (err != null) {
+            cli.setErr(err);
+        }
+        // IllegalArgumentException covers SafetensorsFormatException: a malformed file is invalid input,
+        // as is a command line picocli cannot parse
+        cli.setExitCodeExceptionMapper(e -> e instanceof IllegalArgumentException
+                || e instanceof CommandLine.ParameterException ? EXIT_INVALID : 1);
         cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
             // one line naming what failed; a stack trace helps nobody who passed a wrong path
             String what = e instanceof PhoenixException ? "phoenix: " : "phoenix: error: ";
-            cmd.getErr().println(what + e.getMessage());
+            String message = e.getMessage() == null ? e.toString() : e.getMessage();
+            cmd.getErr().println(what + message.replaceAll("[\\r\\n]+", " "));
+            cmd.getErr().flush();
             return cmd.getExitCodeExceptionMapper().getExitCode(e);
         });
         return cli.execute(args);

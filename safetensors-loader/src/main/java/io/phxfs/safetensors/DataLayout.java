@@ -1,0 +1,89 @@
+package io.phxfs.safetensors;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * Checks that the tensors tile the data section exactly, as the format demands: each
+ * tensor's extent equals shape x element size, offsets lie within the file, and sorted by
+ * offset they leave no hole, no overlap and no trailing byte.
+ */
+final class DataLayout {
+    private DataLayout() {
+    }
+
+    static List<TensorInfo> validate(Path file, List<HeaderJson.Entry> entries, long dataBytes) {
+        List<TensorInfo> tensors = new ArrayList<>(entries.size());
+        for (HeaderJson.Entry e : entries) {
+            tensors.add(tensor(file, e, dataBytes));
+        }
+        tensors.sort(Comparator.comparingLong(TensorInfo::begin).thenComparingLong(TensorInfo::end));
+        long expected = 0;
+        TensorInfo previous = null;
+        for (TensorInfo t : tensors) {
+            if (t.begin() > expected) {
+                throw new SafetensorsFormatException(file, Names.tensor(t.name()), "hole of " + (t.begin() - expected)
+                        + " bytes before it: data offsets [" + expected + ", " + t.begin() + ") belong to no tensor");
+            }
+            if (t.begin() < expected) {
+                throw new SafetensorsFormatException(file, Names.tensor(t.name()), "data_offsets [" + t.begin() + ", "
+                        + t.end() + ") overlap " + Names.tensor(previous.name()) + " at [" + previous.begin() + ", "
+                        + previous.end() + ")");
+            }
+            expected = t.end();
+            previous = t;
+        }
+        if (expected < dataBytes) {
+            throw new SafetensorsFormatException(file, null, (dataBytes - expected) + " trailing bytes after the last "
+                    + "tensor (tensors end at data offset " + expected + ", the data section has " + dataBytes + " bytes)");
+        }
+        return tensors;
+    }
+
+    private static TensorInfo tensor(Path file, HeaderJson.Entry e, long dataBytes) {
+        String subject = Names.tensor(e.name());
+        long[] shape = e.shape();
+        long numel;
+        long nbytes;
+        try {
+            numel = numel(shape);
+            nbytes = e.dtype().bytesFor(numel);
+        } catch (ArithmeticException x) {
+            String why = x.getMessage() != null && x.getMessage().contains("whole number of bytes")
+                    ? x.getMessage() : "the size overflows 64 bits";
+            throw new SafetensorsFormatException(file, subject, "shape " + Arrays.toString(shape) + " of " + e.dtype()
+                    + ": " + why);
+        }
+        if (e.end() < e.begin()) {
+            throw new SafetensorsFormatException(file, subject, "data_offsets [" + e.begin() + ", " + e.end()
+                    + "] are reversed (end before begin)");
+        }
+        if (e.end() > dataBytes) {
+            throw new SafetensorsFormatException(file, subject, "data_offsets [" + e.begin() + ", " + e.end()
+                    + "] lie outside the file: its data section has " + dataBytes + " bytes");
+        }
+        if (e.end() - e.begin() != nbytes) {
+            throw new SafetensorsFormatException(file, subject, "shape " + Arrays.toString(shape) + " of " + e.dtype()
+                    + " needs " + nbytes + " bytes, but data_offsets [" + e.begin() + ", " + e.end() + "] span "
+                    + (e.end() - e.begin()));
+        }
+        return new TensorInfo(e.name(), e.dtype(), shape, e.begin(), e.end(), numel);
+    }
+
+    /** A zero dimension makes the tensor empty whatever the others say; otherwise the exact product. */
+    private static long numel(long[] shape) {
+        for (long d : shape) {
+            if (d == 0) {
+                return 0;
+            }
+        }
+        long n = 1;
+        for (long d : shape) {
+            n = Math.multiplyExact(n, d);
+        }
+        return n;
+    }
+}

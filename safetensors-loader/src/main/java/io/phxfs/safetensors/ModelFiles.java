@@ -1,0 +1,188 @@
+package io.phxfs.safetensors;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The safetensors files of one model, validated together: a single file, or the shards of a
+ * {@code model.safetensors.index.json}. Every tensor name belongs to exactly one file.
+ */
+public final class ModelFiles {
+    /** The single-file name Hugging Face writers use. */
+    public static final String SINGLE_FILE = "model.safetensors";
+    /** The index of a sharded model. */
+    public static final String INDEX_FILE = "model.safetensors.index.json";
+
+    private final Path path;
+    private final Path directory;
+    private final Path index;
+    private final List<SafetensorsHeader> files;
+    private final Map<String, SafetensorsHeader> fileOf;
+
+    private ModelFiles(Path path, Path directory, Path index, List<SafetensorsHeader> files) {
+        this.path = path;
+        this.directory = directory;
+        this.index = index;
+        this.files = List.copyOf(files);
+        Map<String, SafetensorsHeader> m = new LinkedHashMap<>();
+        for (SafetensorsHeader h : this.files) {
+            for (TensorInfo t : h.tensors()) {
+                SafetensorsHeader other = m.put(t.name(), h);
+                if (other != null) {
+                    throw new SafetensorsFormatException(index != null ? index : h.file(), Names.tensor(t.name()),
+                            "is in two files: " + other.file() + " and " + h.file());
+                }
+            }
+        }
+        this.fileOf = Collections.unmodifiableMap(m);
+    }
+
+    /** {@link #open(Path, SafetensorsParser)} with the standard parser. */
+    public static ModelFiles open(Path path) throws IOException {
+        return open(path, SafetensorsParser.standard());
+    }
+
+    /**
+     * Opens a model: a {@code .safetensors} file, a directory with {@code model.safetensors}
+     * or {@code model.safetensors.index.json}, or an index file.
+     *
+     * @throws IllegalArgumentException   when the path does not exist or holds no model
+     * @throws SafetensorsFormatException when a file or the index is malformed, an index entry
+     *                                    leaves the directory or names a missing shard, or a tensor
+     *                                    is claimed by two shards
+     */
+    public static ModelFiles open(Path path, SafetensorsParser parser) throws IOException {
+        if (!Files.exists(path)) {
+            throw new IllegalArgumentException(path + ": no such file or directory");
+        }
+        if (Files.isDirectory(path)) {
+            Path single = path.resolve(SINGLE_FILE);
+            if (Files.isRegularFile(single)) {
+                return of(path, parser.parse(single));
+            }
+            Path idx = path.resolve(INDEX_FILE);
+            if (Files.isRegularFile(idx)) {
+                return sharded(idx, parser);
+            }
+            throw new IllegalArgumentException(path + ": no " + SINGLE_FILE + " or " + INDEX_FILE + " in the directory");
+        }
+        if (!Files.isRegularFile(path)) {
+            throw new IllegalArgumentException(path + ": not a regular file or directory");
+        }
+        if (path.getFileName().toString().endsWith(".json")) {
+            return sharded(path, parser);
+        }
+        return of(path, parser.parse(path));
+    }
+
+    /** A model of files already parsed (names must not repeat across them). */
+    public static ModelFiles of(SafetensorsHeader... files) {
+        if (files.length == 0) {
+            throw new IllegalArgumentException("a model needs at least one file");
+        }
+        return new ModelFiles(files[0].file(), IndexFile.directoryOf(files[0].file()), null, List.of(files));
+    }
+
+    private static ModelFiles of(Path path, SafetensorsHeader single) {
+        return new ModelFiles(path, IndexFile.directoryOf(single.file()), null, List.of(single));
+    }
+
+    private static ModelFiles sharded(Path index, SafetensorsParser parser) throws IOException {
+        Map<String, Path> weightMap = IndexFile.read(index, parser.maxHeaderBytes());
+        Set<Path> shardPaths = new LinkedHashSet<>(weightMap.values());
+        List<Path> ordered = new ArrayList<>(shardPaths);
+        Collections.sort(ordered);
+        List<SafetensorsHeader> headers = new ArrayList<>(ordered.size());
+        Map<String, Path> found = new LinkedHashMap<>();
+        for (Path shard : ordered) {
+            SafetensorsHeader h = parser.parse(shard);
+            for (TensorInfo t : h.tensors()) {
+                Path other = found.put(t.name(), shard);
+                if (other != null) {
+                    throw new SafetensorsFormatException(index, Names.tensor(t.name()), "is claimed by two shards: "
+                            + other.getFileName() + " and " + shard.getFileName());
+                }
+                Path mapped = weightMap.get(t.name());
+                if (mapped == null) {
+                    throw new SafetensorsFormatException(index, Names.tensor(t.name()), "is in shard "
+                            + shard.getFileName() + " but not in the weight_map");
+                }
+            }
+            headers.add(h);
+        }
+        for (Map.Entry<String, Path> e : weightMap.entrySet()) {
+            Path actual = found.get(e.getKey());
+            if (!e.getValue().equals(actual)) {
+                throw new SafetensorsFormatException(index, "weight_map entry " + Names.quote(e.getKey()),
+                        "maps it to shard " + e.getValue().getFileName() + ", which does not contain it"
+                                + (actual == null ? "" : " (it is in " + actual.getFileName() + ")"));
+            }
+        }
+        return new ModelFiles(index, IndexFile.directoryOf(index), index, headers);
+    }
+
+    /** The path the model was opened from. */
+    public Path path() {
+        return path;
+    }
+
+    /** The directory the files lie in; file names in reports are relative to it. */
+    public Path directory() {
+        return directory;
+    }
+
+    /** The index file of a sharded model. */
+    public Optional<Path> index() {
+        return Optional.ofNullable(index);
+    }
+
+    /** The files, shards sorted by name. */
+    public List<SafetensorsHeader> files() {
+        return files;
+    }
+
+    /** All tensor names, file by file in offset order. */
+    public Set<String> names() {
+        return fileOf.keySet();
+    }
+
+    public Optional<TensorInfo> tensor(String name) {
+        SafetensorsHeader h = fileOf.get(name);
+        return h == null ? Optional.empty() : h.tensor(name);
+    }
+
+    /** The file holding a tensor. */
+    public Optional<SafetensorsHeader> fileOf(String name) {
+        return Optional.ofNullable(fileOf.get(name));
+    }
+
+    /** Sum of all tensors' bytes. */
+    public long tensorBytes() {
+        long n = 0;
+        for (SafetensorsHeader h : files) {
+            n += h.dataBytes();
+        }
+        return n;
+    }
+
+    /** A file's name relative to the model directory, for reports. */
+    public String relativeName(Path file) {
+        Path abs = file.toAbsolutePath().normalize();
+        Path dir = directory.toAbsolutePath().normalize();
+        return abs.startsWith(dir) ? dir.relativize(abs).toString() : file.toString();
+    }
+
+    @Override
+    public String toString() {
+        return "ModelFiles[" + path + ", " + files.size() + " file(s), " + fileOf.size() + " tensors]";
+    }
+}

@@ -1,0 +1,292 @@
+package io.phxfs.safetensors;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.SortedMap;
+import java.util.SortedSet;
+import java.util.TreeMap;
+import java.util.TreeSet;
+
+/**
+ * How to read a selection of tensors (phxloader's read groups): per file and target, the
+ * selected tensors sorted by offset, neighbours merged while the gap between them is at most
+ * {@link Options#mergeGap()}, each group widened to whole alignment units (4 KiB, so that
+ * O_DIRECT can read it) and given a slot of that size in the target's one buffer. A tensor
+ * is then a view at {@code slot + (tensor offset - group start)}.
+ *
+ * <p>Groups are split into {@link ReadRequest}s of at most {@link Options#maxRequestBytes()}
+ * so that the worker pool can spread a large group. An aligned group may extend past the end
+ * of the file; such a read comes back short, and only {@link ReadRequest#neededLength()} bytes
+ * must arrive.
+ *
+ * <p>A plan is pure arithmetic over validated headers: it opens no file and allocates no
+ * buffer.
+ */
+public final class ReadPlan {
+    /**
+     * @param mergeGap        largest gap (bytes) between two tensors that are still read together
+     * @param alignment       file-offset, length and slot alignment; a power of two
+     * @param maxRequestBytes largest single request; a multiple of {@code alignment}
+     */
+    public record Options(long mergeGap, long alignment, long maxRequestBytes) {
+        public static final long DEFAULT_MERGE_GAP = 1L << 20;
+        public static final long DEFAULT_ALIGNMENT = 4096;
+        public static final long DEFAULT_MAX_REQUEST = 64L << 20;
+
+        public Options {
+            if (mergeGap < 0) {
+                throw new IllegalArgumentException("mergeGap must be >= 0, was " + mergeGap);
+            }
+            if (alignment < 1 || Long.bitCount(alignment) != 1) {
+                throw new IllegalArgumentException("alignment must be a power of two, was " + alignment);
+            }
+            if (maxRequestBytes < alignment || maxRequestBytes % alignment != 0) {
+                throw new IllegalArgumentException("maxRequestBytes must be a positive multiple of the alignment "
+                        + alignment + ", was " + maxRequestBytes);
+            }
+        }
+
+        public static Options defaults() {
+            return new Options(DEFAULT_MERGE_GAP, DEFAULT_ALIGNMENT, DEFAULT_MAX_REQUEST);
+        }
+
+        public Options withMergeGap(long gap) {
+            return new Options(gap, alignment, maxRequestBytes);
+        }
+
+        public Options withMaxRequestBytes(long max) {
+            return new Options(mergeGap, alignment, max);
+        }
+    }
+
+    /** A tensor's place: {@code bufferOffset} within the buffer of {@code target}. */
+    public record PlannedTensor(TensorInfo info, SafetensorsHeader file, int target, long bufferOffset) {
+        public String name() {
+            return info.name();
+        }
+
+        public long nbytes() {
+            return info.nbytes();
+        }
+
+        /** Absolute offset of the tensor's first byte in its file. */
+        public long fileOffset() {
+            return file.fileOffset(info);
+        }
+    }
+
+    /**
+     * A range of one file read into one slot: {@code [fileOffset, fileOffset + length)}, both
+     * aligned; the tensors' bytes end at {@code fileOffset + neededLength}.
+     */
+    public record ReadGroup(SafetensorsHeader file, int target, long fileOffset, long length, long neededLength,
+                            long bufferOffset, List<PlannedTensor> tensors) {
+    }
+
+    /** One read: {@code length} bytes at {@code fileOffset} into the target's buffer at {@code bufferOffset}. */
+    public record ReadRequest(SafetensorsHeader file, int target, long fileOffset, long length, long neededLength,
+                              long bufferOffset) {
+    }
+
+    private final Options options;
+    private final List<ReadGroup> groups;
+    private final List<ReadRequest> requests;
+    private final Map<String, PlannedTensor> tensors;
+    private final SortedMap<Integer, Long> bufferBytes;
+    private final SortedSet<Integer> targets;
+    private final int fileCount;
+
+    private ReadPlan(Options options, List<ReadGroup> groups, List<ReadRequest> requests,
+                     Map<String, PlannedTensor> tensors, SortedMap<Integer, Long> bufferBytes,
+                     SortedSet<Integer> targets, int fileCount) {
+        this.options = options;
+        this.groups = List.copyOf(groups);
+        this.requests = List.copyOf(requests);
+        this.tensors = Collections.unmodifiableMap(tensors);
+        this.bufferBytes = Collections.unmodifiableSortedMap(bufferBytes);
+        this.targets = Collections.unmodifiableSortedSet(targets);
+        this.fileCount = fileCount;
+    }
+
+    /** Every tensor into host memory, default options. */
+    public static ReadPlan of(ModelFiles model) {
+        return of(model, TensorSelector.all(), Placement.all(Placement.HOST), Options.defaults());
+    }
+
+    /**
+     * Plans the selected tensors of {@code model}.
+     *
+     * @throws IllegalArgumentException when a {@link TensorSelector#names named} tensor is not in the model
+     */
+    public static ReadPlan of(ModelFiles model, TensorSelector selector, Placement placement, Options options) {
+        if (selector instanceof TensorSelector.Named named) {
+            for (String n : new TreeSet<>(named.names())) {
+                if (model.tensor(n).isEmpty()) {
+                    throw new IllegalArgumentException(model.path() + ": no tensor named " + Names.quote(n));
+                }
+            }
+        }
+        // target -> file -> selected tensors in offset order
+        SortedMap<Integer, Map<SafetensorsHeader, List<TensorInfo>>> chosen = new TreeMap<>();
+        SortedSet<Integer> targets = new TreeSet<>();
+        Set<SafetensorsHeader> filesUsed = new HashSet<>();
+        for (SafetensorsHeader h : model.files()) {
+            for (TensorInfo t : h.tensors()) {
+                if (!selector.test(t.name())) {
+                    continue;
+                }
+                int target = placement.targetOf(t);
+                targets.add(target);
+                filesUsed.add(h);
+                chosen.computeIfAbsent(target, k -> new LinkedHashMap<>())
+                        .computeIfAbsent(h, k -> new ArrayList<>()).add(t);
+            }
+        }
+        Builder b = new Builder(options);
+        for (Map.Entry<Integer, Map<SafetensorsHeader, List<TensorInfo>>> byTarget : chosen.entrySet()) {
+            for (Map.Entry<SafetensorsHeader, List<TensorInfo>> byFile : byTarget.getValue().entrySet()) {
+                b.plan(byFile.getKey(), byTarget.getKey(), byFile.getValue());
+            }
+        }
+        Map<String, PlannedTensor> ordered = new LinkedHashMap<>();
+        for (SafetensorsHeader h : model.files()) {
+            for (TensorInfo t : h.tensors()) {
+                PlannedTensor p = b.tensors.get(t.name());
+                if (p != null) {
+                    ordered.put(t.name(), p);
+                }
+            }
+        }
+        return new ReadPlan(options, b.groups, b.requests, ordered, b.cursor, targets, filesUsed.size());
+    }
+
+    /** Accumulates groups, slots and requests; one per plan. */
+    private static final class Builder {
+        final Options options;
+        final List<ReadGroup> groups = new ArrayList<>();
+        final List<ReadRequest> requests = new ArrayList<>();
+        final Map<String, PlannedTensor> tensors = new LinkedHashMap<>();
+        /** Next free slot offset per target; at the end, each target's buffer size. */
+        final SortedMap<Integer, Long> cursor = new TreeMap<>();
+
+        Builder(Options options) {
+            this.options = options;
+        }
+
+        void plan(SafetensorsHeader file, int target, List<TensorInfo> sorted) {
+            long start = -1;
+            long end = -1;
+            List<TensorInfo> members = new ArrayList<>();
+            for (TensorInfo t : sorted) {
+                if (t.nbytes() == 0) {
+                    // nothing to read; the view is empty wherever it points
+                    tensors.put(t.name(), new PlannedTensor(t, file, target, 0));
+                    continue;
+                }
+                long s = file.fileOffset(t);
+                long e = s + t.nbytes();
+                if (!members.isEmpty() && s - end > options.mergeGap()) {
+                    close(file, target, start, end, members);
+                    members = new ArrayList<>();
+                }
+                if (members.isEmpty()) {
+                    start = s;
+                    end = e;
+                }
+                members.add(t);
+                end = Math.max(end, e);
+            }
+            if (!members.isEmpty()) {
+                close(file, target, start, end, members);
+            }
+        }
+
+        private void close(SafetensorsHeader file, int target, long start, long end, List<TensorInfo> members) {
+            long a = options.alignment();
+            long alignedStart = start & -a;
+            long alignedEnd = Math.addExact(end, a - 1) & -a;
+            long length = alignedEnd - alignedStart;
+            long slot = cursor.getOrDefault(target, 0L);
+            cursor.put(target, Math.addExact(slot, length));
+            List<PlannedTensor> views = new ArrayList<>(members.size());
+            for (TensorInfo t : members) {
+                PlannedTensor p = new PlannedTensor(t, file, target, slot + (file.fileOffset(t) - alignedStart));
+                views.add(p);
+                tensors.put(t.name(), p);
+            }
+            groups.add(new ReadGroup(file, target, alignedStart, length, end - alignedStart, slot, List.copyOf(views)));
+            for (long off = 0; off < length; off += options.maxRequestBytes()) {
+                long len = Math.min(options.maxRequestBytes(), length - off);
+                long needed = Math.max(0, Math.min(len, end - (alignedStart + off)));
+                requests.add(new ReadRequest(file, target, alignedStart + off, len, needed, slot + off));
+            }
+        }
+    }
+
+    public Options options() {
+        return options;
+    }
+
+    /** Read groups, per target in file order. */
+    public List<ReadGroup> groups() {
+        return groups;
+    }
+
+    public List<ReadRequest> requests() {
+        return requests;
+    }
+
+    /** The selected tensors in model order (file by file, by offset). */
+    public Map<String, PlannedTensor> tensors() {
+        return tensors;
+    }
+
+    public Optional<PlannedTensor> tensor(String name) {
+        return Optional.ofNullable(tensors.get(name));
+    }
+
+    /** Buffer size per target; a target whose tensors are all empty needs no buffer and is absent. */
+    public SortedMap<Integer, Long> bufferBytes() {
+        return bufferBytes;
+    }
+
+    /** Every target that receives at least one tensor. */
+    public SortedSet<Integer> targets() {
+        return targets;
+    }
+
+    /** Bytes the requests read (aligned, including merged gaps). */
+    public long readBytes() {
+        long n = 0;
+        for (ReadRequest r : requests) {
+            n += r.length();
+        }
+        return n;
+    }
+
+    /** Bytes of the selected tensors. */
+    public long tensorBytes() {
+        long n = 0;
+        for (PlannedTensor t : tensors.values()) {
+            n += t.nbytes();
+        }
+        return n;
+    }
+
+    /** Files that hold at least one selected tensor. */
+    public int fileCount() {
+        return fileCount;
+    }
+
+    @Override
+    public String toString() {
+        return "ReadPlan[" + tensors.size() + " tensors, " + groups.size() + " groups, " + requests.size()
+                + " requests, " + readBytes() + " bytes read, buffers " + bufferBytes + "]";
+    }
+}

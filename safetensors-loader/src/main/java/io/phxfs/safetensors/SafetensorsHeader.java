@@ -1,0 +1,92 @@
+package io.phxfs.safetensors;
+
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * A validated safetensors file: where its data starts, its {@code __metadata__}, and its
+ * tensors in file order (sorted by offset). Obtain one from {@link SafetensorsParser}.
+ */
+public final class SafetensorsHeader {
+    /** The 8-byte little-endian header length that every file starts with. */
+    public static final int LENGTH_PREFIX = 8;
+
+    private final Path file;
+    private final long fileSize;
+    private final long headerLength;
+    private final Map<String, String> metadata;
+    private final List<TensorInfo> tensors;
+    private final Map<String, TensorInfo> byName;
+
+    SafetensorsHeader(Path file, long fileSize, long headerLength, Map<String, String> metadata,
+                      List<TensorInfo> tensorsInFileOrder) {
+        this.file = file;
+        this.fileSize = fileSize;
+        this.headerLength = headerLength;
+        this.metadata = Collections.unmodifiableMap(new LinkedHashMap<>(metadata));
+        this.tensors = List.copyOf(tensorsInFileOrder);
+        Map<String, TensorInfo> m = new LinkedHashMap<>();
+        for (TensorInfo t : tensors) {
+            m.put(t.name(), t);
+        }
+        this.byName = Collections.unmodifiableMap(m);
+    }
+
+    public Path file() {
+        return file;
+    }
+
+    /** The file's size when it was parsed. */
+    public long fileSize() {
+        return fileSize;
+    }
+
+    /** Length of the JSON header (the number in the first 8 bytes). */
+    public long headerLength() {
+        return headerLength;
+    }
+
+    /** File offset of the data section: 8 + header length. */
+    public long dataStart() {
+        return LENGTH_PREFIX + headerLength;
+    }
+
+    /** Bytes of the data section. */
+    public long dataBytes() {
+        return fileSize - dataStart();
+    }
+
+    /** {@code __metadata__}; empty when the header has none. */
+    public Map<String, String> metadata() {
+        return metadata;
+    }
+
+    /** The tensors sorted by offset. */
+    public List<TensorInfo> tensors() {
+        return tensors;
+    }
+
+    /** Tensor names in file order. */
+    public Set<String> names() {
+        return byName.keySet();
+    }
+
+    public Optional<TensorInfo> tensor(String name) {
+        return Optional.ofNullable(byName.get(name));
+    }
+
+    /** Absolute file offset of a tensor's first byte. */
+    public long fileOffset(TensorInfo t) {
+        return dataStart() + t.begin();
+    }
+
+    @Override
+    public String toString() {
+        return "SafetensorsHeader[" + file + ", " + tensors.size() + " tensors, " + fileSize + " bytes]";
+    }
+}

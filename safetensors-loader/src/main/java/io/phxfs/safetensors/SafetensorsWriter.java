@@ -1,0 +1,169 @@
+package io.phxfs.safetensors;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Writes safetensors files: tensors laid out back to back in the order given, the header
+ * padded with spaces to a multiple of 8 bytes as upstream writers do. Used to generate test
+ * models and benchmark inputs.
+ */
+public final class SafetensorsWriter {
+    private static final int CHUNK = 8 << 20;
+
+    /** A tensor to write. */
+    public record Spec(String name, Dtype dtype, long[] shape) {
+        public Spec {
+            shape = shape.clone();
+        }
+
+        public long numel() {
+            long n = 1;
+            for (long d : shape) {
+                n = Math.multiplyExact(n, d);
+            }
+            return n;
+        }
+
+        public long nbytes() {
+            return dtype.bytesFor(numel());
+        }
+
+        @Override
+        public long[] shape() {
+            return shape.clone();
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Spec s && name.equals(s.name) && dtype == s.dtype && Arrays.equals(shape, s.shape);
+        }
+
+        @Override
+        public int hashCode() {
+            return name.hashCode();
+        }
+
+        @Override
+        public String toString() {
+            return name + " " + dtype + Arrays.toString(shape);
+        }
+    }
+
+    /** Produces a tensor's bytes: fill {@code dst} (to its limit) with the bytes from {@code offset} on. */
+    @FunctionalInterface
+    public interface Filler {
+        void fill(Spec tensor, long offset, ByteBuffer dst);
+    }
+
+    private SafetensorsWriter() {
+    }
+
+    /** The 8-byte length and the padded JSON header for these tensors, laid out in this order. */
+    public static byte[] header(Map<String, String> metadata, List<Spec> tensors) {
+        ByteArrayOutputStream json = new ByteArrayOutputStream();
+        try (JsonGenerator g = new JsonFactory().createGenerator(json)) {
+            g.writeStartObject();
+            if (metadata != null && !metadata.isEmpty()) {
+                g.writeObjectFieldStart(HeaderJson.METADATA);
+                for (Map.Entry<String, String> e : metadata.entrySet()) {
+                    g.writeStringField(e.getKey(), e.getValue());
+                }
+                g.writeEndObject();
+            }
+            long off = 0;
+            for (Spec t : tensors) {
+                g.writeObjectFieldStart(t.name());
+                g.writeStringField("dtype", t.dtype().headerName());
+                g.writeArrayFieldStart("shape");
+                for (long d : t.shape) {
+                    g.writeNumber(d);
+                }
+                g.writeEndArray();
+                long end = off + t.nbytes();
+                g.writeArrayFieldStart("data_offsets");
+                g.writeNumber(off);
+                g.writeNumber(end);
+                g.writeEndArray();
+                g.writeEndObject();
+                off = end;
+            }
+            g.writeEndObject();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        int n = json.size();
+        int padded = (n + 7) & ~7;
+        ByteBuffer b = ByteBuffer.allocate(SafetensorsHeader.LENGTH_PREFIX + padded).order(ByteOrder.LITTLE_ENDIAN);
+        b.putLong(padded).put(json.toByteArray());
+        while (b.hasRemaining()) {
+            b.put((byte) ' ');
+        }
+        return b.array();
+    }
+
+    /** Bytes of the data section. */
+    public static long dataBytes(List<Spec> tensors) {
+        long n = 0;
+        for (Spec t : tensors) {
+            n = Math.addExact(n, t.nbytes());
+        }
+        return n;
+    }
+
+    /**
+     * Writes {@code file} (through a temporary file and a rename, so that a reader never sees
+     * half a model).
+     *
+     * @return the file's size
+     */
+    public static long write(Path file, Map<String, String> metadata, List<Spec> tensors, Filler filler)
+            throws IOException {
+        byte[] header = header(metadata, tensors);
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        ByteBuffer chunk = ByteBuffer.allocateDirect(CHUNK);
+        long pos = 0;
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            pos += writeFully(ch, ByteBuffer.wrap(header), pos);
+            for (Spec t : tensors) {
+                long n = t.nbytes();
+                for (long off = 0; off < n; off += CHUNK) {
+                    chunk.clear().limit((int) Math.min(CHUNK, n - off));
+                    filler.fill(t, off, chunk);
+                    chunk.flip();
+                    if (chunk.remaining() != (int) Math.min(CHUNK, n - off)) {
+                        throw new IllegalStateException("filler left " + Names.tensor(t.name()) + " short at " + off);
+                    }
+                    pos += writeFully(ch, chunk, pos);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(tmp);
+            throw e;
+        }
+        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        return pos;
+    }
+
+    private static long writeFully(FileChannel ch, ByteBuffer b, long pos) throws IOException {
+        long n = 0;
+        while (b.hasRemaining()) {
+            n += ch.write(b, pos + n);
+        }
+        return n;
+    }
+}

@@ -1,0 +1,339 @@
+package io.phxfs.safetensors;
+
+import io.phxfs.core.BatchResult;
+import io.phxfs.core.Device;
+import io.phxfs.core.Errno;
+import io.phxfs.core.IoBatch;
+import io.phxfs.core.OpenMode;
+import io.phxfs.core.Phoenix;
+import io.phxfs.core.PhoenixException;
+import io.phxfs.core.PhxFile;
+import io.phxfs.core.RegisteredBuffer;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.SortedMap;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * Loads safetensors weights into host or device memory through libphoenix: a {@link ReadPlan}
+ * over all files, one buffer per target, and the reads of every file in one batch, so that the
+ * worker pool overlaps files.
+ *
+ * <pre>{@code
+ * WeightLoader loader = WeightLoader.builder().toDevice(Phoenix.open().device(0)).build();
+ * try (LoadedModel m = loader.load(Path.of("/models/llama"))) {
+ *     long ptr = m.tensor("model.norm.weight").orElseThrow().address();
+ * }
+ * }</pre>
+ *
+ * <p>With a {@link ProgressListener} the reads are split into a few batches (about every
+ * 256 MiB, at most 32) submitted together: libphoenix queues batches in order, so the pool
+ * stays as busy as with one, and each completed batch is a progress step.
+ */
+public final class WeightLoader {
+    private static final long WAVE_BYTES = 256L << 20;
+    private static final int MAX_WAVES = 32;
+
+    private final long waveBytes;
+    private final Placement placement;
+    private final TensorSelector selector;
+    private final boolean direct;
+    private final ReadPlan.Options options;
+    private final SafetensorsParser parser;
+    private final ProgressListener progress;
+
+    private WeightLoader(Builder b) {
+        this.placement = b.placement;
+        this.selector = b.selector;
+        this.direct = b.direct;
+        this.options = b.options;
+        this.parser = b.parser;
+        this.progress = b.progress;
+        this.waveBytes = b.waveBytes;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Options of a loader; by default everything into host memory, buffered reads. */
+    public static final class Builder {
+        private Placement placement = Placement.all(Placement.HOST);
+        private TensorSelector selector = TensorSelector.all();
+        private boolean direct;
+        private ReadPlan.Options options = ReadPlan.Options.defaults();
+        private SafetensorsParser parser = SafetensorsParser.standard();
+        private ProgressListener progress;
+        private long waveBytes = WAVE_BYTES;
+
+        private Builder() {
+        }
+
+        /** Everything into host memory. */
+        public Builder toHost() {
+            placement = Placement.all(Placement.HOST);
+            return this;
+        }
+
+        /** Everything into memory of {@code device}. */
+        public Builder toDevice(Device device) {
+            return toDevice(device.id());
+        }
+
+        public Builder toDevice(int deviceId) {
+            if (deviceId < 0) {
+                throw new IllegalArgumentException("device id must be >= 0 (use toHost()), was " + deviceId);
+            }
+            placement = Placement.all(deviceId);
+            return this;
+        }
+
+        /** A target per tensor, e.g. layers split over devices. */
+        public Builder placement(Placement placement) {
+            this.placement = Objects.requireNonNull(placement);
+            return this;
+        }
+
+        public Builder select(TensorSelector selector) {
+            this.selector = Objects.requireNonNull(selector);
+            return this;
+        }
+
+        /**
+         * Open files with O_DIRECT (libphoenix falls back to buffered reads where the file
+         * system refuses). Default: buffered, which serves page-cache-warm files fastest.
+         */
+        public Builder direct(boolean direct) {
+            this.direct = direct;
+            return this;
+        }
+
+        public Builder planOptions(ReadPlan.Options options) {
+            this.options = Objects.requireNonNull(options);
+            return this;
+        }
+
+        public Builder parser(SafetensorsParser parser) {
+            this.parser = Objects.requireNonNull(parser);
+            return this;
+        }
+
+        public Builder progress(ProgressListener progress) {
+            this.progress = progress;
+            return this;
+        }
+
+        /** Bytes per progress step; tests use small ones to see several steps on small files. */
+        Builder waveBytes(long bytes) {
+            if (bytes < 1) {
+                throw new IllegalArgumentException("waveBytes must be > 0");
+            }
+            this.waveBytes = bytes;
+            return this;
+        }
+
+        public WeightLoader build() {
+            return new WeightLoader(this);
+        }
+    }
+
+    /**
+     * Loads a {@code .safetensors} file, a model directory or an index file.
+     *
+     * @throws SafetensorsFormatException when a file or the index is malformed
+     * @throws IllegalArgumentException   when the path holds no model or a named tensor is missing
+     * @throws PhoenixException           when allocation or a read fails
+     * @throws IOException                when a header cannot be read
+     */
+    public LoadedModel load(Path path) throws IOException {
+        long t0 = System.nanoTime();
+        return load(ModelFiles.open(path, parser), t0);
+    }
+
+    /** Loads a model whose headers are already parsed. */
+    public LoadedModel load(ModelFiles model) {
+        return load(model, System.nanoTime());
+    }
+
+    /** The plan this loader would execute for {@code model}. */
+    public ReadPlan plan(ModelFiles model) {
+        return ReadPlan.of(model, selector, placement, options);
+    }
+
+    private LoadedModel load(ModelFiles model, long t0) {
+        ReadPlan plan = plan(model);
+        Phoenix phx = Phoenix.open();
+        SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>();
+        List<AutoCloseable> owned = new ArrayList<>();
+        Map<Integer, Device> devices = new HashMap<>();
+        try {
+            for (int target : plan.targets()) {
+                if (target != Placement.HOST) {
+                    devices.put(target, phx.device(target));
+                }
+            }
+            for (Map.Entry<Integer, Long> e : plan.bufferBytes().entrySet()) {
+                int target = e.getKey();
+                if (target == Placement.HOST) {
+                    HostMemory mem = HostMemory.allocate(phx, e.getValue());
+                    owned.add(mem);
+                    buffers.put(target, mem.buffer());
+                } else {
+                    RegisteredBuffer b = devices.get(target).allocate(e.getValue());
+                    owned.add(b);
+                    buffers.put(target, b);
+                }
+            }
+            read(plan, buffers);
+            long nanos = System.nanoTime() - t0;
+            Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
+            for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
+                tensors.put(p.name(), new LoadedTensor(p.info(), p.file().file(), p.target(), p.bufferOffset(),
+                        buffers.get(p.target()), devices.get(p.target())));
+            }
+            return new LoadedModel(model, plan, buffers, owned, tensors, nanos);
+        } catch (RuntimeException | Error e) {
+            for (AutoCloseable c : owned) {
+                try {
+                    c.close();
+                } catch (Exception suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+    }
+
+    private void read(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers) {
+        List<ReadPlan.ReadRequest> requests = plan.requests();
+        long total = plan.readBytes();
+        if (progress != null) {
+            progress.onProgress(0, total);
+        }
+        if (requests.isEmpty()) {
+            return;
+        }
+        Map<SafetensorsHeader, PhxFile> files = new IdentityHashMap<>();
+        try {
+            OpenMode[] modes = direct ? new OpenMode[] {OpenMode.READ, OpenMode.DIRECT} : new OpenMode[] {OpenMode.READ};
+            for (ReadPlan.ReadRequest r : requests) {
+                files.computeIfAbsent(r.file(), h -> PhxFile.open(h.file(), modes));
+            }
+            List<List<ReadPlan.ReadRequest>> waves = waves(requests, total, progress == null ? 1
+                    : (int) Math.max(1, Math.min(MAX_WAVES, (total + waveBytes - 1) / waveBytes)));
+            if (waves.size() == 1) {
+                try (IoBatch batch = batch(waves.get(0), files, buffers)) {
+                    check(waves.get(0), batch.run());
+                }
+            } else {
+                runWaves(waves, files, buffers, total);
+            }
+            if (progress != null && waves.size() == 1) {
+                progress.onProgress(total, total);
+            }
+        } finally {
+            for (PhxFile f : files.values()) {
+                f.close();
+            }
+        }
+    }
+
+    /** Splits the requests into {@code n} consecutive runs of about equal bytes. */
+    private static List<List<ReadPlan.ReadRequest>> waves(List<ReadPlan.ReadRequest> requests, long total, int n) {
+        List<List<ReadPlan.ReadRequest>> waves = new ArrayList<>(n);
+        List<ReadPlan.ReadRequest> cur = new ArrayList<>();
+        long done = 0;
+        for (ReadPlan.ReadRequest r : requests) {
+            cur.add(r);
+            done += r.length();
+            if (done >= total / n * (waves.size() + 1) && waves.size() < n - 1) {
+                waves.add(cur);
+                cur = new ArrayList<>();
+            }
+        }
+        if (!cur.isEmpty()) {
+            waves.add(cur);
+        }
+        return waves;
+    }
+
+    private void runWaves(List<List<ReadPlan.ReadRequest>> waves, Map<SafetensorsHeader, PhxFile> files,
+                          Map<Integer, RegisteredBuffer> buffers, long total) {
+        List<IoBatch> batches = new ArrayList<>();
+        List<CompletableFuture<Void>> futures = new ArrayList<>();
+        Object progressLock = new Object();
+        long[] done = {0};
+        RuntimeException failure = null;
+        try {
+            for (List<ReadPlan.ReadRequest> wave : waves) {
+                IoBatch batch = batch(wave, files, buffers);
+                batches.add(batch);
+                long bytes = wave.stream().mapToLong(ReadPlan.ReadRequest::length).sum();
+                futures.add(batch.submit().thenAccept(result -> {
+                    check(wave, result);
+                    synchronized (progressLock) {
+                        done[0] += bytes;
+                        progress.onProgress(done[0], total);
+                    }
+                }));
+            }
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        // Every submitted batch must finish before its files and buffers may be closed.
+        for (CompletableFuture<Void> f : futures) {
+            try {
+                f.join();
+            } catch (CompletionException e) {
+                RuntimeException cause = e.getCause() instanceof RuntimeException re ? re : e;
+                if (failure == null) {
+                    failure = cause;
+                } else if (failure != cause) {
+                    failure.addSuppressed(cause);
+                }
+            }
+        }
+        for (IoBatch b : batches) {
+            b.close();
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private static IoBatch batch(List<ReadPlan.ReadRequest> requests, Map<SafetensorsHeader, PhxFile> files,
+                                 Map<Integer, RegisteredBuffer> buffers) {
+        IoBatch batch = IoBatch.create(requests.size());
+        try {
+            for (ReadPlan.ReadRequest r : requests) {
+                batch.read(files.get(r.file()), buffers.get(r.target()), r.bufferOffset(), r.length(), r.fileOffset());
+            }
+            return batch;
+        } catch (RuntimeException e) {
+            batch.close();
+            throw e;
+        }
+    }
+
+    /** Every request must have delivered the bytes its tensors need; more (alignment past EOF) is optional. */
+    private static void check(List<ReadPlan.ReadRequest> requests, BatchResult result) {
+        result.throwIfFailed();
+        for (int i = 0; i < requests.size(); i++) {
+            ReadPlan.ReadRequest r = requests.get(i);
+            if (result.result(i) < r.neededLength()) {
+                throw new PhoenixException("read " + r.file().file() + " at offset " + r.fileOffset() + ": got "
+                        + result.result(i) + " of " + r.neededLength() + " bytes (did the file shrink while loading?)",
+                        Errno.EIO);
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+package io.phxfs.cli;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import io.phxfs.safetensors.Dtype;
+import io.phxfs.safetensors.ModelFiles;
+import io.phxfs.safetensors.SafetensorsWriter;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code phoenix gen-model DIR --size 4g [--shards N]}: a bf16 model with Llama's tensor names
+ * and shapes (as many layers as fit the size) and random weights, written without Python,
+ * for loading benchmarks on machines that have none of the reference tools.
+ */
+@Command(name = "gen-model", mixinStandardHelpOptions = true,
+        description = "Writes a bf16 safetensors model with Llama-like tensors and random weights (benchmark input).")
+final class GenModelCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "DIR", description = "Directory to write model.safetensors (or the shards and index) into.")
+    Path dir;
+
+    @Option(names = "--size", defaultValue = "4g", description = "Target size; layers are added while they fit (default: ${DEFAULT-VALUE}).")
+    String size;
+
+    @Option(names = "--shards", defaultValue = "1", description = "Number of shard files; >1 also writes model.safetensors.index.json (default: ${DEFAULT-VALUE}).")
+    int shards;
+
+    @Option(names = "--hidden", defaultValue = "4096", description = "Hidden size (default: ${DEFAULT-VALUE}).")
+    long hidden;
+
+    @Option(names = "--intermediate", defaultValue = "14336", description = "MLP size (default: ${DEFAULT-VALUE}).")
+    long intermediate;
+
+    @Option(names = "--vocab", defaultValue = "32000", description = "Vocabulary size (default: ${DEFAULT-VALUE}).")
+    long vocab;
+
+    @Option(names = "--heads", defaultValue = "32", description = "Attention heads (default: ${DEFAULT-VALUE}).")
+    long heads;
+
+    @Option(names = "--kv-heads", defaultValue = "8", description = "Key/value heads (default: ${DEFAULT-VALUE}).")
+    long kvHeads;
+
+    @Option(names = "--seed", defaultValue = "1", description = "Random seed (default: ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        long target = Sizes.parse(size);
+        if (hidden < 1 || intermediate < 1 || vocab < 1 || heads < 1 || kvHeads < 1 || hidden % heads != 0
+                || heads % kvHeads != 0) {
+            throw new IllegalArgumentException("dimensions: --hidden must divide by --heads, --heads by --kv-heads, all > 0");
+        }
+        List<SafetensorsWriter.Spec> tensors = layout(target);
+        if (shards < 1 || shards > tensors.size()) {
+            throw new IllegalArgumentException("--shards must be in 1.." + tensors.size() + ", was " + shards);
+        }
+        Files.createDirectories(dir);
+        List<List<SafetensorsWriter.Spec>> parts = split(tensors, shards);
+        byte[] random = new byte[32 << 20];
+        fillRandom(random, seed);
+        Map<String, String> weightMap = new TreeMap<>();
+        PrintWriter out = spec.commandLine().getOut();
+        long total = 0;
+        long bytes = 0;
+        for (int i = 0; i < parts.size(); i++) {
+            String name = parts.size() == 1 ? ModelFiles.SINGLE_FILE
+                    : String.format("model-%05d-of-%05d.safetensors", i + 1, parts.size());
+            bytes += SafetensorsWriter.write(dir.resolve(name), Map.of("format", "pt"), parts.get(i),
+                    (t, off, dst) -> fill(random, t, off, dst));
+            for (SafetensorsWriter.Spec t : parts.get(i)) {
+                weightMap.put(t.name(), name);
+                total += t.nbytes();
+            }
+            spec.commandLine().getErr().printf("phoenix gen-model: wrote %s (%d tensors)%n", dir.resolve(name),
+                    parts.get(i).size());
+        }
+        if (parts.size() > 1) {
+            writeIndex(dir.resolve(ModelFiles.INDEX_FILE), total, weightMap);
+        }
+        out.printf("%s: %d layers, %d tensors, %s of weights in %d file(s), %d bytes on disk%n", dir, layers(tensors),
+                tensors.size(), LoadCommand.human(total), parts.size(), bytes);
+        out.flush();
+        return 0;
+    }
+
+    /** Embeddings, LM head and final norm, then whole layers while the size allows. */
+    List<SafetensorsWriter.Spec> layout(long target) {
+        long kvDim = hidden / heads * kvHeads;
+        List<SafetensorsWriter.Spec> fixed = List.of(
+                spec("model.embed_tokens.weight", vocab, hidden),
+                spec("model.norm.weight", hidden),
+                spec("lm_head.weight", vocab, hidden));
+        long fixedBytes = SafetensorsWriter.dataBytes(fixed);
+        long perLayer = SafetensorsWriter.dataBytes(layer(0, kvDim));
+        if (fixedBytes > target) {
+            throw new IllegalArgumentException("--size " + size + " is smaller than the embeddings and LM head alone ("
+                    + fixedBytes + " bytes)");
+        }
+        long n = (target - fixedBytes) / perLayer;
+        List<SafetensorsWriter.Spec> all = new ArrayList<>();
+        all.add(fixed.get(0));
+        for (int i = 0; i < n; i++) {
+            all.addAll(layer(i, kvDim));
+        }
+        all.add(fixed.get(1));
+        all.add(fixed.get(2));
+        return all;
+    }
+
+    private List<SafetensorsWriter.Spec> layer(int i, long kvDim) {
+        String p = "model.layers." + i + ".";
+        return List.of(
+                spec(p + "input_layernorm.weight", hidden),
+                spec(p + "self_attn.q_proj.weight", hidden, hidden),
+                spec(p + "self_attn.k_proj.weight", kvDim, hidden),
+                spec(p + "self_attn.v_proj.weight", kvDim, hidden),
+                spec(p + "self_attn.o_proj.weight", hidden, hidden),
+                spec(p + "post_attention_layernorm.weight", hidden),
+                spec(p + "mlp.gate_proj.weight", intermediate, hidden),
+                spec(p + "mlp.up_proj.weight", intermediate, hidden),
+                spec(p + "mlp.down_proj.weight", hidden, intermediate));
+    }
+
+    private static long layers(List<SafetensorsWriter.Spec> tensors) {
+        return tensors.stream().filter(t -> t.name().endsWith(".input_layernorm.weight")).count();
+    }
+
+    private static SafetensorsWriter.Spec spec(String name, long... shape) {
+        return new SafetensorsWriter.Spec(name, Dtype.BF16, shape);
+    }
+
+    /** Consecutive runs of about equal bytes, each at least one tensor. */
+    static List<List<SafetensorsWriter.Spec>> split(List<SafetensorsWriter.Spec> tensors, int n) {
+        long total = SafetensorsWriter.dataBytes(tensors);
+        List<List<SafetensorsWriter.Spec>> parts = new ArrayList<>();
+        List<SafetensorsWriter.Spec> cur = new ArrayList<>();
+        long done = 0;
+        for (int i = 0; i < tensors.size(); i++) {
+            cur.add(tensors.get(i));
+            done += tensors.get(i).nbytes();
+            int left = tensors.size() - i - 1;
+            int partsLeft = n - parts.size() - 1;
+            boolean full = done >= total / n * (parts.size() + 1);
+            if (partsLeft > 0 && (full || left == partsLeft)) {
+                parts.add(cur);
+                cur = new ArrayList<>();
+            }
+        }
+        parts.add(cur);
+        return parts;
+    }
+
+    private static void fillRandom(byte[] b, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        for (int i = 0; i < b.length; i += 8) {
+            long v = r.nextLong();
+            for (int k = 0; k < 8; k++) {
+                b[i + k] = (byte) (v >>> (8 * k));
+            }
+        }
+    }
+
+    /** Bytes from a random pool at an offset that depends on tensor and position: fast and incompressible enough. */
+    private static void fill(byte[] pool, SafetensorsWriter.Spec t, long offset, ByteBuffer dst) {
+        int start = (int) Math.floorMod(t.name().hashCode() * 7919L + offset / 4096 * 4099L, (long) pool.length);
+        while (dst.hasRemaining()) {
+            int n = Math.min(dst.remaining(), pool.length - start);
+            dst.put(pool, start, n);
+            start = 0;
+        }
+    }
+
+    private static void writeIndex(Path file, long total, Map<String, String> weightMap) throws IOException {
+        try (OutputStream os = Files.newOutputStream(file); JsonGenerator g = new JsonFactory().createGenerator(os)) {
+            g.useDefaultPrettyPrinter();
+            g.writeStartObject();
+            g.writeObjectFieldStart("metadata");
+            g.writeNumberField("total_size", total);
+            g.writeEndObject();
+            g.writeObjectFieldStart("weight_map");
+            for (Map.Entry<String, String> e : weightMap.entrySet()) {
+                g.writeStringField(e.getKey(), e.getValue());
+            }
+            g.writeEndObject();
+            g.writeEndObject();
+        }
+    }
+}

@@ -1,0 +1,191 @@
+package io.phxfs.cli;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import io.phxfs.core.Device;
+import io.phxfs.core.Phoenix;
+import io.phxfs.safetensors.LoadedModel;
+import io.phxfs.safetensors.LoadedTensor;
+import io.phxfs.safetensors.ModelFiles;
+import io.phxfs.safetensors.TensorDigests;
+import io.phxfs.safetensors.TensorSelector;
+import io.phxfs.safetensors.WeightLoader;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code phoenix load PATH [--host | --device N] [--checksums] [--json] [--only REGEX]}: loads
+ * safetensors weights with the WeightLoader and reports what arrived. The options and the
+ * JSON shape are a contract.
+ */
+@Command(name = "load", mixinStandardHelpOptions = true,
+        description = {"Loads safetensors weights into device or host memory.",
+                "PATH is a .safetensors file, a model directory (model.safetensors or model.safetensors.index.json)"
+                        + " or an index file.",
+                "Exit status: 0 loaded, 2 invalid input (malformed file, missing path), 1 other failures."})
+final class LoadCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "PATH", description = "A .safetensors file, a model directory or an index file.")
+    Path path;
+
+    static final class Target {
+        @Option(names = "--host", description = "Load into host memory.")
+        boolean host;
+
+        @Option(names = "--device", paramLabel = "N", description = "Load into memory of device N (default: 0).")
+        Integer device;
+    }
+
+    @ArgGroup(exclusive = true)
+    Target target = new Target();
+
+    @Option(names = "--checksums", description = "SHA-256 of every tensor, computed from the loaded memory.")
+    boolean checksums;
+
+    @Option(names = "--json", description = "Print one JSON object on stdout.")
+    boolean json;
+
+    @Option(names = "--only", paramLabel = "REGEX", description = "Load only tensors whose name REGEX matches (anywhere in the name).")
+    String only;
+
+    @Option(names = "--direct", hidden = true, description = "Read with O_DIRECT (cold-cache measurements).")
+    boolean direct;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        TensorSelector selector = selector();
+        Phoenix phx = Phoenix.open();
+        Device device = target.host ? null : device(phx, target.device == null ? 0 : target.device);
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+
+        long t0 = System.nanoTime();
+        ModelFiles model = ModelFiles.open(path);
+        if (only != null && model.names().stream().noneMatch(selector::test)) {
+            throw new IllegalArgumentException(path + ": --only " + only + " matches none of its "
+                    + model.names().size() + " tensors");
+        }
+        WeightLoader.Builder b = WeightLoader.builder().select(selector).direct(direct);
+        if (device == null) {
+            b.toHost();
+        } else {
+            b.toDevice(device);
+        }
+        LoadedModel m;
+        try (ProgressBar bar = new ProgressBar(err, "loading", 1000)) {
+            m = b.progress(bar).build().load(model);
+        }
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        try (m) {
+            Map<String, String> sha = checksums ? TensorDigests.sha256(m) : Map.of();
+            String mode = device == null ? "host" : device.mode().name().toLowerCase(Locale.ROOT);
+            if (json) {
+                writeJson(out, model, m, mode, device, seconds, sha);
+            } else {
+                writeText(out, model, m, mode, device, seconds, sha);
+            }
+        }
+        out.flush();
+        return 0;
+    }
+
+    private TensorSelector selector() {
+        if (only == null) {
+            return TensorSelector.all();
+        }
+        try {
+            return TensorSelector.regex(Pattern.compile(only));
+        } catch (PatternSyntaxException e) {
+            throw new IllegalArgumentException("--only: invalid regular expression '" + only + "': "
+                    + e.getDescription() + (e.getIndex() >= 0 ? " near index " + e.getIndex() : ""));
+        }
+    }
+
+    static Device device(Phoenix phx, int id) {
+        int n = phx.deviceCount();
+        if (id < 0 || id >= n) {
+            throw new IllegalArgumentException("--device " + id + ": there " + (n == 1 ? "is 1 device" : "are " + n
+                    + " devices") + " (0.." + (n - 1) + "); use --host for host memory");
+        }
+        return phx.device(id);
+    }
+
+    private static void writeJson(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
+                                  double seconds, Map<String, String> sha) throws IOException {
+        JsonGenerator g = new JsonFactory().createGenerator(out);
+        g.useDefaultPrettyPrinter();
+        g.writeStartObject();
+        g.writeStringField("mode", mode);
+        g.writeNumberField("device", device == null ? -1 : device.id());
+        g.writeNumberField("files", m.fileCount());
+        g.writeNumberField("bytes", m.bytes());
+        g.writeNumberField("seconds", round(seconds, 6));
+        g.writeNumberField("gb_per_s", round(m.bytes() / seconds / 1e9, 6));
+        g.writeObjectFieldStart("tensors");
+        for (LoadedTensor t : new TreeMap<>(m.tensors()).values()) {
+            g.writeObjectFieldStart(t.name());
+            g.writeStringField("dtype", t.dtype().headerName());
+            g.writeArrayFieldStart("shape");
+            for (long d : t.shape()) {
+                g.writeNumber(d);
+            }
+            g.writeEndArray();
+            g.writeStringField("file", model.relativeName(t.file()));
+            g.writeNumberField("nbytes", t.nbytes());
+            if (sha.containsKey(t.name())) {
+                g.writeStringField("sha256", sha.get(t.name()));
+            }
+            g.writeEndObject();
+        }
+        g.writeEndObject();
+        g.writeEndObject();
+        g.flush();
+        out.println();
+    }
+
+    private static void writeText(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
+                                  double seconds, Map<String, String> sha) {
+        out.printf(Locale.ROOT, "loaded %d tensors, %s (%d bytes) from %d file(s) into %s (mode %s) in %.3f s: %.2f GB/s%n",
+                m.tensors().size(), human(m.bytes()), m.bytes(), m.fileCount(),
+                device == null ? "host memory" : "device " + device.id(), mode, seconds, m.bytes() / seconds / 1e9);
+        for (LoadedTensor t : new TreeMap<>(m.tensors()).values()) {
+            out.printf(Locale.ROOT, "  %-50s %-8s %-20s %12d  %s%s%n", t.name(), t.dtype().headerName(),
+                    Arrays.toString(t.shape()), t.nbytes(), model.relativeName(t.file()),
+                    sha.containsKey(t.name()) ? "  " + sha.get(t.name()) : "");
+        }
+    }
+
+    static String human(long bytes) {
+        if (bytes >= 1L << 30) {
+            return String.format(Locale.ROOT, "%.2f GiB", bytes / (double) (1L << 30));
+        }
+        if (bytes >= 1L << 20) {
+            return String.format(Locale.ROOT, "%.2f MiB", bytes / (double) (1L << 20));
+        }
+        if (bytes >= 1L << 10) {
+            return String.format(Locale.ROOT, "%.2f KiB", bytes / 1024.0);
+        }
+        return bytes + " B";
+    }
+
+    static double round(double v, int digits) {
+        double f = Math.pow(10, digits);
+        return Math.round(v * f) / f;
+    }
+}

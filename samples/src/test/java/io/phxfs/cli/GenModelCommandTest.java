@@ -1,0 +1,83 @@
+package io.phxfs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.phxfs.safetensors.ModelFiles;
+import io.phxfs.safetensors.SafetensorsWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code phoenix gen-model}: Llama names and shapes, layers as the size allows, shards with an index. */
+class GenModelCommandTest {
+    private static final String[] SMALL = {"--hidden", "64", "--intermediate", "224", "--vocab", "100", "--heads", "4",
+            "--kv-heads", "2"};
+
+    @TempDir
+    Path dir;
+
+    private static String[] args(String... more) {
+        String[] a = new String[SMALL.length + more.length];
+        System.arraycopy(more, 0, a, 0, more.length);
+        System.arraycopy(SMALL, 0, a, more.length, SMALL.length);
+        return a;
+    }
+
+    @Test
+    void singleFileAndShardsHoldTheSameModel() throws Exception {
+        // per layer: 2 norms (2*64) + q,o (2*64*64) + k,v (2*32*64) + 3 mlp (3*224*64) = 55424 bf16 = 110848 bytes;
+        // fixed: 2 * 100*64 + 64 = 12864 elements = 25728 bytes; 400k fits 3 layers
+        Path single = dir.resolve("single");
+        Cli r = Cli.run(args("gen-model", single.toString(), "--size", "400k"));
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(r.out().contains("3 layers, 30 tensors"), r.out());
+        assertTrue(Files.isRegularFile(single.resolve(ModelFiles.SINGLE_FILE)));
+
+        Path sharded = dir.resolve("sharded");
+        r = Cli.run(args("gen-model", sharded.toString(), "--size", "400k", "--shards", "4"));
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(Files.isRegularFile(sharded.resolve(ModelFiles.INDEX_FILE)));
+        assertEquals(4, ModelFiles.open(sharded).files().size());
+
+        JsonNode a = Cli.run("load", single.toString(), "--host", "--json", "--checksums").json();
+        JsonNode b = Cli.run("load", sharded.toString(), "--host", "--json", "--checksums").json();
+        assertEquals(1, a.path("files").asInt());
+        assertEquals(4, b.path("files").asInt());
+        assertEquals(30, a.path("tensors").size());
+        JsonNode q = a.path("tensors").path("model.layers.2.self_attn.k_proj.weight");
+        assertEquals("BF16", q.path("dtype").asText());
+        assertEquals("[32,64]", q.path("shape").toString());
+        assertEquals("[100,64]", a.path("tensors").path("lm_head.weight").path("shape").toString());
+        a.path("tensors").properties().forEach(e -> assertEquals(e.getValue().path("sha256"),
+                b.path("tensors").path(e.getKey()).path("sha256"), e.getKey()));
+    }
+
+    @Test
+    void theDefaultsAreLlamaEightB() {
+        GenModelCommand g = new GenModelCommand();
+        g.hidden = 4096;
+        g.intermediate = 14336;
+        g.vocab = 32000;
+        g.heads = 32;
+        g.kvHeads = 8;
+        g.size = "4g";
+        List<SafetensorsWriter.Spec> t = g.layout(4L << 30);
+        long layers = t.stream().filter(s -> s.name().endsWith("mlp.down_proj.weight")).count();
+        assertEquals(8, layers, "8 layers of 436 MB beside 524 MB of embeddings fit 4 GiB");
+        assertTrue(SafetensorsWriter.dataBytes(t) <= 4L << 30);
+        assertEquals("[1024, 4096]", java.util.Arrays.toString(t.stream()
+                .filter(s -> s.name().equals("model.layers.0.self_attn.k_proj.weight")).findFirst().orElseThrow().shape()));
+    }
+
+    @Test
+    void tooSmallASizeIsInvalid() {
+        Cli r = Cli.run(args("gen-model", dir.resolve("x").toString(), "--size", "1k"));
+        assertEquals(2, r.exit(), r.toString());
+        r = Cli.run(args("gen-model", dir.resolve("y").toString(), "--size", "400k", "--shards", "999"));
+        assertEquals(2, r.exit(), r.toString());
+    }
+}

@@ -1,0 +1,159 @@
+package io.phxfs.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.phxfs.safetensors.Fixtures;
+import io.phxfs.safetensors.MalformedCorpus;
+import io.phxfs.safetensors.TempDirs;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** {@code phoenix load}: its JSON against reference.json, selection, and exit codes on bad input. */
+class LoadCommandTest {
+    private static Path corpusDir;
+    private static List<MalformedCorpus.Case> corpus;
+
+    @BeforeAll
+    static void corpus() throws IOException {
+        corpusDir = Files.createTempDirectory("phx-cli-malformed");
+        corpus = MalformedCorpus.generate(corpusDir);
+    }
+
+    @AfterAll
+    static void cleanUp() throws IOException {
+        TempDirs.delete(corpusDir);
+    }
+
+    static List<MalformedCorpus.Case> malformed() {
+        return corpus;
+    }
+
+    /** The tensors of one reference file as the CLI prints them: dtype, shape, nbytes, sha256. */
+    private static void assertMatchesReference(JsonNode tensors, String refFile, String fileName) {
+        Map<String, Fixtures.RefTensor> ref = Fixtures.reference().get(refFile).tensors();
+        for (Map.Entry<String, Fixtures.RefTensor> e : ref.entrySet()) {
+            JsonNode t = tensors.path(e.getKey());
+            String what = refFile + " " + e.getKey();
+            assertFalse(t.isMissingNode(), what + " missing from the output");
+            assertEquals(e.getValue().dtype().headerName(), t.path("dtype").asText(), what);
+            long[] shape = new long[t.path("shape").size()];
+            for (int i = 0; i < shape.length; i++) {
+                shape[i] = t.path("shape").get(i).asLong();
+            }
+            assertEquals(java.util.Arrays.toString(e.getValue().shape()), java.util.Arrays.toString(shape), what);
+            assertEquals(e.getValue().nbytes(), t.path("nbytes").asLong(), what);
+            assertEquals(e.getValue().sha256(), t.path("sha256").asText(), what);
+            if (fileName != null) {
+                assertEquals(fileName, t.path("file").asText(), what);
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"--host", "--device=0"})
+    void everyFixtureFileMatchesTheReference(String target) {
+        for (String file : Fixtures.reference().keySet()) {
+            Path p = Fixtures.file(file);
+            Cli r = Cli.run("load", p.toString(), target, "--json", "--checksums");
+            assertEquals(0, r.exit(), r.toString());
+            JsonNode j = r.json();
+            assertEquals(target.equals("--host") ? "host" : Phoenix0.mode(), j.path("mode").asText());
+            assertEquals(1, j.path("files").asInt());
+            assertEquals(Fixtures.reference().get(file).tensors().size(), j.path("tensors").size(), file);
+            long bytes = Fixtures.reference().get(file).tensors().values().stream().mapToLong(Fixtures.RefTensor::nbytes).sum();
+            assertEquals(bytes, j.path("bytes").asLong());
+            assertTrue(j.path("seconds").asDouble() > 0);
+            assertTrue(j.has("gb_per_s"));
+            assertMatchesReference(j.path("tensors"), file, p.getFileName().toString());
+        }
+    }
+
+    @Test
+    void shardedModelMatchesTheSingleFileReference() {
+        Cli r = Cli.run("load", Fixtures.file("tiny-gpt2-sharded").toString(), "--host", "--json", "--checksums");
+        assertEquals(0, r.exit(), r.toString());
+        JsonNode j = r.json();
+        assertEquals(5, j.path("files").asInt());
+        assertMatchesReference(j.path("tensors"), "tiny-gpt2/model.safetensors", null);
+        assertEquals("model-00001-of-00005.safetensors", j.path("tensors").path("transformer.wte.weight").path("file").asText());
+        Cli viaIndex = Cli.run("load", Fixtures.file("tiny-gpt2-sharded/model.safetensors.index.json").toString(),
+                "--host", "--json", "--checksums");
+        assertEquals(0, viaIndex.exit(), viaIndex.toString());
+        assertEquals(j.path("tensors"), viaIndex.json().path("tensors"));
+    }
+
+    @Test
+    void onlyLoadsWhatTheRegexMatches() {
+        Cli r = Cli.run("load", Fixtures.file("tiny-gpt2-sharded").toString(), "--host", "--json", "--only",
+                "^transformer\\.h\\.0\\.attn\\.");
+        assertEquals(0, r.exit(), r.toString());
+        JsonNode j = r.json();
+        Set<String> names = new TreeSet<>();
+        j.path("tensors").fieldNames().forEachRemaining(names::add);
+        assertEquals(Set.of("transformer.h.0.attn.c_attn.bias", "transformer.h.0.attn.c_attn.weight",
+                "transformer.h.0.attn.c_proj.bias", "transformer.h.0.attn.c_proj.weight"), names);
+        assertEquals(1, j.path("files").asInt());
+        assertFalse(j.path("tensors").path("transformer.h.0.attn.c_attn.bias").has("sha256"), "sha256 only with --checksums");
+        Map<String, Fixtures.RefTensor> ref = Fixtures.reference().get("tiny-gpt2/model.safetensors").tensors();
+        assertEquals(names.stream().mapToLong(n -> ref.get(n).nbytes()).sum(), j.path("bytes").asLong());
+    }
+
+    @Test
+    void textOutputSummarises() {
+        Cli r = Cli.run("load", Fixtures.file("tiny-llama").toString(), "--checksums");
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(r.out().startsWith("loaded 21 tensors"), r.out());
+        Map<String, Fixtures.RefTensor> ref = new TreeMap<>(Fixtures.reference().get("tiny-llama/model.safetensors").tensors());
+        ref.values().forEach(t -> assertTrue(r.out().contains(t.sha256())));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("malformed")
+    void malformedInputExitsTwoWithOneLine(MalformedCorpus.Case c) {
+        Cli r = Cli.run("load", c.input().toString(), "--host", "--json");
+        assertEquals(2, r.exit(), r.toString());
+        assertEquals("", r.out(), "nothing on stdout");
+        String err = r.err();
+        assertTrue(err.endsWith("\n") && err.indexOf('\n') == err.length() - 1, "one line on stderr: " + err);
+        assertTrue(err.contains(c.blamed().toString()), "names the file: " + err);
+        assertTrue(err.contains(c.expected()), "names the problem: " + err);
+    }
+
+    @Test
+    void otherInvalidInputExitsTwo() {
+        String llama = Fixtures.file("tiny-llama").toString();
+        for (String[] args : new String[][] {
+                {"load", "/no/such/model"},
+                {"load", llama, "--only", "(unclosed"},
+                {"load", llama, "--only", "no-tensor-has-this-name"},
+                {"load", llama, "--device", "99"},
+                {"load", llama, "--host", "--device", "0"},
+                {"load"}}) {
+            Cli r = Cli.run(args);
+            assertEquals(2, r.exit(), String.join(" ", args) + ": " + r);
+            assertEquals("", r.out(), String.join(" ", args));
+        }
+    }
+
+    /** The mode device 0 reports, as the CLI prints it. */
+    static final class Phoenix0 {
+        static String mode() {
+            return io.phxfs.core.Phoenix.open().device(0).mode().name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+}

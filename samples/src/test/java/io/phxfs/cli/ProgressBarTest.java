@@ -1,0 +1,49 @@
+package io.phxfs.cli;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The bar stays silent for short work and draws, then ends its line, for long work. */
+class ProgressBarTest {
+    @Test
+    void shortWorkPrintsNothing() {
+        StringWriter s = new StringWriter();
+        try (ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 1000)) {
+            bar.onProgress(0, 100);
+            bar.onProgress(100, 100);
+        }
+        assertEquals("", s.toString());
+    }
+
+    @Test
+    void longWorkDrawsUntilDone() throws InterruptedException {
+        StringWriter s = new StringWriter();
+        ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 20);
+        bar.onProgress(0, 2_000_000_000L);
+        awaitOutput(s, "  0%");
+        bar.onProgress(1_000_000_000L, 2_000_000_000L);
+        awaitOutput(s, " 50%");
+        bar.onProgress(2_000_000_000L, 2_000_000_000L);
+        bar.close();
+        String out = s.toString();
+        assertTrue(bar.wasDrawn());
+        assertTrue(out.startsWith("\rloading ["), out);
+        assertTrue(out.contains(" 50%"), out);
+        String last = out.substring(out.lastIndexOf('\r'));
+        assertTrue(last.contains("100%") && last.contains("2.00 / 2.00 GB"), last);
+        assertTrue(out.endsWith("GB/s" + System.lineSeparator()), out);
+        assertEquals(1, out.split("\n", -1).length - 1, "one line ending: " + out);
+    }
+
+    /** Waits (up to 10 s, for slow machines) until the painter has drawn {@code text}. */
+    private static void awaitOutput(StringWriter s, String text) throws InterruptedException {
+        for (int i = 0; i < 1000 && !s.toString().contains(text); i++) {
+            Thread.sleep(10);
+        }
+        assertTrue(s.toString().contains(text), "never drew '" + text + "': " + s);
+    }
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Run ON THE GPU MACHINE: loads one safetensors model into GPU memory with Phoenix
+(`./phoenix load --device 0`), with safetensors.torch.load_file(device="cuda"), and with
+PyTorch's cuFile path (torch.cuda.gds), side by side on the same file in one run, page cache
+warm; then Phoenix cold (drop_caches) beside a parallel O_DIRECT reader. Prints one JSON
+object. Usage: load_bench.py MODEL.safetensors [--repeat 3]"""
+import json, os, statistics, subprocess, sys, time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PHOENIX = os.path.join(ROOT, "phoenix")
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def warm(path):
+    with open(path, "rb", buffering=0) as f:
+        while f.read(64 << 20):
+            pass
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def phoenix_load(path, extra=()):
+    out = json.loads(sh([PHOENIX, "load", path, "--device", "0", "--json", *extra]))
+    return out["gb_per_s"], out
+
+
+def phoenix_ceiling(path, direct=False):
+    """The library's own bounce rate on the same file: one batch of 64 MiB requests."""
+    args = [PHOENIX, "bench", "--file", path, "--device", "0", "--no-sweep", "--repeat", "3", "--json", "--quiet"]
+    if direct:
+        args += ["--direct", "--repeat", "1"]
+    return json.loads(sh(args))["whole_file"]
+
+
+def safetensors_load(path):
+    from safetensors.torch import load_file
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    tensors = load_file(path, device="cuda")
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    n = sum(t.numel() * t.element_size() for t in tensors.values())
+    del tensors
+    torch.cuda.empty_cache()
+    return os.path.getsize(path) / secs / 1e9, n
+
+
+def fake_udev(path):
+    """cuFile's compatibility mode wants udev data the VM lacks (reference/cufile-abi.md)."""
+    st = os.stat(path)
+    devs = {(os.major(st.st_dev), os.minor(st.st_dev))}
+    for maj, mnr in list(devs):
+        devs.add((maj, mnr - mnr % 16))  # the whole disk of a partition
+    os.makedirs("/run/udev/data", exist_ok=True)
+    for maj, mnr in devs:
+        with open(f"/run/udev/data/b{maj}:{mnr}", "w") as f:
+            f.write("E:ID_FS_USAGE=filesystem\n")
+
+
+def gds_load(path):
+    """torch.cuda.gds: one read of the whole file into one registered uint8 tensor."""
+    import torch.cuda.gds as gds
+    size = os.path.getsize(path)
+    t = torch.empty(size, dtype=torch.uint8, device="cuda")
+    storage = t.untyped_storage()
+    gds.gds_register_buffer(storage)
+    f = gds.GdsFile(path, os.O_RDONLY)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    f.load_storage(storage, 0)
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    gds.gds_deregister_buffer(storage)
+    del f, t, storage
+    torch.cuda.empty_cache()
+    return size / secs / 1e9
+
+
+def main():
+    path = sys.argv[1]
+    repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
+    size = os.path.getsize(path)
+    torch.zeros(1, device="cuda")  # CUDA context outside the timings
+    warm(path)
+    res = {"file": path, "bytes": size, "repeat": repeat, "runs": {}}
+    runs = {"phoenix_load": [], "safetensors_load_file": [], "torch_gds": [], "phoenix_bounce_ceiling": []}
+    gds_error = None
+    try:
+        fake_udev(path)
+    except OSError as e:
+        gds_error = f"udev: {e}"
+    for _ in range(repeat):
+        runs["phoenix_bounce_ceiling"].append(phoenix_ceiling(path)["phoenix_gbps"])
+        runs["phoenix_load"].append(phoenix_load(path)[0])
+        runs["safetensors_load_file"].append(safetensors_load(path)[0])
+        if gds_error is None:
+            try:
+                runs["torch_gds"].append(gds_load(path))
+            except Exception as e:  # reported, not hidden
+                gds_error = f"{type(e).__name__}: {e}"
+    res["runs"] = runs
+    med = {k: statistics.median(v) for k, v in runs.items() if v}
+    res["median_gbps"] = med
+    res["torch_gds_error"] = gds_error
+    if "phoenix_load" in med:
+        p = med["phoenix_load"]
+        res["phoenix_vs_bounce_ceiling"] = p / med["phoenix_bounce_ceiling"]
+        res["phoenix_vs_safetensors"] = p / med["safetensors_load_file"]
+        if "torch_gds" in med:
+            res["phoenix_vs_torch_gds"] = p / med["torch_gds"]
+    # peak host RSS of a device load: bounce slots, not the model, should decide it
+    _, detail = phoenix_load(path)
+    res["phoenix_load_detail"] = {k: v for k, v in detail.items() if k != "tensors"}
+    # cold cache: a parallel O_DIRECT reader (8 threads x 8 MiB) beside Phoenix after drop_caches
+    try:
+        drop_caches()
+        res["cold_odirect_parallel_gbps"] = phoenix_ceiling(path, direct=True)["ceiling_gbps"]
+        drop_caches()
+        res["cold_phoenix_load_gbps"] = phoenix_load(path)[0]
+        drop_caches()
+        res["cold_phoenix_load_direct_gbps"] = phoenix_load(path, ["--direct"])[0] if os.environ.get("PHX_LOAD_DIRECT") else None
+        res["cold_phoenix_vs_odirect"] = res["cold_phoenix_load_gbps"] / res["cold_odirect_parallel_gbps"]
+    except (OSError, subprocess.CalledProcessError) as e:
+        res["cold_error"] = str(e)
+    print(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
