@@ -125,6 +125,7 @@ int phxfs_open(int dev)
         rc = choose_mode(d);
         if (rc == 0) rc = phx_conn->bind(dev);
         if (rc == 0) rc = phx_conn->device_name(dev, d->name, sizeof d->name);
+        if (rc == 0 && d->mode == PHXFS_MODE_BOUNCE) rc = phx_pool_prepare_device(dev);
         d->engine = phx_pool_engine();
     }
     if (rc == 0) d->open_count++;

@@ -110,6 +110,7 @@ void phx_pool_stop(void);
 int phx_pool_workers(void);
 int phx_pool_engine(void);
 int phx_pool_started(void);
+int phx_pool_prepare_device(int dev);
 size_t phx_pool_slot_bytes(void);
 int phx_pool_slots(void);
 /* Runs reqs (all read or all write) and returns without waiting; may_inline lets

@@ -286,6 +286,18 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* Called when a bounce device first opens, before any I/O on it can exist: each worker's
+ * stream and pinned slots are made here, so the first transfer does not pay for
+ * registering pinned memory. */
+int phx_pool_prepare_device(int dev)
+{
+    for (int i = 0; i < pool.n; i++) {
+        int err = 0;
+        if (!pool.w[i].ctx[dev] && !ctx_get(&pool.w[i], dev, &err)) return err;
+    }
+    return 0;
+}
+
 int phx_pool_start(void)
 {
     int n = phx_cfg.workers;

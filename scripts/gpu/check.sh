@@ -38,6 +38,10 @@ jt=.gpu/java-tests
 PHX_CONNECTOR=cuda PHX_LIBRARY_PATH="$lib" .gpu/jre/bin/java --enable-native-access=ALL-UNNAMED \
   -jar $jt/junit-platform-console-standalone-*.jar execute --class-path "$jt/classes:$(ls $jt/lib/*.jar | tr '\n' ':')" \
   --select-package io.phxfs.core --details=summary --disable-banner 2>&1 | tail -25 || status=1
+PHX_CONNECTOR=cuda PHX_LIBRARY_PATH="$lib" .gpu/jre/bin/java --enable-native-access=ALL-UNNAMED -Xmx1g \
+  -Dphx.fixtures="$root/.gpu/fixtures" -jar $jt/junit-platform-console-standalone-*.jar execute \
+  --class-path "$jt/st-classes:$(ls $jt/lib/*.jar | tr '\n' ':')" \
+  --select-package io.phxfs.safetensors --details=summary --disable-banner 2>&1 | tail -25 || status=1
 
 step "phoenix bench into device memory (page cache, ${BENCH_SIZE:=4g} file)"
 export PHX_JAVA_HOME="$root/.gpu/jre" PHX_LIBRARY_PATH="$lib"

@@ -17,11 +17,13 @@ cp /usr/lib/x86_64-linux-gnu/liburing.a .gpu/uring/lib/
 cp samples/target/phoenix-cli.jar .gpu/
 rm -rf .gpu/java-tests && mkdir -p .gpu/java-tests
 cp -r phoenix-core/target/test-classes .gpu/java-tests/classes
+cp -r safetensors-loader/target/test-classes .gpu/java-tests/st-classes
+rm -rf .gpu/fixtures && cp -r ../shared/fixtures .gpu/fixtures
 mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.13.4 \
   -DoutputDirectory=.gpu/java-tests >/dev/null
-(cd phoenix-core && mvn -B -q -ntp dependency:build-classpath -Dmdep.outputFile=../.gpu/java-tests/cp.txt -Dmdep.includeScope=test >/dev/null)
+(cd safetensors-loader && mvn -B -q -ntp dependency:build-classpath -Dmdep.outputFile=../.gpu/java-tests/cp.txt -Dmdep.includeScope=test >/dev/null)
 # the classpath names jars in ~/.m2: copy the ones the tests need next to them
 mkdir -p .gpu/java-tests/lib
 tr ':' '\n' < .gpu/java-tests/cp.txt | grep -vE 'junit|opentest4j|apiguardian' | while read -r j; do [ -f "$j" ] && cp "$j" .gpu/java-tests/lib/; done
-cp phoenix-core/target/phoenix-core-*.jar .gpu/java-tests/lib/ 2>/dev/null || true
+cp phoenix-core/target/phoenix-core-*.jar safetensors-loader/target/safetensors-loader-0.1.0-SNAPSHOT.jar .gpu/java-tests/lib/
 du -sh .gpu
