@@ -35,9 +35,10 @@ def phoenix_load(path, extra=()):
 
 def phoenix_ceiling(path, direct=False):
     """The library's own bounce rate on the same file: one batch of 64 MiB requests."""
-    args = [PHOENIX, "bench", "--file", path, "--device", "0", "--no-sweep", "--repeat", "3", "--json", "--quiet"]
+    args = [PHOENIX, "bench", "--file", path, "--device", "0", "--no-sweep", "--json", "--quiet",
+            "--repeat", "1" if direct else "3"]
     if direct:
-        args += ["--direct", "--repeat", "1"]
+        args += ["--direct"]
     return json.loads(sh(args))["whole_file"]
 
 
@@ -55,15 +56,32 @@ def safetensors_load(path):
 
 
 def fake_udev(path):
-    """cuFile's compatibility mode wants udev data the VM lacks (reference/cufile-abi.md)."""
-    st = os.stat(path)
-    devs = {(os.major(st.st_dev), os.minor(st.st_dev))}
-    for maj, mnr in list(devs):
-        devs.add((maj, mnr - mnr % 16))  # the whole disk of a partition
+    """cuFile's compatibility mode wants udev data the VM lacks (reference/cufile-abi.md):
+    every block device gets E:ID_FS_USAGE=filesystem."""
     os.makedirs("/run/udev/data", exist_ok=True)
-    for maj, mnr in devs:
-        with open(f"/run/udev/data/b{maj}:{mnr}", "w") as f:
-            f.write("E:ID_FS_USAGE=filesystem\n")
+    for dev in os.listdir("/sys/class/block"):
+        try:
+            majmin = open(f"/sys/class/block/{dev}/dev").read().strip()
+        except OSError:
+            continue
+        target = f"/run/udev/data/b{majmin}"
+        if not os.path.exists(target):
+            with open(target, "w") as f:
+                f.write("E:ID_FS_USAGE=filesystem\n")
+
+
+def gds_diagnostics(path):
+    st = os.stat(path)
+    lines = [f"st_dev {os.major(st.st_dev)}:{os.minor(st.st_dev)}"]
+    for line in open("/proc/self/mountinfo"):
+        if line.split()[2] == f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}":
+            lines.append(line.strip())
+    lines.append("udev: " + " ".join(sorted(os.listdir("/run/udev/data"))))
+    for log in ("cufile.log", os.path.join(ROOT, "cufile.log")):
+        if os.path.exists(log):
+            lines += open(log).read().splitlines()[-15:]
+            break
+    return lines
 
 
 def gds_load(path):
@@ -111,6 +129,8 @@ def main():
     med = {k: statistics.median(v) for k, v in runs.items() if v}
     res["median_gbps"] = med
     res["torch_gds_error"] = gds_error
+    if gds_error:
+        res["torch_gds_diagnostics"] = gds_diagnostics(path)
     if "phoenix_load" in med:
         p = med["phoenix_load"]
         res["phoenix_vs_bounce_ceiling"] = p / med["phoenix_bounce_ceiling"]
@@ -120,6 +140,8 @@ def main():
     # peak host RSS of a device load: bounce slots, not the model, should decide it
     _, detail = phoenix_load(path)
     res["phoenix_load_detail"] = {k: v for k, v in detail.items() if k != "tensors"}
+    # the same load without the progress listener's waves, and a second CLI run for spread
+    res["phoenix_load_again_gbps"] = phoenix_load(path)[0]
     # cold cache: a parallel O_DIRECT reader (8 threads x 8 MiB) beside Phoenix after drop_caches
     try:
         drop_caches()

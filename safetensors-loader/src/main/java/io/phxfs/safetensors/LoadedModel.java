@@ -20,15 +20,20 @@ public final class LoadedModel implements AutoCloseable {
     private final List<AutoCloseable> owned;
     private final Map<String, LoadedTensor> tensors;
     private final long nanos;
+    private final long allocateNanos;
+    private final long readNanos;
 
     LoadedModel(ModelFiles model, ReadPlan plan, SortedMap<Integer, RegisteredBuffer> buffers,
-                List<AutoCloseable> owned, Map<String, LoadedTensor> tensors, long nanos) {
+                List<AutoCloseable> owned, Map<String, LoadedTensor> tensors, long nanos, long allocateNanos,
+                long readNanos) {
         this.model = model;
         this.plan = plan;
         this.buffers = Collections.unmodifiableSortedMap(buffers);
         this.owned = List.copyOf(owned);
         this.tensors = Collections.unmodifiableMap(new LinkedHashMap<>(tensors));
         this.nanos = nanos;
+        this.allocateNanos = allocateNanos;
+        this.readNanos = readNanos;
     }
 
     /** The files the tensors came from. */
@@ -75,6 +80,16 @@ public final class LoadedModel implements AutoCloseable {
     }
 
     /** {@link #bytes()} per second, in GB (10^9). */
+    /** Seconds spent allocating (and registering) the destination buffers, within {@link #seconds()}. */
+    public double allocateSeconds() {
+        return allocateNanos / 1e9;
+    }
+
+    /** Seconds spent reading into the buffers, within {@link #seconds()}. */
+    public double readSeconds() {
+        return readNanos / 1e9;
+    }
+
     public double gbPerSecond() {
         return nanos == 0 ? 0 : bytes() / (double) nanos;
     }

@@ -181,6 +181,7 @@ public final class WeightLoader {
                     devices.put(target, phx.device(target));
                 }
             }
+            long tAlloc = System.nanoTime();
             for (Map.Entry<Integer, Long> e : plan.bufferBytes().entrySet()) {
                 int target = e.getKey();
                 if (target == Placement.HOST) {
@@ -193,14 +194,16 @@ public final class WeightLoader {
                     buffers.put(target, b);
                 }
             }
+            long tRead = System.nanoTime();
             read(plan, buffers);
-            long nanos = System.nanoTime() - t0;
+            long tEnd = System.nanoTime();
+            long nanos = tEnd - t0;
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
                 tensors.put(p.name(), new LoadedTensor(p.info(), p.file().file(), p.target(), p.bufferOffset(),
                         buffers.get(p.target()), devices.get(p.target())));
             }
-            return new LoadedModel(model, plan, buffers, owned, tensors, nanos);
+            return new LoadedModel(model, plan, buffers, owned, tensors, nanos, tRead - tAlloc, tEnd - tRead);
         } catch (RuntimeException | Error e) {
             for (AutoCloseable c : owned) {
                 try {

@@ -70,13 +70,20 @@ final class LoadCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         TensorSelector selector = selector();
+        Thread warmUp = ParserWarmUp.start();
         Phoenix phx = Phoenix.open();
         Device device = target.host ? null : device(phx, target.device == null ? 0 : target.device);
+        try {
+            warmUp.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
 
         long t0 = System.nanoTime();
         ModelFiles model = ModelFiles.open(path);
+        double parseSeconds = (System.nanoTime() - t0) / 1e9;
         if (only != null && model.names().stream().noneMatch(selector::test)) {
             throw new IllegalArgumentException(path + ": --only " + only + " matches none of its "
                     + model.names().size() + " tensors");
@@ -96,7 +103,7 @@ final class LoadCommand implements Callable<Integer> {
             Map<String, String> sha = checksums ? TensorDigests.sha256(m) : Map.of();
             String mode = device == null ? "host" : device.mode().name().toLowerCase(Locale.ROOT);
             if (json) {
-                writeJson(out, model, m, mode, device, seconds, sha);
+                writeJson(out, model, m, mode, device, seconds, parseSeconds, sha);
             } else {
                 writeText(out, model, m, mode, device, seconds, sha);
             }
@@ -127,7 +134,7 @@ final class LoadCommand implements Callable<Integer> {
     }
 
     private static void writeJson(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
-                                  double seconds, Map<String, String> sha) throws IOException {
+                                  double seconds, double parseSeconds, Map<String, String> sha) throws IOException {
         JsonGenerator g = new JsonFactory().createGenerator(out);
         g.useDefaultPrettyPrinter();
         g.writeStartObject();
@@ -137,6 +144,9 @@ final class LoadCommand implements Callable<Integer> {
         g.writeNumberField("bytes", m.bytes());
         g.writeNumberField("seconds", round(seconds, 6));
         g.writeNumberField("gb_per_s", round(m.bytes() / seconds / 1e9, 6));
+        g.writeNumberField("parse_seconds", round(parseSeconds, 6));
+        g.writeNumberField("allocate_seconds", round(m.allocateSeconds(), 6));
+        g.writeNumberField("read_seconds", round(m.readSeconds(), 6));
         g.writeObjectFieldStart("tensors");
         for (LoadedTensor t : new TreeMap<>(m.tensors()).values()) {
             g.writeObjectFieldStart(t.name());

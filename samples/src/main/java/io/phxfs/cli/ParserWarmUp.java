@@ -1,0 +1,57 @@
+package io.phxfs.cli;
+
+import io.phxfs.core.IoBatch;
+import io.phxfs.core.OpenMode;
+import io.phxfs.core.Phoenix;
+import io.phxfs.core.PhxFile;
+import io.phxfs.core.RegisteredBuffer;
+import io.phxfs.safetensors.Dtype;
+import io.phxfs.safetensors.ModelFiles;
+import io.phxfs.safetensors.SafetensorsWriter;
+import io.phxfs.safetensors.SafetensorsWriter.Spec;
+import io.phxfs.safetensors.WeightLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Loads and initialises the header parser, the planner (Jackson among them) and the batch
+ * path's native downcalls on a background thread while the main thread opens the device. In a fresh JVM that class
+ * loading costs tens of milliseconds, a third of a 5 GB load at 50 GB/s; the model's own
+ * header is still parsed inside the timed load.
+ */
+final class ParserWarmUp {
+    private ParserWarmUp() {}
+
+    static Thread start() {
+        return Thread.ofPlatform().daemon().name("phoenix-warm-up").start(() -> {
+            Path f = null;
+            try {
+                f = Files.createTempFile("phoenix-warm-up", ".safetensors");
+                List<Spec> specs = List.of(new Spec("a.weight", Dtype.BF16, new long[] {4, 8}),
+                        new Spec("a.bias", Dtype.F32, new long[] {8}));
+                SafetensorsWriter.write(f, Map.of("format", "pt"), specs, (t, off, dst) -> {
+                    while (dst.hasRemaining()) dst.put((byte) 0);
+                });
+                WeightLoader.builder().toHost().build().plan(ModelFiles.open(f));
+                // and the batch path's downcalls, whose first link costs milliseconds too
+                try (RegisteredBuffer buf = Phoenix.open().host().allocate(4096);
+                     PhxFile file = PhxFile.open(f, OpenMode.READ);
+                     IoBatch batch = IoBatch.create(1)) {
+                    batch.read(file, buf, 0, 64, 0).run();
+                }
+            } catch (Exception | LinkageError e) {
+                // a warm-up only: the real load reports any real problem
+            } finally {
+                if (f != null) {
+                    try {
+                        Files.deleteIfExists(f);
+                    } catch (Exception ignored) {
+                        // a temp file left behind is harmless
+                    }
+                }
+            }
+        });
+    }
+}
