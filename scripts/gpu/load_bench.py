@@ -59,15 +59,17 @@ def fake_udev(path):
     """cuFile's compatibility mode wants udev data the VM lacks (reference/cufile-abi.md):
     every block device gets E:ID_FS_USAGE=filesystem."""
     os.makedirs("/run/udev/data", exist_ok=True)
+    fstypes = {}
+    for line in open("/proc/self/mountinfo"):
+        parts = line.split()
+        fstypes[parts[2]] = parts[parts.index("-") + 1]
     for dev in os.listdir("/sys/class/block"):
         try:
             majmin = open(f"/sys/class/block/{dev}/dev").read().strip()
         except OSError:
             continue
-        target = f"/run/udev/data/b{majmin}"
-        if not os.path.exists(target):
-            with open(target, "w") as f:
-                f.write("E:ID_FS_USAGE=filesystem\n")
+        with open(f"/run/udev/data/b{majmin}", "w") as f:
+            f.write(f"E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE={fstypes.get(majmin, 'ext4')}\n")
 
 
 def gds_diagnostics(path):
@@ -154,6 +156,8 @@ def main():
     except (OSError, subprocess.CalledProcessError) as e:
         res["cold_error"] = str(e)
     print(json.dumps(res, indent=1))
+    print(f"SUMMARY load {med.get('phoenix_load', 0):.2f} GB/s, bounce ceiling {med.get('phoenix_bounce_ceiling', 0):.2f}, "
+          f"safetensors {med.get('safetensors_load_file', 0):.2f}, torch.cuda.gds {med.get('torch_gds', 0):.2f}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -124,7 +124,9 @@ final class BenchCommand implements Callable<Integer> {
             ceiling(path, fileSize, ceilingThreads);
         }
 
-        try (RegisteredBuffer buf = device == null ? phx.host().allocate(fileSize) : device.allocate(fileSize);
+        // rounded up to 4 KiB so an O_DIRECT read of the file's last, partial block fits
+        long bufBytes = (fileSize + 4095) & ~4095L;
+        try (RegisteredBuffer buf = device == null ? phx.host().allocate(bufBytes) : device.allocate(bufBytes);
              PhxFile pf = PhxFile.open(path, direct ? new OpenMode[] {OpenMode.READ, OpenMode.DIRECT} : new OpenMode[] {OpenMode.READ});
              Arena arena = Arena.ofConfined()) {
             MemorySegment staging = arena.allocate(CEILING_CHUNK, 4096);
@@ -199,9 +201,7 @@ final class BenchCommand implements Callable<Integer> {
                             bb.clear();
                             bb.limit((int) Math.min(CEILING_CHUNK, fileSize - off));
                             if (direct) bb.limit(Math.min(CEILING_CHUNK, (bb.limit() + 4095) & ~4095));
-                            while (bb.hasRemaining()) {
-                                if (ch.read(bb, off + bb.position()) < 0) break;
-                            }
+                            readFully(ch, bb, off);
                         }
                     } catch (IOException e) {
                         failure.compareAndSet(null, e);
@@ -252,7 +252,7 @@ final class BenchCommand implements Callable<Integer> {
             long t0 = System.nanoTime();
             for (long off = 0; off < bytes; off += bs) {
                 long n = Math.min(bs, bytes - off);
-                long rn = direct ? Math.min((n + 4095) & ~4095L, Math.max(n, fileSize - off)) : n;
+                long rn = direct ? (n + 4095) & ~4095L : n;
                 if (copy) {
                     for (long done = 0; done < n; ) {
                         long chunk = Math.min(n - done, staging.byteSize());
@@ -262,21 +262,24 @@ final class BenchCommand implements Callable<Integer> {
                         done += chunk;
                     }
                 } else {
-                    readFully(ch, host.asSlice(off, Math.min(rn, host.byteSize() - off)).asByteBuffer(), off);
+                    readFully(ch, host.asSlice(off, rn).asByteBuffer(), off);
                 }
             }
             return bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
         }
     }
 
-    private static void readFully(FileChannel ch, ByteBuffer bb, long pos) throws IOException {
+    /** Reads until bb is full or the file ends; a short O_DIRECT read means the end. */
+    private void readFully(FileChannel ch, ByteBuffer bb, long pos) throws IOException {
         while (bb.hasRemaining()) {
-            if (ch.read(bb, pos + bb.position()) < 0) return;
+            int want = bb.remaining();
+            int n = ch.read(bb, pos + bb.position());
+            if (n < 0 || (direct && n < want)) return;
         }
     }
 
     /** Compares 64 spread 4 KiB blocks of the loaded memory with the file. */
-    private static boolean verify(Path p, Device device, RegisteredBuffer buf, long fileSize, Arena arena) throws IOException {
+    private boolean verify(Path p, Device device, RegisteredBuffer buf, long fileSize, Arena arena) throws IOException {
         MemorySegment got = arena.allocate(4096);
         ByteBuffer want = ByteBuffer.allocate(4096);
         try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {

@@ -29,8 +29,11 @@ final class ParserWarmUp {
             Path f = null;
             try {
                 f = Files.createTempFile("phoenix-warm-up", ".safetensors");
-                List<Spec> specs = List.of(new Spec("a.weight", Dtype.BF16, new long[] {4, 8}),
-                        new Spec("a.bias", Dtype.F32, new long[] {8}));
+                // enough tensors that the per-tensor parsing code is compiled, not interpreted
+                List<Spec> specs = new java.util.ArrayList<>();
+                for (int i = 0; i < 1024; i++) {
+                    specs.add(new Spec("model.layers." + i + ".self_attn.q_proj.weight", Dtype.BF16, new long[] {4, 8}));
+                }
                 SafetensorsWriter.write(f, Map.of("format", "pt"), specs, (t, off, dst) -> {
                     while (dst.hasRemaining()) dst.put((byte) 0);
                 });
