@@ -1,6 +1,8 @@
 /* Library start-up, connector choice and per-device mode selection. */
 #include "internal.h"
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +238,33 @@ int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int 
     if (fd < 0) return phx_fail(errno, "open %s: %s", path, strerror(errno));
     if (is_direct) *is_direct = 0;
     return fd;
+}
+
+int phxfs_file_cached_permille(int fd)
+{
+    phx_clear_error();
+    struct stat st;
+    if (fstat(fd, &st) < 0) return phx_fail(errno, "cached_permille: fd %d: %s", fd, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return phx_fail(EINVAL, "cached_permille: fd %d is not a regular file", fd);
+    if (st.st_size == 0) return 1000;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), window = (size_t)1 << 30;
+    unsigned char *vec = malloc(window / page);
+    if (!vec) return phx_fail(ENOMEM, "cached_permille: out of memory");
+    uint64_t resident = 0, pages = 0;
+    int rc = 0;
+    /* windows of 1 GiB keep the residency vector small for files of any size */
+    for (off_t off = 0; off < st.st_size && !rc; off += (off_t)window) {
+        size_t len = (size_t)(st.st_size - off) < window ? (size_t)(st.st_size - off) : window;
+        void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+        if (m == MAP_FAILED) { rc = phx_fail(errno, "cached_permille: mmap of fd %d: %s", fd, strerror(errno)); break; }
+        size_t n = (len + page - 1) / page;
+        if (mincore(m, len, vec) < 0) rc = phx_fail(errno, "cached_permille: mincore: %s", strerror(errno));
+        for (size_t i = 0; !rc && i < n; i++) resident += vec[i] & 1;
+        pages += n;
+        munmap(m, len);
+    }
+    free(vec);
+    return rc ? rc : (int)(resident * 1000 / pages);
 }
 
 /* ---- device-memory helpers ---- */

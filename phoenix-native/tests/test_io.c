@@ -110,6 +110,11 @@ int main(void)
     write_check(0, (2u << 20) + 9, 3, 5, 0);
     CHECK_EQ(phxfs_set_config("max_io_bytes", prev), 0);
 
+    /* page-cache residency: a file just written is cached; a bad fd is an error */
+    int cached = phxfs_file_cached_permille(fd);
+    CHECK(cached >= 0 && cached <= 1000);
+    CHECK_EQ(phxfs_file_cached_permille(-1), -EBADF);
+
     /* argument errors name the problem */
     CHECK_EQ(phxfs_read(fd, 0, dev_mem, 0, -1, 0), -EINVAL);
     CHECK_EQ(phxfs_read(-5, -1, dev_mem, 0, 10, 0), -EBADF);

@@ -78,6 +78,7 @@ final class NativeLibrary {
     private static final MethodHandle READ_STREAM;
     private static final MethodHandle WRITE_STREAM;
     private static final MethodHandle FILE_OPEN;
+    private static final MethodHandle FILE_CACHED;
     private static final MethodHandle MEM_ALLOC;
     private static final MethodHandle MEM_FREE;
     private static final MethodHandle MEMCPY_TO_HOST;
@@ -135,6 +136,7 @@ final class NativeLibrary {
         WRITE_STREAM = bind(phx, "phxfs_write_stream", ioStream);
         FILE_OPEN = bind(phx, "phxfs_file_open",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
+        FILE_CACHED = bind(phx, "phxfs_file_cached_permille", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
         MEM_ALLOC = bind(phx, "phxfs_mem_alloc", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS));
         MEM_FREE = bind(phx, "phxfs_mem_free", devPtr);
         MEMCPY_TO_HOST = bind(phx, "phxfs_memcpy_to_host", memcpy);
@@ -459,6 +461,14 @@ final class NativeLibrary {
                            MemorySegment fileOffset, MemorySegment bytesDone, MemorySegment stream) {
         try {
             return (int) WRITE_STREAM.invokeExact(fd, dev, buf, nbytes, bufOffset, fileOffset, bytesDone, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int fileCachedPermille(int fd) {
+        try {
+            return (int) FILE_CACHED.invokeExact(fd);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -46,7 +46,7 @@ public final class WeightLoader {
     private final long waveBytes;
     private final Placement placement;
     private final TensorSelector selector;
-    private final boolean direct;
+    private final Boolean direct;
     private final ReadPlan.Options options;
     private final SafetensorsParser parser;
     private final ProgressListener progress;
@@ -69,7 +69,7 @@ public final class WeightLoader {
     public static final class Builder {
         private Placement placement = Placement.all(Placement.HOST);
         private TensorSelector selector = TensorSelector.all();
-        private boolean direct;
+        private Boolean direct;
         private ReadPlan.Options options = ReadPlan.Options.defaults();
         private SafetensorsParser parser = SafetensorsParser.standard();
         private ProgressListener progress;
@@ -109,8 +109,10 @@ public final class WeightLoader {
         }
 
         /**
-         * Open files with O_DIRECT (libphoenix falls back to buffered reads where the file
-         * system refuses). Default: buffered, which serves page-cache-warm files fastest.
+         * true: open files with O_DIRECT (libphoenix falls back to buffered reads where the
+         * file system refuses); false: through the page cache. Default: per file, O_DIRECT
+         * when less than half of it is in the page cache (cold files reach the disk's direct
+         * rate; warm ones are served from memory).
          */
         public Builder direct(boolean direct) {
             this.direct = direct;
@@ -216,6 +218,18 @@ public final class WeightLoader {
         }
     }
 
+    private PhxFile open(Path file) {
+        if (direct != null) {
+            return direct ? PhxFile.open(file, OpenMode.READ, OpenMode.DIRECT) : PhxFile.open(file, OpenMode.READ);
+        }
+        PhxFile f = PhxFile.open(file, OpenMode.READ);
+        if (f.cachedFraction() >= 0.5) {
+            return f;
+        }
+        f.close();
+        return PhxFile.open(file, OpenMode.READ, OpenMode.DIRECT);
+    }
+
     private void read(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers) {
         List<ReadPlan.ReadRequest> requests = plan.requests();
         long total = plan.readBytes();
@@ -227,9 +241,8 @@ public final class WeightLoader {
         }
         Map<SafetensorsHeader, PhxFile> files = new IdentityHashMap<>();
         try {
-            OpenMode[] modes = direct ? new OpenMode[] {OpenMode.READ, OpenMode.DIRECT} : new OpenMode[] {OpenMode.READ};
             for (ReadPlan.ReadRequest r : requests) {
-                files.computeIfAbsent(r.file(), h -> PhxFile.open(h.file(), modes));
+                files.computeIfAbsent(r.file(), h -> open(h.file()));
             }
             List<List<ReadPlan.ReadRequest>> waves = waves(requests, total, progress == null ? 1
                     : (int) Math.max(1, Math.min(MAX_WAVES, (total + waveBytes - 1) / waveBytes)));

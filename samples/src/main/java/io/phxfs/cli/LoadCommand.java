@@ -61,8 +61,11 @@ final class LoadCommand implements Callable<Integer> {
     @Option(names = "--only", paramLabel = "REGEX", description = "Load only tensors whose name REGEX matches (anywhere in the name).")
     String only;
 
-    @Option(names = "--direct", hidden = true, description = "Read with O_DIRECT (cold-cache measurements).")
+    @Option(names = "--direct", hidden = true, description = "Always read with O_DIRECT.")
     boolean direct;
+
+    @Option(names = "--buffered", hidden = true, description = "Always read through the page cache.")
+    boolean buffered;
 
     @Spec
     CommandSpec spec;
@@ -88,7 +91,11 @@ final class LoadCommand implements Callable<Integer> {
             throw new IllegalArgumentException(path + ": --only " + only + " matches none of its "
                     + model.names().size() + " tensors");
         }
-        WeightLoader.Builder b = WeightLoader.builder().select(selector).direct(direct);
+        WeightLoader.Builder b = WeightLoader.builder().select(selector);
+        if (direct || buffered) {
+            if (direct && buffered) throw new IllegalArgumentException("--direct and --buffered exclude each other");
+            b.direct(direct);
+        } // else per file: O_DIRECT when it is not in the page cache
         if (device == null) {
             b.toHost();
         } else {
