@@ -149,9 +149,9 @@ def main():
         drop_caches()
         res["cold_odirect_parallel_gbps"] = phoenix_ceiling(path, direct=True)["ceiling_gbps"]
         drop_caches()
-        res["cold_phoenix_load_gbps"] = phoenix_load(path)[0]
+        res["cold_phoenix_load_gbps"] = phoenix_load(path)[0]  # picks O_DIRECT: the file is not cached
         drop_caches()
-        res["cold_phoenix_load_direct_gbps"] = phoenix_load(path, ["--direct"])[0] if os.environ.get("PHX_LOAD_DIRECT") else None
+        res["cold_phoenix_load_buffered_gbps"] = phoenix_load(path, ["--buffered"])[0]
         res["cold_phoenix_vs_odirect"] = res["cold_phoenix_load_gbps"] / res["cold_odirect_parallel_gbps"]
     except (OSError, subprocess.CalledProcessError) as e:
         res["cold_error"] = str(e)
