@@ -134,8 +134,9 @@ int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes,
  * buffered otherwise; *is_direct (may be NULL) says which. Returns fd or -errno. */
 int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int *is_direct);
 
-/* How much of the file is in the page cache, in permille (0..1000), or -errno. Lets a
- * loader choose O_DIRECT for cold files and the page cache for warm ones. */
+/* How much of the file is in the page cache, in permille (0..1000, estimated from 1024
+ * evenly spread pages), or -errno. Lets a loader choose O_DIRECT for cold files and the
+ * page cache for warm ones. */
 int phxfs_file_cached_permille(int fd);
 
 /* Device-memory helpers for callers without another framework. */
