@@ -47,6 +47,7 @@ public final class WeightLoader {
     private final Placement placement;
     private final TensorSelector selector;
     private final Boolean direct;
+    private final Boolean mapHost;
     private final ReadPlan.Options options;
     private final SafetensorsParser parser;
     private final ProgressListener progress;
@@ -55,6 +56,7 @@ public final class WeightLoader {
         this.placement = b.placement;
         this.selector = b.selector;
         this.direct = b.direct;
+        this.mapHost = b.mapHost;
         this.options = b.options;
         this.parser = b.parser;
         this.progress = b.progress;
@@ -70,6 +72,7 @@ public final class WeightLoader {
         private Placement placement = Placement.all(Placement.HOST);
         private TensorSelector selector = TensorSelector.all();
         private Boolean direct;
+        private Boolean mapHost;
         private ReadPlan.Options options = ReadPlan.Options.defaults();
         private SafetensorsParser parser = SafetensorsParser.standard();
         private ProgressListener progress;
@@ -116,6 +119,17 @@ public final class WeightLoader {
          */
         public Builder direct(boolean direct) {
             this.direct = direct;
+            return this;
+        }
+
+        /**
+         * true: host-placed tensors become read-only views of the files mapped into memory
+         * (no copy, see {@link HostMapping}); false: they are read into anonymous host memory.
+         * Default: map when every file with host-placed tensors is mostly in the page cache
+         * and O_DIRECT was not asked for, copy otherwise.
+         */
+        public Builder mapHost(boolean map) {
+            this.mapHost = map;
             return this;
         }
 
@@ -184,9 +198,14 @@ public final class WeightLoader {
                 }
             }
             long tAlloc = System.nanoTime();
+            HostMapping mapping = null;
             for (Map.Entry<Integer, Long> e : plan.bufferBytes().entrySet()) {
                 int target = e.getKey();
-                if (target == Placement.HOST) {
+                if (target == Placement.HOST && shouldMap(plan)) {
+                    mapping = HostMapping.map(phx, hostFiles(plan));
+                    owned.add(mapping);
+                    buffers.put(target, mapping.buffer());
+                } else if (target == Placement.HOST) {
                     HostMemory mem = HostMemory.allocate(phx, e.getValue());
                     owned.add(mem);
                     buffers.put(target, mem.buffer());
@@ -197,12 +216,13 @@ public final class WeightLoader {
                 }
             }
             long tRead = System.nanoTime();
-            read(plan, buffers);
+            read(plan, buffers, mapping != null);
             long tEnd = System.nanoTime();
             long nanos = tEnd - t0;
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
-                tensors.put(p.name(), new LoadedTensor(p.info(), p.file().file(), p.target(), p.bufferOffset(),
+                long at = mapping != null && p.target() == Placement.HOST ? mapping.offsetOf(p.file(), p.info()) : p.bufferOffset();
+                tensors.put(p.name(), new LoadedTensor(p.info(), p.file().file(), p.target(), at,
                         buffers.get(p.target()), devices.get(p.target())));
             }
             return new LoadedModel(model, plan, buffers, owned, tensors, nanos, tRead - tAlloc, tEnd - tRead);
@@ -230,9 +250,32 @@ public final class WeightLoader {
         return PhxFile.open(file, OpenMode.READ, OpenMode.DIRECT);
     }
 
-    private void read(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers) {
-        List<ReadPlan.ReadRequest> requests = plan.requests();
-        long total = plan.readBytes();
+    private static List<SafetensorsHeader> hostFiles(ReadPlan plan) {
+        Map<SafetensorsHeader, Boolean> seen = new IdentityHashMap<>();
+        for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
+            if (p.target() == Placement.HOST) seen.put(p.file(), Boolean.TRUE);
+        }
+        return new ArrayList<>(seen.keySet());
+    }
+
+    private boolean shouldMap(ReadPlan plan) {
+        if (mapHost != null) {
+            if (mapHost && !HostMapping.available()) throw new IllegalStateException("mmap is not available to map the weights");
+            return mapHost;
+        }
+        if (Boolean.TRUE.equals(direct) || !HostMapping.available()) return false;
+        for (SafetensorsHeader h : hostFiles(plan)) {
+            try (PhxFile f = PhxFile.open(h.file(), OpenMode.READ)) {
+                if (f.cachedFraction() < 0.5) return false;
+            }
+        }
+        return true;
+    }
+
+    private void read(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers, boolean hostMapped) {
+        List<ReadPlan.ReadRequest> requests = hostMapped
+                ? plan.requests().stream().filter(r -> r.target() != Placement.HOST).toList() : plan.requests();
+        long total = requests.stream().mapToLong(ReadPlan.ReadRequest::length).sum();
         if (progress != null) {
             progress.onProgress(0, total);
         }

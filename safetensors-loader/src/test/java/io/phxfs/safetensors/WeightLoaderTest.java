@@ -160,8 +160,12 @@ class WeightLoaderTest {
         PhoenixException e = assertThrows(PhoenixException.class,
                 () -> WeightLoader.builder().toDevice(0).build().load(mf));
         assertTrue(e.getMessage().contains("did the file shrink"), e.getMessage());
+        // mapped into host memory: refused before any page past the end could be touched
+        PhoenixException mapped = assertThrows(PhoenixException.class,
+                () -> WeightLoader.builder().toHost().mapHost(true).build().load(mf));
+        assertTrue(mapped.getMessage().contains("did the file shrink"), mapped.getMessage());
         // the same with progress steps, so that the failure comes from a submitted batch
-        assertThrows(PhoenixException.class, () -> WeightLoader.builder().toHost().progress((d, t) -> { })
+        assertThrows(PhoenixException.class, () -> WeightLoader.builder().toHost().mapHost(false).progress((d, t) -> { })
                 .planOptions(ReadPlan.Options.defaults().withMaxRequestBytes(64 << 10)).waveBytes(64 << 10)
                 .build().load(mf));
     }

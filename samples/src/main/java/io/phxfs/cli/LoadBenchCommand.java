@@ -122,6 +122,9 @@ final class LoadBenchCommand implements Callable<Integer> {
         Reader channel = new Reader("filechannel", "FileChannel read loop, 1 thread", new double[repeat]);
         Reader mmap = new Reader("mmap", "mmap + copy loop, 1 thread", new double[repeat]);
         Reader dd = noDd ? null : new Reader("dd", "dd bs=16M", new double[repeat]);
+        // host: the default maps page-cache-warm files; this row is the same load copied
+        Reader copy = device == null ? new Reader("phoenix_copy", "phoenix load, copied (no mapping)", new double[repeat]) : null;
+        WeightLoader copyLoader = WeightLoader.builder().toHost().direct(direct).mapHost(false).build();
         WeightLoader loader = (device == null ? WeightLoader.builder().toHost() : WeightLoader.builder().toDevice(device))
                 .direct(direct).build();
         ModelFiles model = ModelFiles.of(header);
@@ -140,6 +143,13 @@ final class LoadBenchCommand implements Callable<Integer> {
                     }
                 }
             }
+            if (copy != null) {
+                progress.step("run %d/%d: phoenix, copied", r + 1, repeat);
+                long t1 = System.nanoTime();
+                try (LoadedModel m = copyLoader.load(model)) {
+                    copy.runs()[r] = gbps(size, t1);
+                }
+            }
             progress.step("run %d/%d: FileChannel loop", r + 1, repeat);
             channel.runs()[r] = fileChannelLoop(device, size);
             progress.step("run %d/%d: mmap + copy loop", r + 1, repeat);
@@ -151,7 +161,7 @@ final class LoadBenchCommand implements Callable<Integer> {
         }
         long bounce = device == null || device.isHostMemory() ? 0
                 : device.slotBytes() * device.slotsPerWorker() * device.workers();
-        Report report = new Report(targetName, size, phoenix, channel, mmap, dd, hwmBefore, hwmAfterLoad, rssAfterLoad,
+        Report report = new Report(targetName, size, phoenix, copy, channel, mmap, dd, hwmBefore, hwmAfterLoad, rssAfterLoad,
                 ProcStatus.peakRss(), bounce, verified);
         if (json) {
             report.json(out);
@@ -295,7 +305,7 @@ final class LoadBenchCommand implements Callable<Integer> {
         return rate;
     }
 
-    private record Report(String target, long size, Reader phoenix, Reader channel, Reader mmap, Reader dd,
+    private record Report(String target, long size, Reader phoenix, Reader copy, Reader channel, Reader mmap, Reader dd,
                           long hwmBefore, long hwmAfterLoad, long rssAfterLoad, long hwmEnd, long bounceBytes,
                           boolean verified) {
         List<Reader> baselines() {
@@ -305,6 +315,9 @@ final class LoadBenchCommand implements Callable<Integer> {
             }
             l.add(channel);
             l.add(mmap);
+            if (copy != null) {
+                l.add(copy);
+            }
             return l;
         }
 

@@ -67,6 +67,9 @@ final class LoadCommand implements Callable<Integer> {
     @Option(names = "--buffered", hidden = true, description = "Always read through the page cache.")
     boolean buffered;
 
+    @Option(names = "--copy", hidden = true, description = "With --host: copy into anonymous memory, never map the files.")
+    boolean copy;
+
     @Spec
     CommandSpec spec;
 
@@ -96,6 +99,9 @@ final class LoadCommand implements Callable<Integer> {
             if (direct && buffered) throw new IllegalArgumentException("--direct and --buffered exclude each other");
             b.direct(direct);
         } // else per file: O_DIRECT when it is not in the page cache
+        if (copy) {
+            b.mapHost(false);
+        }
         if (device == null) {
             b.toHost();
         } else {
