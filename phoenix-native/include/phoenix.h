@@ -112,6 +112,9 @@ phxfs_batch_t *phxfs_batch_submit_read(phxfs_io_req_t *reqs, int n);
 phxfs_batch_t *phxfs_batch_submit_write(phxfs_io_req_t *reqs, int n);
 int phxfs_batch_wait(phxfs_batch_t *batch);     /* same result as the sync batch */
 int phxfs_batch_poll(phxfs_batch_t *batch);     /* 1 done, 0 running */
+/* Bytes the batch's requests have moved so far: progress for a long batch, without
+ * splitting it into smaller ones. */
+int64_t phxfs_batch_bytes_done(phxfs_batch_t *batch);
 int phxfs_batch_destroy(phxfs_batch_t *batch);  /* waits first if needed */
 
 /* Stream-ordered I/O on an accelerator stream (CUstream for cuda). The values

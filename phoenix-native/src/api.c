@@ -76,6 +76,12 @@ int phxfs_batch_poll(phxfs_batch_t *h)
     return phx_batch_state_done((phx_batch_state_t *)h);
 }
 
+int64_t phxfs_batch_bytes_done(phxfs_batch_t *h)
+{
+    if (!h) return phx_fail(EINVAL, "batch_bytes_done: handle is NULL");
+    return phx_batch_state_bytes((phx_batch_state_t *)h);
+}
+
 int phxfs_batch_destroy(phxfs_batch_t *h)
 {
     if (!h) return phx_fail(EINVAL, "batch_destroy: handle is NULL");

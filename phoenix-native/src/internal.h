@@ -118,6 +118,7 @@ int phx_pool_slots(void);
 phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, int may_inline, int *err);
 int phx_batch_state_wait(phx_batch_state_t *b);
 int phx_batch_state_done(phx_batch_state_t *b);
+int64_t phx_batch_state_bytes(phx_batch_state_t *b);
 void phx_batch_state_free(phx_batch_state_t *b);
 
 /* ---- pinned slots shared by streams (slots.c) ---- */

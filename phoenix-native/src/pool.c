@@ -42,6 +42,7 @@ struct phx_batch_state {
     task_t *tasks;
     size_t ntasks, next;
     atomic_size_t remaining;
+    _Atomic int64_t bytes_done;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int done, finished, result;
@@ -96,6 +97,7 @@ static void task_done(task_t *t, ssize_t res)
         while (pos < cur && !atomic_compare_exchange_weak(&rs->end, &cur, pos)) {}
     }
     phx_batch_state_t *b = t->b;
+    if (res > 0) atomic_fetch_add_explicit(&b->bytes_done, res, memory_order_relaxed);
     if (atomic_fetch_sub(&b->remaining, 1) == 1) {
         pthread_mutex_lock(&b->lock);
         b->done = 1;
@@ -524,6 +526,8 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, int n, int is_write, in
     pthread_mutex_unlock(&pool.lock);
     return b;
 }
+
+int64_t phx_batch_state_bytes(phx_batch_state_t *b) { return atomic_load(&b->bytes_done); }
 
 int phx_batch_state_done(phx_batch_state_t *b)
 {

@@ -58,8 +58,10 @@ int main(void)
         rc = phxfs_close(0);
         CHECK(rc == -EBUSY || rc == 0);
         if (rc == 0) CHECK_EQ(phxfs_open(0), 0);
+        CHECK(phxfs_batch_bytes_done(h) >= 0 && phxfs_batch_bytes_done(h) <= (int64_t)N * REQ);
         CHECK_EQ(phxfs_batch_wait(h), 0);
         CHECK_EQ(phxfs_batch_poll(h), 1);
+        CHECK_EQ(phxfs_batch_bytes_done(h), (int64_t)N * REQ);
         for (int i = 0; i < N; i++) CHECK_EQ(reqs[i].result, REQ);
         CHECK_EQ(phxfs_batch_destroy(h), 0);
     }

@@ -80,6 +80,9 @@ public final class IoBatch implements AutoCloseable {
     private int count;
     private int direction = NONE;
     private boolean inFlight;
+    /** The native handle of the submitted batch until it is destroyed; guarded by this. */
+    private MemorySegment handle;
+    private long lastBytesDone;
     private boolean closed;
     private boolean closeWhenIdle;
 
@@ -218,6 +221,8 @@ public final class IoBatch implements AutoCloseable {
                     errno != 0 ? errno : Errno.EIO, message);
         }
         inFlight = true;
+        this.handle = handle;
+        lastBytesDone = 0;
         CompletableFuture<BatchResult> future = new CompletableFuture<>();
         Runnable waiter = () -> await(handle, write, n, future);
         try {
@@ -242,6 +247,10 @@ public final class IoBatch implements AutoCloseable {
         } catch (Throwable t) {
             failure = t;
         } finally {
+            synchronized (this) {
+                lastBytesDone = NativeLibrary.batchBytesDone(handle);
+                this.handle = null; // bytesDone() must not touch a destroyed handle
+            }
             int rc = NativeLibrary.batchDestroy(handle);
             if (rc < 0 && failure == null) {
                 failure = PhoenixException.fromNative(batchName("phxfs_batch_destroy", n), rc);
@@ -317,6 +326,14 @@ public final class IoBatch implements AutoCloseable {
 
     private static String batchName(String call, int n) {
         return call + "(" + n + " requests)";
+    }
+
+    /**
+     * Bytes the submitted batch has moved so far (for progress without splitting the batch);
+     * after it completed, its total; 0 before the first submit.
+     */
+    public synchronized long bytesDone() {
+        return handle != null ? NativeLibrary.batchBytesDone(handle) : lastBytesDone;
     }
 
     /** Frees the request array; a batch in flight frees it when it completes. */

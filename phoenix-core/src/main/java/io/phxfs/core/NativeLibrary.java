@@ -74,6 +74,7 @@ final class NativeLibrary {
     private static final MethodHandle BATCH_SUBMIT_WRITE;
     private static final MethodHandle BATCH_WAIT;
     private static final MethodHandle BATCH_POLL;
+    private static final MethodHandle BATCH_BYTES_DONE;
     private static final MethodHandle BATCH_DESTROY;
     private static final MethodHandle READ_STREAM;
     private static final MethodHandle WRITE_STREAM;
@@ -131,6 +132,7 @@ final class NativeLibrary {
         BATCH_SUBMIT_WRITE = bind(phx, "phxfs_batch_submit_write", submit, CAPTURE_ERRNO);
         BATCH_WAIT = bind(phx, "phxfs_batch_wait", onBatch);
         BATCH_POLL = bind(phx, "phxfs_batch_poll", onBatch);
+        BATCH_BYTES_DONE = bind(phx, "phxfs_batch_bytes_done", FunctionDescriptor.of(JAVA_LONG, ADDRESS));
         BATCH_DESTROY = bind(phx, "phxfs_batch_destroy", onBatch);
         READ_STREAM = bind(phx, "phxfs_read_stream", ioStream);
         WRITE_STREAM = bind(phx, "phxfs_write_stream", ioStream);
@@ -427,6 +429,14 @@ final class NativeLibrary {
     static int batchWait(MemorySegment batch) {
         try {
             return (int) BATCH_WAIT.invokeExact(batch);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static long batchBytesDone(MemorySegment batch) {
+        try {
+            return (long) BATCH_BYTES_DONE.invokeExact(batch);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -72,6 +72,25 @@ class IoBatchTest {
     }
 
     @Test
+    void bytesDoneCountsWhatTheSubmittedBatchMoved() throws Exception {
+        byte[] a = Fixtures.random(3 << 20, 9);
+        try (PhxFile fa = PhxFile.open(Fixtures.writeFile(dir, "progress.bin", a));
+             RegisteredBuffer dev = dev0().allocate(a.length);
+             IoBatch batch = IoBatch.create(3)) {
+            assertEquals(0, batch.bytesDone());
+            for (int i = 0; i < 3; i++) {
+                batch.read(fa, dev, i << 20, 1 << 20, i << 20);
+            }
+            CompletableFuture<BatchResult> f = batch.submit();
+            long seen = batch.bytesDone();
+            assertTrue(seen >= 0 && seen <= a.length, "bytes done " + seen);
+            f.get(30, TimeUnit.SECONDS).throwIfFailed();
+            assertEquals(a.length, batch.bytesDone());
+            Fixtures.assertBytes(a, 0, Fixtures.contents(dev, 0, a.length), "progress batch");
+        }
+    }
+
+    @Test
     void asyncSubmitCompletesWithPerRequestResults() throws Exception {
         byte[] a = Fixtures.random(200_000, 3);
         byte[] b = Fixtures.random(200_000, 4);

@@ -22,6 +22,9 @@ import java.util.SortedMap;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Loads safetensors weights into host or device memory through libphoenix: a {@link ReadPlan}
@@ -35,15 +38,13 @@ import java.util.concurrent.CompletionException;
  * }
  * }</pre>
  *
- * <p>With a {@link ProgressListener} the reads are split into a few batches (about every
- * 256 MiB, at most 32) submitted together: libphoenix queues batches in order, so the pool
- * stays as busy as with one, and each completed batch is a progress step.
+ * <p>All reads of a load are one batch, the same path {@code phoenix bench} measures. With a
+ * {@link ProgressListener} the batch is submitted asynchronously and its moved bytes are
+ * polled (phxfs_batch_bytes_done) every {@value #PROGRESS_PERIOD_MS} ms.
  */
 public final class WeightLoader {
-    private static final long WAVE_BYTES = 256L << 20;
-    private static final int MAX_WAVES = 32;
+    static final long PROGRESS_PERIOD_MS = 50;
 
-    private final long waveBytes;
     private final Placement placement;
     private final TensorSelector selector;
     private final Boolean direct;
@@ -60,7 +61,6 @@ public final class WeightLoader {
         this.options = b.options;
         this.parser = b.parser;
         this.progress = b.progress;
-        this.waveBytes = b.waveBytes;
     }
 
     public static Builder builder() {
@@ -76,7 +76,6 @@ public final class WeightLoader {
         private ReadPlan.Options options = ReadPlan.Options.defaults();
         private SafetensorsParser parser = SafetensorsParser.standard();
         private ProgressListener progress;
-        private long waveBytes = WAVE_BYTES;
 
         private Builder() {
         }
@@ -145,15 +144,6 @@ public final class WeightLoader {
 
         public Builder progress(ProgressListener progress) {
             this.progress = progress;
-            return this;
-        }
-
-        /** Bytes per progress step; tests use small ones to see several steps on small files. */
-        Builder waveBytes(long bytes) {
-            if (bytes < 1) {
-                throw new IllegalArgumentException("waveBytes must be > 0");
-            }
-            this.waveBytes = bytes;
             return this;
         }
 
@@ -287,17 +277,13 @@ public final class WeightLoader {
             for (ReadPlan.ReadRequest r : requests) {
                 files.computeIfAbsent(r.file(), h -> open(h.file()));
             }
-            List<List<ReadPlan.ReadRequest>> waves = waves(requests, total, progress == null ? 1
-                    : (int) Math.max(1, Math.min(MAX_WAVES, (total + waveBytes - 1) / waveBytes)));
-            if (waves.size() == 1) {
-                try (IoBatch batch = batch(waves.get(0), files, buffers)) {
-                    check(waves.get(0), batch.run());
+            try (IoBatch batch = batch(requests, files, buffers)) {
+                if (progress == null) {
+                    check(requests, batch.run());
+                } else {
+                    check(requests, awaitWithProgress(batch, total));
+                    progress.onProgress(total, total);
                 }
-            } else {
-                runWaves(waves, files, buffers, total);
-            }
-            if (progress != null && waves.size() == 1) {
-                progress.onProgress(total, total);
             }
         } finally {
             for (PhxFile f : files.values()) {
@@ -307,65 +293,31 @@ public final class WeightLoader {
     }
 
     /** Splits the requests into {@code n} consecutive runs of about equal bytes. */
-    private static List<List<ReadPlan.ReadRequest>> waves(List<ReadPlan.ReadRequest> requests, long total, int n) {
-        List<List<ReadPlan.ReadRequest>> waves = new ArrayList<>(n);
-        List<ReadPlan.ReadRequest> cur = new ArrayList<>();
-        long done = 0;
-        for (ReadPlan.ReadRequest r : requests) {
-            cur.add(r);
-            done += r.length();
-            if (done >= total / n * (waves.size() + 1) && waves.size() < n - 1) {
-                waves.add(cur);
-                cur = new ArrayList<>();
-            }
-        }
-        if (!cur.isEmpty()) {
-            waves.add(cur);
-        }
-        return waves;
-    }
-
-    private void runWaves(List<List<ReadPlan.ReadRequest>> waves, Map<SafetensorsHeader, PhxFile> files,
-                          Map<Integer, RegisteredBuffer> buffers, long total) {
-        List<IoBatch> batches = new ArrayList<>();
-        List<CompletableFuture<Void>> futures = new ArrayList<>();
-        Object progressLock = new Object();
-        long[] done = {0};
-        RuntimeException failure = null;
+    /** Submits the batch and reports its moved bytes until it completes. */
+    private BatchResult awaitWithProgress(IoBatch batch, long total) {
+        CompletableFuture<BatchResult> f = batch.submit();
+        boolean interrupted = false;
         try {
-            for (List<ReadPlan.ReadRequest> wave : waves) {
-                IoBatch batch = batch(wave, files, buffers);
-                batches.add(batch);
-                long bytes = wave.stream().mapToLong(ReadPlan.ReadRequest::length).sum();
-                futures.add(batch.submit().thenAccept(result -> {
-                    check(wave, result);
-                    synchronized (progressLock) {
-                        done[0] += bytes;
-                        progress.onProgress(done[0], total);
+            while (true) {
+                try {
+                    return f.get(PROGRESS_PERIOD_MS, TimeUnit.MILLISECONDS);
+                } catch (TimeoutException e) {
+                    try {
+                        progress.onProgress(Math.min(batch.bytesDone(), total), total);
+                    } catch (RuntimeException listenerFailure) {
+                        f.handle((r, x) -> null).join(); // the buffers stay in use until the batch ends
+                        throw listenerFailure;
                     }
-                }));
-            }
-        } catch (RuntimeException e) {
-            failure = e;
-        }
-        // Every submitted batch must finish before its files and buffers may be closed.
-        for (CompletableFuture<Void> f : futures) {
-            try {
-                f.join();
-            } catch (CompletionException e) {
-                RuntimeException cause = e.getCause() instanceof RuntimeException re ? re : e;
-                if (failure == null) {
-                    failure = cause;
-                } else if (failure != cause) {
-                    failure.addSuppressed(cause);
+                } catch (InterruptedException e) {
+                    interrupted = true; // the batch writes into our buffers: it must finish first
+                } catch (ExecutionException e) {
+                    throw e.getCause() instanceof RuntimeException re ? re : new CompletionException(e.getCause());
                 }
             }
-        }
-        for (IoBatch b : batches) {
-            b.close();
-        }
-        if (failure != null) {
-            throw failure;
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

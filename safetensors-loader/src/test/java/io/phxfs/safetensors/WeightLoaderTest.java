@@ -54,11 +54,11 @@ class WeightLoaderTest {
         List<long[]> calls = new ArrayList<>();
         WeightLoader loader = WeightLoader.builder().toDevice(0)
                 .progress((done, total) -> calls.add(new long[] {done, total}))
-                .planOptions(ReadPlan.Options.defaults().withMaxRequestBytes(256 << 10))
-                .waveBytes(512 << 10).build();
+                .planOptions(ReadPlan.Options.defaults().withMaxRequestBytes(256 << 10)).build();
         try (LoadedModel m = loader.load(f)) {
             long total = m.plan().readBytes();
-            assertTrue(calls.size() >= 4, calls.size() + " progress calls");
+            // polled every 50 ms: a small load may finish before the first poll
+            assertTrue(calls.size() >= 2, calls.size() + " progress calls");
             assertEquals(0, calls.get(0)[0]);
             long last = -1;
             for (long[] c : calls) {
@@ -166,7 +166,7 @@ class WeightLoaderTest {
         assertTrue(mapped.getMessage().contains("did the file shrink"), mapped.getMessage());
         // the same with progress steps, so that the failure comes from a submitted batch
         assertThrows(PhoenixException.class, () -> WeightLoader.builder().toHost().mapHost(false).progress((d, t) -> { })
-                .planOptions(ReadPlan.Options.defaults().withMaxRequestBytes(64 << 10)).waveBytes(64 << 10)
+                .planOptions(ReadPlan.Options.defaults().withMaxRequestBytes(64 << 10))
                 .build().load(mf));
     }
 
