@@ -13,6 +13,7 @@ typedef struct {
 
 typedef struct {
     size_t done;
+    int retries;
 } progress_t;
 
 static void prep(struct io_uring_sqe *sqe, phx_rw_t *op, size_t done, int idx)
@@ -37,6 +38,7 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
     int next = 0, inflight = 0, pending_submit = 0;
     for (int i = 0; i < n; i++) {
         prog[i].done = 0;
+        prog[i].retries = 0;
         ops[i].result = 0;
     }
     while (next < n || inflight > 0) {
@@ -72,7 +74,16 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
             phx_rw_t *op = &ops[i];
             int res = cqe->res;
             inflight--;
-            if (res == -EINTR || res == -EAGAIN) {
+            if (res == -EINTR || res == -EAGAIN || res == -ECANCELED) {
+                /* Interrupted, not failed: signals reaching an io-wq worker cancel its work
+                 * (-ECANCELED) as they interrupt a syscall. We never cancel our own requests, so
+                 * resubmit; past a bound, finish the op with the sync loop. */
+                if (++prog[i].retries > 64) {
+                    ssize_t r = phx_rw_full(op->fd, op->is_write, op->buf + prog[i].done, op->len - prog[i].done,
+                                            op->off + (off_t)prog[i].done);
+                    op->result = r < 0 ? r : (ssize_t)(prog[i].done + (size_t)r);
+                    continue;
+                }
                 res = 0; /* resubmit the same range */
             } else if (res < 0) {
                 op->result = res;
