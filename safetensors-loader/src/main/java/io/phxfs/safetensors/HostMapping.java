@@ -1,8 +1,5 @@
 package io.phxfs.safetensors;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.phxfs.core.Errno;
 import io.phxfs.core.OpenMode;
@@ -11,10 +8,7 @@ import io.phxfs.core.PhoenixException;
 import io.phxfs.core.PhxFile;
 import io.phxfs.core.RegisteredBuffer;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandle;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -30,36 +24,6 @@ import java.util.Map;
  */
 final class HostMapping implements AutoCloseable {
     private static final long PAGE = 2L << 20; // files start on 2 MiB boundaries
-    private static final int PROT_NONE = 0;
-    private static final int PROT_READ = 1;
-    private static final int MAP_PRIVATE = 2;
-    private static final int MAP_FIXED = 0x10;
-    private static final int MAP_ANONYMOUS = 0x20;
-    private static final int MAP_NORESERVE = 0x4000;
-    private static final int MAP_POPULATE = 0x8000;
-
-    private static final MethodHandle MMAP;
-    private static final MethodHandle MUNMAP;
-
-    static {
-        MethodHandle[] h = libc();
-        MMAP = h[0];
-        MUNMAP = h[1];
-    }
-
-    @SuppressWarnings("restricted")
-    private static MethodHandle[] libc() {
-        try {
-            Linker linker = Linker.nativeLinker();
-            var libc = linker.defaultLookup();
-            return new MethodHandle[] {
-                linker.downcallHandle(libc.find("mmap").orElseThrow(),
-                        FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG)),
-                linker.downcallHandle(libc.find("munmap").orElseThrow(), FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG))};
-        } catch (RuntimeException | Error e) {
-            return new MethodHandle[2];
-        }
-    }
 
     private final Arena arena;
     private final RegisteredBuffer buffer;
@@ -72,7 +36,7 @@ final class HostMapping implements AutoCloseable {
     }
 
     static boolean available() {
-        return MMAP != null;
+        return Libc.available();
     }
 
     /** Maps {@code files} side by side. */
@@ -85,13 +49,14 @@ final class HostMapping implements AutoCloseable {
             total = Math.addExact(total, (h.fileSize() + PAGE - 1) & -PAGE);
         }
         long len = total + PAGE; // slack to align the start
-        MemorySegment region = mmap(MemorySegment.NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1);
+        MemorySegment region = Libc.mmap(MemorySegment.NULL, len, Libc.PROT_NONE,
+                Libc.MAP_PRIVATE | Libc.MAP_ANONYMOUS | Libc.MAP_NORESERVE, -1);
         if (region == null) {
             throw new PhoenixException("mmap(reserve " + len + " bytes for the weights)", Errno.ENOMEM);
         }
         Arena arena = Arena.ofShared();
         long start = region.address();
-        MemorySegment owned = region.reinterpret(len, arena, s -> unmap(start, len));
+        MemorySegment owned = region.reinterpret(len, arena, s -> Libc.munmap(start, len));
         try {
             long aligned = ((start + PAGE - 1) & -PAGE) - start;
             for (SafetensorsHeader h : files) {
@@ -102,7 +67,8 @@ final class HostMapping implements AutoCloseable {
                         throw new PhoenixException(h.file() + ": size is " + f.size() + " bytes, the header parsed earlier implied "
                                 + h.fileSize() + " (did the file shrink or grow?)", Errno.EIO);
                     }
-                    if (h.fileSize() > 0 && mmap(at, h.fileSize(), PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, f.fd()) == null) {
+                    if (h.fileSize() > 0 && Libc.mmap(at, h.fileSize(), Libc.PROT_READ,
+                            Libc.MAP_PRIVATE | Libc.MAP_FIXED | Libc.MAP_POPULATE, f.fd()) == null) {
                         throw new PhoenixException("mmap(" + h.file() + ")", Errno.ENOMEM);
                     }
                 }
@@ -112,23 +78,6 @@ final class HostMapping implements AutoCloseable {
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;
-        }
-    }
-
-    private static MemorySegment mmap(MemorySegment at, long len, int prot, int flags, int fd) {
-        try {
-            MemorySegment p = (MemorySegment) MMAP.invokeExact(at, len, prot, flags, fd, 0L);
-            return p.address() == -1L || p.address() == 0 ? null : p;
-        } catch (Throwable t) {
-            return null;
-        }
-    }
-
-    private static void unmap(long address, long len) {
-        try {
-            int ignored = (int) MUNMAP.invokeExact(MemorySegment.ofAddress(address), len);
-        } catch (Throwable t) {
-            // the mapping stays until the process ends
         }
     }
 
