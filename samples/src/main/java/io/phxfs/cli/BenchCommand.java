@@ -11,7 +11,7 @@ import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhxFile;
 import io.phxfs.core.RegisteredBuffer;
 import java.io.IOException;
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -28,7 +28,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code phoenix bench}: read throughput of Phoenix against plain reads of the same file in
@@ -92,6 +94,9 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--quiet", description = "No progress lines on stderr.")
     boolean quiet;
 
+    @Spec
+    CommandSpec spec;
+
     record Point(long ioSize, int depth, double phoenixGbps, double iops, double baselineGbps) {}
 
     @Override
@@ -100,9 +105,11 @@ final class BenchCommand implements Callable<Integer> {
         for (int d : depths) if (d < 1 || d > 4096) throw new IllegalArgumentException("--depths: " + d + " is not in 1..4096");
         long[] sizes = ioSizes.stream().mapToLong(Sizes::parse).toArray();
         long sweepLimit = Sizes.parse(sweepBytes);
-        Progress progress = new Progress(System.err, quiet);
+        Progress progress = new Progress(spec.commandLine().getErr(), quiet);
         Phoenix phx = Phoenix.open();
 
+        // the target first: a wrong --device should not cost a generated file
+        Device device = target.host ? null : LoadCommand.device(phx, target.device == null ? 0 : target.device);
         Path path = file;
         if (path == null) {
             path = BenchFile.ensure(dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir")), Sizes.parse(size), progress);
@@ -112,7 +119,7 @@ final class BenchCommand implements Callable<Integer> {
         long fileSize = Files.size(path);
         if (fileSize == 0) throw new IllegalArgumentException("--file " + path + ": the file is empty");
 
-        Device device = target.host ? null : phx.device(target.device == null ? 0 : target.device);
+
         int ceilingThreads = threads != null ? threads : (device != null ? device.workers() : Integer.parseInt(phx.getConfig("workers")));
         String targetName = device == null ? "host memory (device -1)"
                 : "device " + device.id() + " (" + device.name() + "; mode " + device.mode().name().toLowerCase()
@@ -165,7 +172,7 @@ final class BenchCommand implements Callable<Integer> {
                     }
                 }
             }
-            report(System.out, path, fileSize, targetName, ceilingThreads, median(ceil), median(ours), median(base), ceil, ours, base, sweep, device);
+            report(spec.commandLine().getOut(), path, fileSize, targetName, ceilingThreads, median(ceil), median(ours), median(base), ceil, ours, base, sweep, device);
         }
         return 0;
     }
@@ -297,12 +304,12 @@ final class BenchCommand implements Callable<Integer> {
         return true;
     }
 
-    private void report(PrintStream out, Path path, long fileSize, String targetName, int n, double ceil, double ours,
+    private void report(PrintWriter out, Path path, long fileSize, String targetName, int n, double ceil, double ours,
                         double base, double[] ceilRuns, double[] oursRuns, double[] baseRuns, List<Point> sweep,
                         Device device) throws IOException {
         String baseName = needsCopy(device) ? "pread+copy, 1 thread" : "pread, 1 thread";
         if (json) {
-            try (JsonGenerator g = new JsonFactory().createGenerator(out)) {
+            try (JsonGenerator g = new JsonFactory().configure(JsonGenerator.Feature.AUTO_CLOSE_TARGET, false).createGenerator(out)) {
                 g.useDefaultPrettyPrinter();
                 g.writeStartObject();
                 g.writeStringField("file", path.toString());
@@ -338,6 +345,7 @@ final class BenchCommand implements Callable<Integer> {
                 g.writeEndObject();
             }
             out.println();
+            out.flush();
             return;
         }
         out.printf("file %s (%s, %s), target %s%n", path, Sizes.format(fileSize), direct ? "O_DIRECT" : "page cache", targetName);
@@ -352,6 +360,7 @@ final class BenchCommand implements Callable<Integer> {
                         p.iops(), p.baselineGbps(), p.phoenixGbps() / p.baselineGbps());
             }
         }
+        out.flush();
     }
 
     private static void writeRuns(JsonGenerator g, String name, double[] runs) throws IOException {

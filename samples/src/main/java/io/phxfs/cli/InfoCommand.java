@@ -3,31 +3,39 @@ package io.phxfs.cli;
 import io.phxfs.core.Device;
 import io.phxfs.core.Phoenix;
 import java.util.concurrent.Callable;
+import java.io.PrintWriter;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
 
 /** {@code phoenix info}: what libphoenix found and why it chose each mode. */
 @Command(name = "info", mixinStandardHelpOptions = true,
         description = "Lists devices, the transfer mode and I/O engine of each, and why faster modes were not chosen.")
 final class InfoCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
     @Override
     public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
         Phoenix phx = Phoenix.open();
-        System.out.printf("libphoenix %s (%s)%n", phx.version(), phx.libraryPath());
-        System.out.printf("configuration: mode=%s connector=%s engine=%s workers=%s slot_mb=%s slots=%s%n",
+        out.printf("libphoenix %s (%s)%n", phx.version(), phx.libraryPath());
+        out.printf("configuration: mode=%s connector=%s engine=%s workers=%s slot_mb=%s slots=%s%n",
                 phx.getConfig("mode"), phx.getConfig("connector"), phx.getConfig("engine"), phx.getConfig("workers"),
                 phx.getConfig("slot_mb"), phx.getConfig("slots"));
         int n = phx.deviceCount();
-        System.out.printf("%d device(s)%n", n);
+        out.printf("%d device(s)%n", n);
         for (int i = 0; i < n; i++) {
             Device d = phx.device(i);
-            System.out.printf("device %d: %s%n", i, d.name());
-            System.out.printf("  connector %s, mode %s, engine %s, %d workers, %s slots x %d per worker, page %s%n",
+            out.printf("device %d: %s%n", i, d.name());
+            out.printf("  connector %s, mode %s, engine %s, %d workers, %s slots x %d per worker, page %s%n",
                     d.connector(), d.mode().name().toLowerCase(), d.engine().name().toLowerCase(), d.workers(),
                     Sizes.format(d.slotBytes()), d.slotsPerWorker(), Sizes.format(d.pageSize()));
             if (!d.whyNotFaster().isEmpty()) {
-                System.out.printf("  not faster because: %s%n", d.whyNotFaster());
+                out.printf("  not faster because: %s%n", d.whyNotFaster());
             }
         }
+        out.flush();
         return 0;
     }
 }

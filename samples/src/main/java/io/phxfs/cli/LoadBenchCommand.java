@@ -101,7 +101,7 @@ final class LoadBenchCommand implements Callable<Integer> {
             throw new IllegalArgumentException(file + ": not a regular file");
         }
         PrintWriter out = spec.commandLine().getOut();
-        Progress progress = new Progress(System.err, quiet);
+        Progress progress = new Progress(spec.commandLine().getErr(), quiet);
         SafetensorsHeader header = SafetensorsParser.standard().parse(file);
         long size = header.fileSize();
         Phoenix phx = Phoenix.open();

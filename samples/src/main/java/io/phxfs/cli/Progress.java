@@ -1,14 +1,14 @@
 package io.phxfs.cli;
 
-import java.io.PrintStream;
+import java.io.PrintWriter;
 
 /** Progress lines on stderr, so stdout stays clean for tables and JSON. */
 final class Progress {
-    private final PrintStream err;
+    private final PrintWriter err;
     private final boolean quiet;
     private final long start = System.nanoTime();
 
-    Progress(PrintStream err, boolean quiet) {
+    Progress(PrintWriter err, boolean quiet) {
         this.err = err;
         this.quiet = quiet;
     }

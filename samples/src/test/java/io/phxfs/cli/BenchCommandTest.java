@@ -1,0 +1,70 @@
+package io.phxfs.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** `phoenix bench` and `phoenix info` in-process, on small generated files. */
+class BenchCommandTest {
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest
+    @ValueSource(strings = {"--host", "--device=0"})
+    void jsonReportsEveryReaderAndTheSweep(String target) {
+        Cli r = Cli.run("bench", target, "--size", "8m", "--dir", dir.toString(), "--sizes", "4k,1m", "--depths", "1,4",
+                "--sweep-bytes", "2m", "--repeat", "1", "--json", "--quiet");
+        assertEquals(0, r.exit(), r.toString());
+        JsonNode j = r.json();
+        assertEquals(8L << 20, j.get("bytes").asLong());
+        assertTrue(j.get("verified").asBoolean());
+        for (String k : new String[] {"ceiling_gbps", "phoenix_gbps", "baseline_gbps"}) {
+            assertTrue(j.get("whole_file").get(k).asDouble() > 0, k + " in " + r);
+        }
+        assertEquals(4, j.get("sweep").size());
+        for (JsonNode p : j.get("sweep")) {
+            assertTrue(p.get("iops").asLong() > 0, p.toString());
+        }
+        assertTrue(r.err().isEmpty(), "--quiet: " + r.err());
+    }
+
+    @Test
+    void tableAndProgressGoToTheirStreams() {
+        Cli r = Cli.run("bench", "--size", "4m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1");
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(r.out().contains("ceiling") && r.out().contains("phoenix") && r.out().contains("baseline"), r.out());
+        assertTrue(r.err().contains("whole file, run 1/1"), r.err());
+    }
+
+    @Test
+    void directReadsOfAFileWithAPartialLastBlock() throws Exception {
+        Path f = dir.resolve("odd.bin");
+        java.nio.file.Files.write(f, new byte[3 * 4096 + 17]);
+        Cli r = Cli.run("bench", "--file", f.toString(), "--direct", "--sizes", "4k", "--depths", "2", "--repeat", "1",
+                "--json", "--quiet");
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(r.json().get("verified").asBoolean());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"--device=7", "--sizes=foo", "--depths=0", "--repeat=0", "--file=/nonexistent/file"})
+    void invalidInputExitsTwoWithOneLine(String bad) {
+        Cli r = Cli.run("bench", bad, "--size", "1m", "--dir", dir.toString(), "--no-sweep", "--quiet");
+        assertEquals(2, r.exit(), r.toString());
+        assertEquals(1, r.err().strip().lines().count(), r.err());
+    }
+
+    @Test
+    void infoNamesTheModeAndWhy() {
+        Cli r = Cli.run("info");
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(r.out().contains("device 0:") && r.out().contains("mode "), r.out());
+        assertTrue(r.out().contains("not faster because") || r.out().contains("mode p2p"), r.out());
+    }
+}
