@@ -142,7 +142,9 @@ int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int 
  * page cache for warm ones. */
 int phxfs_file_cached_permille(int fd);
 
-/* Device-memory helpers for callers without another framework. */
+/* Device-memory helpers for callers without another framework. phxfs_mem_alloc
+ * returns zeroed memory on accelerators (the fill also maps the pages on the GPU before
+ * the first transfer); on the host connector the contents are undefined. */
 int phxfs_mem_alloc(int dev, size_t len, void **ptr);
 int phxfs_mem_free(int dev, void *ptr);
 int phxfs_memcpy_to_host(int dev, void *dst, const void *src, size_t len);

@@ -21,6 +21,7 @@ typedef struct phx_connector {
     int (*stream_sync)(void *s);
     int (*htod_async)(void *dst, const void *src, size_t len, void *s);
     int (*dtoh_async)(void *dst, const void *src, size_t len, void *s);
+    int (*memset_async)(void *dst, int value, size_t len, void *s); /* device memory */
     int (*event_create)(void **e);
     int (*event_destroy)(void *e);
     int (*event_record)(void *e, void *s);

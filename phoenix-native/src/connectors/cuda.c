@@ -26,6 +26,7 @@ static struct {
     CUresult (*StreamSynchronize)(void *);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, void *);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, void *);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, void *);
     CUresult (*EventCreate)(void **, unsigned);
     CUresult (*EventDestroy)(void *);
     CUresult (*EventRecord)(void *, void *);
@@ -73,6 +74,7 @@ static int c_init(char *why, size_t n)
         {"cuStreamCreate", (void **)&cu.StreamCreate}, {"cuStreamDestroy_v2", (void **)&cu.StreamDestroy},
         {"cuStreamSynchronize", (void **)&cu.StreamSynchronize},
         {"cuMemcpyHtoDAsync_v2", (void **)&cu.MemcpyHtoDAsync}, {"cuMemcpyDtoHAsync_v2", (void **)&cu.MemcpyDtoHAsync},
+        {"cuMemsetD8Async", (void **)&cu.MemsetD8Async},
         {"cuEventCreate", (void **)&cu.EventCreate}, {"cuEventDestroy_v2", (void **)&cu.EventDestroy},
         {"cuEventRecord", (void **)&cu.EventRecord}, {"cuEventSynchronize", (void **)&cu.EventSynchronize},
         {"cuLaunchHostFunc", (void **)&cu.LaunchHostFunc}, {"cuGetErrorString", (void **)&cu.GetErrorString},
@@ -163,6 +165,11 @@ static int c_dtoh(void *dst, const void *src, size_t len, void *s)
     CU(cu.MemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, len, s), "cuMemcpyDtoHAsync");
     return 0;
 }
+static int c_memset(void *dst, int value, size_t len, void *s)
+{
+    CU(cu.MemsetD8Async((CUdeviceptr)(uintptr_t)dst, (unsigned char)value, len, s), "cuMemsetD8Async");
+    return 0;
+}
 static int c_ecreate(void **e) { CU(cu.EventCreate(e, 2 /* DISABLE_TIMING */), "cuEventCreate"); return 0; }
 static int c_edestroy(void *e) { CU(cu.EventDestroy(e), "cuEventDestroy"); return 0; }
 static int c_erecord(void *e, void *s) { CU(cu.EventRecord(e, s), "cuEventRecord"); return 0; }
@@ -177,6 +184,6 @@ const phx_connector_t phx_connector_cuda = {
     .name = "cuda", .is_accelerator = 1, .init = c_init, .device_name = c_name, .bind = c_bind,
     .mem_alloc = c_alloc, .mem_free = c_free, .host_register = c_reg, .host_unregister = c_unreg,
     .stream_create = c_screate, .stream_destroy = c_sdestroy, .stream_sync = c_ssync,
-    .htod_async = c_htod, .dtoh_async = c_dtoh, .event_create = c_ecreate, .event_destroy = c_edestroy,
+    .htod_async = c_htod, .dtoh_async = c_dtoh, .memset_async = c_memset, .event_create = c_ecreate, .event_destroy = c_edestroy,
     .event_record = c_erecord, .event_sync = c_esync, .launch_host_fn = c_launch,
 };

@@ -13,7 +13,8 @@ typedef struct fake_event {
 } fake_event_t;
 
 typedef struct fake_op {
-    enum { OP_COPY, OP_FN, OP_EVENT } kind;
+    enum { OP_COPY, OP_SET, OP_FN, OP_EVENT } kind;
+    int value;
     void *dst;
     const void *src;
     size_t len;
@@ -68,6 +69,7 @@ static void *stream_main(void *arg)
         pthread_mutex_unlock(&s->lock);
         switch (op->kind) {
         case OP_COPY: memmove(op->dst, op->src, op->len); break;
+        case OP_SET: memset(op->dst, op->value, op->len); break;
         case OP_FN: op->fn(op->arg); break;
         case OP_EVENT:
             pthread_mutex_lock(&op->ev->lock);
@@ -142,6 +144,14 @@ static int f_copy(void *dst, const void *src, size_t len, void *s)
     return enqueue(s, op);
 }
 
+static int f_memset(void *dst, int value, size_t len, void *s)
+{
+    fake_op_t *op = calloc(1, sizeof *op);
+    if (!op) return -ENOMEM;
+    op->kind = OP_SET; op->dst = dst; op->value = value; op->len = len;
+    return enqueue(s, op);
+}
+
 static int f_launch(void *s, phx_host_fn fn, void *arg)
 {
     fake_op_t *op = calloc(1, sizeof *op);
@@ -195,6 +205,6 @@ const phx_connector_t phx_connector_fake = {
     .name = "fake", .is_accelerator = 1, .init = f_init, .device_name = f_name, .bind = f_bind,
     .mem_alloc = f_alloc, .mem_free = f_free, .host_register = f_reg, .host_unregister = f_unreg,
     .stream_create = f_screate, .stream_destroy = f_sdestroy, .stream_sync = f_ssync,
-    .htod_async = f_copy, .dtoh_async = f_copy, .event_create = f_ecreate, .event_destroy = f_edestroy,
+    .htod_async = f_copy, .dtoh_async = f_copy, .memset_async = f_memset, .event_create = f_ecreate, .event_destroy = f_edestroy,
     .event_record = f_erecord, .event_sync = f_esync, .launch_host_fn = f_launch,
 };

@@ -24,6 +24,7 @@ static int h_screate(int dev, void **s) { (void)dev; *s = &stream_token; return 
 static int h_sdestroy(void *s) { (void)s; return 0; }
 static int h_ssync(void *s) { (void)s; return 0; }
 static int h_copy(void *dst, const void *src, size_t len, void *s) { (void)s; memmove(dst, src, len); return 0; }
+static int h_memset(void *dst, int value, size_t len, void *s) { (void)s; memset(dst, value, len); return 0; }
 static int h_ecreate(void **e) { *e = &event_token; return 0; }
 static int h_edestroy(void *e) { (void)e; return 0; }
 static int h_erecord(void *e, void *s) { (void)e; (void)s; return 0; }
@@ -34,6 +35,6 @@ const phx_connector_t phx_connector_host = {
     .name = "host", .is_accelerator = 0, .init = h_init, .device_name = h_name, .bind = h_bind,
     .mem_alloc = h_alloc, .mem_free = h_free, .host_register = h_reg, .host_unregister = h_unreg,
     .stream_create = h_screate, .stream_destroy = h_sdestroy, .stream_sync = h_ssync,
-    .htod_async = h_copy, .dtoh_async = h_copy, .event_create = h_ecreate, .event_destroy = h_edestroy,
+    .htod_async = h_copy, .dtoh_async = h_copy, .memset_async = h_memset, .event_create = h_ecreate, .event_destroy = h_edestroy,
     .event_record = h_erecord, .event_sync = h_esync, .launch_host_fn = h_launch,
 };
