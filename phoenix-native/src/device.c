@@ -318,9 +318,12 @@ int phxfs_mem_alloc(int dev, size_t len, void **ptr)
         if (!*phxfs_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed: %s", len, dev, strerror(-rc));
         return rc;
     }
-    /* Zeroed on accelerators: the memset (about 1 ms for 5 GB on an H200) also makes the GPU
-     * map the new pages, which a first transfer into fresh memory otherwise pays for at
-     * 3-8 % of its rate (phoenix-native/tests/gpu/fresh_alloc.cu). */
+    /* Zeroed on accelerators, so contents never depend on what the driver handed out; the
+     * memset takes about 1.2 ms for 5 GB on an H200. It may also spare the first transfer
+     * the GPU's first touch of fresh pages: phoenix-native/tests/gpu/fresh_alloc.cu read a
+     * 5 GB file into fresh memory at 48.2/41.2/41.3 GB/s and into memset memory at
+     * 48.1/42.8/48.0 GB/s in three rounds of one run; one-shot loads did not show a gain
+     * beyond the VM's run-to-run spread (docs/benchmarks.md). */
     if (phx_conn->is_accelerator) {
         rc = helper_run(dev, HELPER_ZERO, *ptr, NULL, len);
         if (rc < 0) {
