@@ -51,13 +51,19 @@ class MutationTest {
     @BeforeAll
     static void seeds() throws IOException {
         dir = Files.createTempDirectory("phx-mutants");
-        seeds = new ArrayList<>();
+        seeds = validFiles(dir);
+    }
+
+    /** The valid files mutants are made from: a fixture and two written here (F4/F6 packing included). */
+    static List<byte[]> validFiles(Path dir) throws IOException {
+        List<byte[]> seeds = new ArrayList<>();
         seeds.add(Files.readAllBytes(Fixtures.file("dtypes.safetensors")));
         seeds.add(Files.readAllBytes(TestFiles.valid(dir.resolve("s1.safetensors"), Map.of("format", "pt"),
                 List.of(spec("a", Dtype.F32, 2, 3), spec("b", Dtype.F4, 8), spec("c", Dtype.BF16, 0, 5),
                         spec("d", Dtype.F6_E3M2, 4), spec("e", Dtype.U8, 5)))));
         seeds.add(Files.readAllBytes(TestFiles.valid(dir.resolve("s2.safetensors"), Map.of(),
                 List.of(spec("x", Dtype.I64, 3), spec("y", Dtype.C64, 1, 1)))));
+        return seeds;
     }
 
     @AfterAll
@@ -83,37 +89,48 @@ class MutationTest {
                 .planOptions(new ReadPlan.Options(rnd.nextInt(3) * 64L, 4096, 4096 * (1 + rnd.nextInt(4)))).build();
         for (int i = 0; i < PER_SEED; i++) {
             byte[] base = seeds.get(rnd.nextInt(seeds.size()));
-            StringBuilder how = new StringBuilder();
-            byte[] mutant = mutate(base, rnd, how);
-            Path f = dir.resolve("m" + seed + "-" + i + ".safetensors");
-            Files.write(f, mutant);
-            String what = "seed " + seed + " mutant " + i + " (" + how + ")";
-            SafetensorsHeader h;
-            try {
-                h = SafetensorsParser.standard().parse(f);
-            } catch (SafetensorsFormatException e) {
-                if (e.getMessage().contains("\n")) {
-                    fail(what + ": message spans lines: " + e.getMessage());
-                }
+            if (checkMutant(base, rnd, loader, dir.resolve("m" + seed + "-" + i + ".safetensors"), "seed " + seed + " mutant " + i)) {
+                accepted.incrementAndGet();
+            } else {
                 rejected.incrementAndGet();
-                Files.delete(f);
-                continue;
-            } catch (Throwable t) {
-                throw new AssertionError(what + ": unexpected " + t, t);
             }
-            accepted.incrementAndGet();
-            try (LoadedModel m = loader.load(ModelFiles.of(h))) {
-                for (LoadedTensor t : m.tensors().values()) {
-                    long at = h.fileOffset(t.info());
-                    byte[] want = Arrays.copyOfRange(mutant, (int) at, (int) (at + t.nbytes()));
-                    MemorySegment got = t.segment().orElseThrow();
-                    assertEquals(-1, MemorySegment.ofArray(want).mismatch(got), what + ": bytes of " + t);
-                }
-            } catch (Throwable t) {
-                throw new AssertionError(what + ": accepted, but loading failed: " + t, t);
+        }
+    }
+
+    /**
+     * Mutates {@code base} once, writes the mutant to {@code f} and checks it: refused with a
+     * one-line {@link SafetensorsFormatException}, or accepted and then loaded with every byte
+     * right. Anything else fails. Returns whether the mutant was accepted.
+     */
+    static boolean checkMutant(byte[] base, SplittableRandom rnd, WeightLoader loader, Path f, String label) throws IOException {
+        StringBuilder how = new StringBuilder();
+        byte[] mutant = mutate(base, rnd, how);
+        Files.write(f, mutant);
+        String what = label + " (" + how + ")";
+        SafetensorsHeader h;
+        try {
+            h = SafetensorsParser.standard().parse(f);
+        } catch (SafetensorsFormatException e) {
+            if (e.getMessage().contains("\n")) {
+                fail(what + ": message spans lines: " + e.getMessage());
             }
             Files.delete(f);
+            return false;
+        } catch (Throwable t) {
+            throw new AssertionError(what + ": unexpected " + t, t);
         }
+        try (LoadedModel m = loader.load(ModelFiles.of(h))) {
+            for (LoadedTensor t : m.tensors().values()) {
+                long at = h.fileOffset(t.info());
+                byte[] want = Arrays.copyOfRange(mutant, (int) at, (int) (at + t.nbytes()));
+                MemorySegment got = t.segment().orElseThrow();
+                assertEquals(-1, MemorySegment.ofArray(want).mismatch(got), what + ": bytes of " + t);
+            }
+        } catch (Throwable t) {
+            throw new AssertionError(what + ": accepted, but loading failed: " + t, t);
+        }
+        Files.delete(f);
+        return true;
     }
 
     private static byte[] mutate(byte[] base, SplittableRandom rnd, StringBuilder how) {
