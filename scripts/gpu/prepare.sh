@@ -18,7 +18,7 @@ cp samples/target/phoenix-cli.jar .gpu/
 rm -rf .gpu/java-tests && mkdir -p .gpu/java-tests
 cp -r phoenix-core/target/test-classes .gpu/java-tests/classes
 cp -r safetensors-loader/target/test-classes .gpu/java-tests/st-classes
-rm -rf .gpu/fixtures && cp -r "${PHX_FIXTURES:-../shared/fixtures}" .gpu/fixtures
+rm -rf .gpu/fixtures && cp -r "${PHX_FIXTURES:-testdata/fixtures}" .gpu/fixtures
 mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-console-standalone:1.13.4 \
   -DoutputDirectory=.gpu/java-tests >/dev/null
 (cd safetensors-loader && mvn -B -q -ntp dependency:build-classpath -Dmdep.outputFile=../.gpu/java-tests/cp.txt -Dmdep.includeScope=test >/dev/null)

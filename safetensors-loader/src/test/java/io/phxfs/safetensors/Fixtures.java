@@ -10,10 +10,9 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * The reference fixtures in ../shared/fixtures (written by torch, safetensors and
+ * The reference fixtures in testdata/fixtures (copied from the workplace's ../shared/fixtures; written by torch, safetensors and
  * transformers) and their reference.json. Shared with the CLI tests through the test jar.
  */
 public final class Fixtures {
@@ -30,12 +29,14 @@ public final class Fixtures {
     private Fixtures() {
     }
 
-    /** The fixture directory; the calling test is skipped, saying why, when it does not exist. */
+    /** The fixture directory (testdata/fixtures); a missing one fails the test, never skips it. */
     public static Path dir() {
         Path d = locate();
-        assumeTrue(d != null, "fixtures not found: neither -Dphx.fixtures=" + System.getProperty("phx.fixtures")
-                + " nor " + System.getProperty("phx.fixtures.fallback") + " is a directory (expected ../shared/fixtures"
-                + " beside the repository)");
+        if (d == null) {
+            throw new IllegalStateException("fixtures not found: neither -Dphx.fixtures=" + System.getProperty("phx.fixtures")
+                    + " nor " + System.getProperty("phx.fixtures.fallback") + " is a directory (expected testdata/fixtures"
+                    + " in the repository)");
+        }
         return d;
     }
 
@@ -48,7 +49,7 @@ public final class Fixtures {
         }
         Path guess = Path.of("").toAbsolutePath();
         for (int i = 0; i < 4 && guess != null; i++, guess = guess.getParent()) {
-            Path d = guess.resolve("shared/fixtures");
+            Path d = guess.resolve("testdata/fixtures");
             if (Files.isDirectory(d)) {
                 return d;
             }
