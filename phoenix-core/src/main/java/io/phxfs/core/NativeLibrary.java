@@ -216,8 +216,9 @@ final class NativeLibrary {
             Path lib = dir.resolve("libphoenix.so");
             Files.copy(in, lib, StandardCopyOption.REPLACE_EXISTING);
             // Once dlopen has mapped it the file is no longer needed by name.
-            lib.toFile().deleteOnExit();
+            // deleteOnExit runs in reverse order of registration: the file before its directory
             dir.toFile().deleteOnExit();
+            lib.toFile().deleteOnExit();
             return lib;
         } catch (IOException e) {
             UnsatisfiedLinkError err = new UnsatisfiedLinkError("cannot extract " + resource + ": " + e);
