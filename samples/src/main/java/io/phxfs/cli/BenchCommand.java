@@ -39,7 +39,8 @@ import picocli.CommandLine.Spec;
  * I/O sizes and queue depths.
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
-        description = "Measures read throughput into device or host memory, Phoenix beside plain pread loops on the same file.")
+        description = {"Measures read throughput into device or host memory, Phoenix beside plain pread loops on the same file.",
+                "Target: device 0 unless --device N or --host."})
 final class BenchCommand implements Callable<Integer> {
     private static final long WHOLE_FILE_REQUEST = 64L << 20;
     private static final int CEILING_CHUNK = 8 << 20;
@@ -53,16 +54,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--dir", description = "Where the generated file lives (default: java.io.tmpdir).")
     Path dir;
 
-    static final class Target {
-        @Option(names = "--host", description = "Read into host memory (device -1).")
-        boolean host;
-
-        @Option(names = "--device", description = "Read into memory of device N (default: 0).")
-        Integer device;
-    }
-
     @ArgGroup(exclusive = true)
-    Target target = new Target();
+    TargetOptions target = new TargetOptions();
 
     @Option(names = "--sizes", split = ",", defaultValue = "4k,64k,1m,8m,64m",
             description = "I/O sizes of the sweep (default: ${DEFAULT-VALUE}).")
@@ -109,7 +102,7 @@ final class BenchCommand implements Callable<Integer> {
         Phoenix phx = Phoenix.open();
 
         // the target first: a wrong --device should not cost a generated file
-        Device device = target.host ? null : LoadCommand.device(phx, target.device == null ? 0 : target.device);
+        Device device = target.resolve(phx, false);
         Path path = file;
         if (path == null) {
             path = BenchFile.ensure(dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir")), Sizes.parse(size), progress);

@@ -46,7 +46,8 @@ import picocli.CommandLine.Spec;
  * Every rate is file bytes per second; each run includes allocating the destination.
  */
 @Command(name = "load-bench", mixinStandardHelpOptions = true,
-        description = "Compares loading a .safetensors file with dd, a FileChannel loop and an mmap+copy loop; reports peak RSS.")
+        description = {"Compares loading a .safetensors file with dd, a FileChannel loop and an mmap+copy loop; reports peak RSS.",
+                "Target: host memory unless --device N."})
 final class LoadBenchCommand implements Callable<Integer> {
     private static final int CHUNK = 16 << 20;
     private static final long MAP_WINDOW = 1L << 30;
@@ -54,16 +55,8 @@ final class LoadBenchCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "FILE", description = "A .safetensors file.")
     Path file;
 
-    static final class Target {
-        @Option(names = "--host", description = "Load into host memory (the default).")
-        boolean host;
-
-        @Option(names = "--device", paramLabel = "N", description = "Load into memory of device N.")
-        Integer device;
-    }
-
     @ArgGroup(exclusive = true)
-    Target target = new Target();
+    TargetOptions target = new TargetOptions();
 
     @Option(names = "--repeat", defaultValue = "3", description = "Runs of each reader; medians are reported (default: ${DEFAULT-VALUE}).")
     int repeat;
@@ -105,7 +98,7 @@ final class LoadBenchCommand implements Callable<Integer> {
         SafetensorsHeader header = SafetensorsParser.standard().parse(file);
         long size = header.fileSize();
         Phoenix phx = Phoenix.open();
-        Device device = target.device == null ? null : LoadCommand.device(phx, target.device);
+        Device device = target.resolve(phx, true);
         String targetName = device == null ? "host memory" : "device " + device.id() + " (" + device.name() + ", mode "
                 + device.mode().name().toLowerCase(Locale.ROOT) + ")";
         progress.step("%s: %s, %d tensors; target %s", file, LoadCommand.human(size), header.tensors().size(), targetName);

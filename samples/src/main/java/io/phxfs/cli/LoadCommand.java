@@ -33,7 +33,7 @@ import picocli.CommandLine.Spec;
  * JSON shape are a contract.
  */
 @Command(name = "load", mixinStandardHelpOptions = true,
-        description = {"Loads safetensors weights into device or host memory.",
+        description = {"Loads safetensors weights into device or host memory (device 0 unless --device N or --host).",
                 "PATH is a .safetensors file, a model directory (model.safetensors or model.safetensors.index.json)"
                         + " or an index file.",
                 "Exit status: 0 loaded, 2 invalid input (malformed file, missing path), 1 other failures."})
@@ -41,16 +41,8 @@ final class LoadCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "PATH", description = "A .safetensors file, a model directory or an index file.")
     Path path;
 
-    static final class Target {
-        @Option(names = "--host", description = "Load into host memory.")
-        boolean host;
-
-        @Option(names = "--device", paramLabel = "N", description = "Load into memory of device N (default: 0).")
-        Integer device;
-    }
-
     @ArgGroup(exclusive = true)
-    Target target = new Target();
+    TargetOptions target = new TargetOptions();
 
     @Option(names = "--checksums", description = "SHA-256 of every tensor, computed from the loaded memory.")
     boolean checksums;
@@ -78,7 +70,7 @@ final class LoadCommand implements Callable<Integer> {
         TensorSelector selector = selector();
         Thread warmUp = ParserWarmUp.start();
         Phoenix phx = Phoenix.open();
-        Device device = target.host ? null : device(phx, target.device == null ? 0 : target.device);
+        Device device = target.resolve(phx, false);
         try {
             warmUp.join();
         } catch (InterruptedException e) {
@@ -137,14 +129,6 @@ final class LoadCommand implements Callable<Integer> {
         }
     }
 
-    static Device device(Phoenix phx, int id) {
-        int n = phx.deviceCount();
-        if (id < 0 || id >= n) {
-            throw new IllegalArgumentException("--device " + id + ": there " + (n == 1 ? "is 1 device" : "are " + n
-                    + " devices") + " (0.." + (n - 1) + "); use --host for host memory");
-        }
-        return phx.device(id);
-    }
 
     private static void writeJson(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
                                   double seconds, double parseSeconds, Map<String, String> sha) throws IOException {
