@@ -44,6 +44,7 @@ import picocli.CommandLine.Spec;
 final class BenchCommand implements Callable<Integer> {
     private static final long WHOLE_FILE_REQUEST = 64L << 20;
     private static final int CEILING_CHUNK = 8 << 20;
+    private static final long WARM_UP_NANOS = 100_000_000L;
 
     @Option(names = "--file", description = "File to read (default: a generated file of --size bytes in --dir).")
     Path file;
@@ -157,9 +158,18 @@ final class BenchCommand implements Callable<Integer> {
                         continue;
                     }
                     progress.step("sweep %s: single-thread pread%s baseline", Sizes.format(bs), needsCopy(device) ? " + copy" : "");
+                    // untimed first, for 0.1 s: a point of 4 KiB reads is a few ten thousand calls,
+                    // too few for the JIT to have compiled the loop before the clock starts
+                    long warm = Math.min(bytes, Math.max(bs, 2048 * bs));
+                    for (long until = System.nanoTime() + WARM_UP_NANOS; System.nanoTime() < until; ) {
+                        baseline(path, device, buf, staging, warm, bs, fileSize);
+                    }
                     double b = baseline(path, device, buf, staging, bytes, bs, fileSize);
                     for (int qd : depths) {
                         progress.step("sweep [%d/%d] %s at queue depth %d", ++k, total, Sizes.format(bs), qd);
+                        for (long until = System.nanoTime() + WARM_UP_NANOS; System.nanoTime() < until; ) {
+                            phoenixSweep(pf, buf, bs, qd, warm);
+                        }
                         double secs = phoenixSweep(pf, buf, bs, qd, bytes);
                         sweep.add(new Point(bs, qd, bytes / secs / 1e9, bytes / bs / secs, b));
                     }
