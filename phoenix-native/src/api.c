@@ -1,5 +1,4 @@
 #include "internal.h"
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,16 +7,6 @@ static ssize_t single(int fd, int dev, void *buf, off_t buf_offset, ssize_t nbyt
 {
     phx_clear_error();
     if (nbytes < 0) return phx_fail(EINVAL, "%s: negative length %zd", is_write ? "write" : "read", nbytes);
-    /* small host transfers skip the pool: a thread hand-off costs more than the copy */
-    if (dev < 0 && buf && buf_offset >= 0 && file_offset >= 0 && (size_t)nbytes <= (1u << 20)) {
-        int fl = fcntl(fd, F_GETFL);
-        if (fl >= 0 && !(fl & O_DIRECT) && (fl & O_ACCMODE) != (is_write ? O_RDONLY : O_WRONLY)) {
-            ssize_t r = phx_rw_full(fd, is_write, (char *)buf + buf_offset, (size_t)nbytes, file_offset);
-            if (r < 0) phx_fail((int)-r, "%s of %zd bytes at offset %lld (fd %d) failed", is_write ? "write" : "read",
-                                nbytes, (long long)file_offset, fd);
-            return r;
-        }
-    }
     phxfs_io_req_t req = {fd, dev, buf, buf_offset, (size_t)nbytes, file_offset, 0};
     int err = 0;
     phx_batch_state_t *b = phx_batch_start(&req, 1, is_write, 1, &err);

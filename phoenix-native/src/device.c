@@ -80,22 +80,21 @@ int phxfs_device_count(void)
 }
 
 /* The kernel-module modes need /dev/phxfs_devN; the module is its own issue. */
-static int module_node_present(int dev, char *why, size_t n)
+static void describe_module_node(int dev, char *why, size_t n)
 {
     char path[64];
     snprintf(path, sizeof path, "/dev/phxfs_dev%d", dev);
     if (access(path, F_OK) == 0) {
         snprintf(why, n, "p2p/staging: %s exists but this build has no kernel-module transfer yet", path);
-        return 0; /* present, but unusable in this build: fall through */
+        return;
     }
     snprintf(why, n, "p2p/staging: %s not found (phxfs kernel module not loaded)", path);
-    return 0;
 }
 
 static int choose_mode(phx_device_t *d)
 {
     char mod_why[160];
-    module_node_present(d->id, mod_why, sizeof mod_why);
+    describe_module_node(d->id, mod_why, sizeof mod_why);
     int forced = phx_cfg.mode;
     if (forced == PHXFS_MODE_P2P || forced == PHXFS_MODE_STAGING)
         return phx_fail(ENODEV, "device %d: mode %s requested, unavailable: %s", d->id, phxfs_mode_name(forced), mod_why);

@@ -35,7 +35,7 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
     progress_t stack_prog[64];
     progress_t *prog = n <= 64 ? stack_prog : calloc((size_t)n, sizeof *prog);
     if (!prog) return -ENOMEM;
-    int next = 0, inflight = 0, pending_submit = 0;
+    int next = 0, inflight = 0;
     for (int i = 0; i < n; i++) {
         prog[i].done = 0;
         prog[i].retries = 0;
@@ -49,7 +49,6 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
             prep(sqe, &ops[next], 0, next);
             next++;
             inflight++;
-            pending_submit++;
         }
         if (inflight == 0) break;
         int rc = io_uring_submit_and_wait(&u->ring, 1);
@@ -65,7 +64,6 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
             if (prog != stack_prog) free(prog);
             return 0;
         }
-        pending_submit = 0;
         struct io_uring_cqe *cqe;
         unsigned head, seen = 0;
         io_uring_for_each_cqe(&u->ring, head, cqe) {
@@ -110,7 +108,6 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
         }
         io_uring_cq_advance(&u->ring, seen);
     }
-    (void)pending_submit;
     if (prog != stack_prog) free(prog);
     return 0;
 }
