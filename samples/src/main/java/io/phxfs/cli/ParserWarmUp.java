@@ -1,10 +1,5 @@
 package io.phxfs.cli;
 
-import io.phxfs.core.IoBatch;
-import io.phxfs.core.OpenMode;
-import io.phxfs.core.Phoenix;
-import io.phxfs.core.PhxFile;
-import io.phxfs.core.RegisteredBuffer;
 import io.phxfs.safetensors.Dtype;
 import io.phxfs.safetensors.ModelFiles;
 import io.phxfs.safetensors.SafetensorsWriter;
@@ -37,13 +32,10 @@ final class ParserWarmUp {
                 SafetensorsWriter.write(f, Map.of("format", "pt"), specs, (t, off, dst) -> {
                     while (dst.hasRemaining()) dst.put((byte) 0);
                 });
-                WeightLoader.builder().toHost().build().plan(ModelFiles.open(f));
-                // and the batch path's downcalls, whose first link costs milliseconds too
-                try (RegisteredBuffer buf = Phoenix.open().host().allocate(4096);
-                     PhxFile file = PhxFile.open(f, OpenMode.READ);
-                     IoBatch batch = IoBatch.create(1)) {
-                    batch.read(file, buf, 0, 64, 0).run();
-                }
+                // a whole load into host memory, polled for progress as the real one is: the
+                // batch path's downcalls, its waiter thread and the model's views get linked here
+                WeightLoader.builder().toHost().mapHost(false).progress((done, total) -> { }).build()
+                        .load(ModelFiles.open(f)).close();
             } catch (Exception | LinkageError e) {
                 // a warm-up only: the real load reports any real problem
             } finally {

@@ -54,11 +54,14 @@ final class ProgressBar implements ProgressListener, AutoCloseable {
         long t = total;
         long d = Math.min(done, t);
         double secs = (System.nanoTime() - start) / 1e9;
-        // total 0: headers are still being read and memory allocated
-        int filled = t == 0 ? 0 : (int) (WIDTH * d / t);
-        String bar = "#".repeat(filled) + "-".repeat(WIDTH - filled);
-        err.print(String.format(Locale.ROOT, "\r%s [%s] %3d%% %8.2f / %.2f GB %7.2f GB/s", label, bar,
-                t == 0 ? 0 : d * 100 / t, d / 1e9, t / 1e9, secs > 0 ? d / secs / 1e9 : 0.0));
+        if (t == 0) { // nothing to read yet: memory is being allocated (a cold 100 GB host buffer takes seconds)
+            err.print(String.format(Locale.ROOT, "\r%s [%s] allocating memory (%.1f s)", label, "-".repeat(WIDTH), secs));
+        } else {
+            int filled = (int) (WIDTH * d / t);
+            String bar = "#".repeat(filled) + "-".repeat(WIDTH - filled);
+            err.print(String.format(Locale.ROOT, "\r%s [%s] %3d%% %8.2f / %.2f GB %7.2f GB/s", label, bar,
+                    d * 100 / t, d / 1e9, t / 1e9, secs > 0 ? d / secs / 1e9 : 0.0));
+        }
         err.flush();
         drawn = true;
     }

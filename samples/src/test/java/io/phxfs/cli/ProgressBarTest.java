@@ -39,6 +39,17 @@ class ProgressBarTest {
         assertEquals(1, out.split("\n", -1).length - 1, "one line ending: " + out);
     }
 
+    @Test
+    void beforeTheReadItSaysMemoryIsBeingAllocated() throws InterruptedException {
+        StringWriter s = new StringWriter();
+        try (ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 20)) {
+            awaitOutput(s, "allocating memory");
+            assertTrue(!s.toString().contains("0.00 / 0.00 GB"), s.toString());
+            bar.onProgress(5, 10);
+            awaitOutput(s, " 50%");
+        }
+    }
+
     /** Waits (up to 10 s, for slow machines) until the painter has drawn {@code text}. */
     private static void awaitOutput(StringWriter s, String text) throws InterruptedException {
         for (int i = 0; i < 1000 && !s.toString().contains(text); i++) {

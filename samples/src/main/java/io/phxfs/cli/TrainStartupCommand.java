@@ -1,0 +1,57 @@
+package io.phxfs.cli;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.Writer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+
+/**
+ * The training run the launcher records a JDK AOT cache from ({@code -XX:AOTCacheOutput}, JEP
+ * 514/515): it runs the CLI's main paths once on a small generated model so that their classes
+ * are loaded, linked and profiled ahead of time. Without it a fresh JVM spends 15–30 ms loading
+ * and linking the load path (parser, planner, batch, progress, downcalls), which is a sixth of a
+ * 5 GB load into an H200. The launcher runs it under the fake connector, so it needs no device.
+ */
+@Command(name = "train-startup", hidden = true,
+        description = "Runs the CLI's main paths once on a small generated model (the launcher's AOT-cache training run).")
+final class TrainStartupCommand implements Callable<Integer> {
+    @Override
+    public Integer call() throws IOException {
+        Path dir = Files.createTempDirectory("phoenix-train");
+        PrintWriter sink = new PrintWriter(Writer.nullWriter());
+        try {
+            String model = dir.resolve("model").toString();
+            String sharded = dir.resolve("sharded").toString();
+            List<String[]> runs = List.of(
+                    new String[] {"gen-model", model, "--size", "24m", "--hidden", "512", "--intermediate", "1024", "--vocab", "4096"},
+                    new String[] {"gen-model", sharded, "--size", "8m", "--hidden", "256", "--intermediate", "512", "--vocab", "2048",
+                            "--shards", "2"},
+                    new String[] {"info"},
+                    new String[] {"load", model, "--device", "0", "--json"},
+                    new String[] {"load", model, "--device", "0", "--checksums"},
+                    new String[] {"load", sharded, "--device", "0", "--only", "layers\\.0\\..*", "--json"},
+                    new String[] {"load", model, "--host", "--json"},
+                    new String[] {"load", model, "--host", "--copy", "--checksums", "--json"},
+                    new String[] {"load-bench", model + "/model.safetensors", "--device", "0", "--repeat", "1", "--no-dd", "--json", "--quiet"},
+                    new String[] {"bench", "--size", "32m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1", "--json", "--quiet"});
+            for (String[] args : runs) {
+                int rc = PhoenixCli.run(sink, sink, args);
+                if (rc != 0) {
+                    System.err.println("phoenix train-startup: '" + String.join(" ", args) + "' exited " + rc);
+                    return 1;
+                }
+            }
+            return 0;
+        } finally {
+            try (Stream<Path> walk = Files.walk(dir)) {
+                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            }
+        }
+    }
+}
