@@ -1,17 +1,18 @@
 // Where does a one-shot weight load lose time against the bounce ceiling? In one process,
-// interleaved for several rounds, reads a warm file into device memory through libphoenix as:
-//   ceiling  one batch of 64 MiB requests from offset 0 into a buffer allocated and
-//            registered once (what `phoenix bench` times);
-//   shifted  the same into the same buffer, but from file offset 12 KiB (a load's first tensor
-//            byte after a safetensors header, 4 KiB aligned);
-//   fresh    phxfs_mem_alloc (zeroed) + regmem, the shifted batch, deregmem + free, all timed;
-//   raw      cudaMalloc (not zeroed) + regmem, the shifted batch, timed the same way;
-//   polled   the shifted batch submitted asynchronously and polled every 50 ms for bytes done.
-// Prints every round and the median per shape. Usage: load_shape FILE [rounds]
+// for several rounds, reads a warm file into device memory through libphoenix in the shapes a
+// sequence names, each token one timed batch of 64 MiB requests:
+//   cK   into a buffer allocated and registered once, from file offset K KiB (c0 is what
+//        `phoenix bench` times; c12 is a load's layout when a 12 KiB header is skipped);
+//   fK   phxfs_mem_alloc (zeroed) + regmem + the batch + deregmem + free, all timed;
+//   rK   the same with cudaMalloc (not zeroed);
+//   pK   like cK, submitted asynchronously and polled every 5 ms for bytes done.
+// Prints every round and the median per token. Usage: load_shape FILE [rounds] [tokens,...]
+// (default sequence f12,c0,c12,r12,p12).
 #include <cuda_runtime.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,7 +46,7 @@ static double read_into(void *buf, off_t start, int polled)
         phxfs_batch_t *b = phxfs_batch_submit_read(reqs, nreq);
         if (!b) { fprintf(stderr, "submit: %s\n", phxfs_last_error()); exit(1); }
         while (phxfs_batch_poll(b) == 0) {
-            struct timespec ts = {0, 50 * 1000 * 1000};
+            struct timespec ts = {0, 5 * 1000 * 1000};
             nanosleep(&ts, NULL);
             (void)phxfs_batch_bytes_done(b);
         }
@@ -61,7 +62,7 @@ static double read_into(void *buf, off_t start, int polled)
     return s;
 }
 
-static double fresh_load(int zeroed)
+static double fresh_load(int zeroed, off_t start)
 {
     double t0 = now();
     void *b;
@@ -69,7 +70,7 @@ static double fresh_load(int zeroed)
         if (phxfs_mem_alloc(0, len, &b) < 0) { fprintf(stderr, "alloc: %s\n", phxfs_last_error()); exit(1); }
     } else if (cudaMalloc(&b, len) != cudaSuccess) { fprintf(stderr, "cudaMalloc failed\n"); exit(1); }
     if (phxfs_regmem(0, b, len, NULL) < 0) { fprintf(stderr, "regmem: %s\n", phxfs_last_error()); exit(1); }
-    read_into(b, 12288, 0);
+    read_into(b, start, 0);
     double s = now() - t0;
     phxfs_deregmem(0, b, len);
     if (zeroed) phxfs_mem_free(0, b); else cudaFree(b);
@@ -80,38 +81,47 @@ static int cmp(const void *a, const void *b) { double x = *(const double *)a, y 
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) { fprintf(stderr, "usage: %s FILE [rounds]\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s FILE [rounds] [tokens,...]\n", argv[0]); return 2; }
     int rounds = argc > 2 ? atoi(argv[2]) : 6;
     if (rounds < 1 || rounds > 64) rounds = 6;
+    char seq[256];
+    snprintf(seq, sizeof seq, "%s", argc > 3 ? argv[3] : "f12,c0,c12,r12,p12");
+    char *tok[16];
+    int ntok = 0;
+    for (char *t = strtok(seq, ","); t && ntok < 16; t = strtok(NULL, ",")) {
+        if (!strchr("cfrp", t[0]) || atoi(t + 1) < 0) { fprintf(stderr, "bad token %s\n", t); return 2; }
+        tok[ntok++] = t;
+    }
     fd = open(argv[1], O_RDONLY);
     if (fd < 0) { perror(argv[1]); return 1; }
     struct stat st;
     fstat(fd, &st);
     n = (size_t)st.st_size;
-    len = (n - 12288) & ~(size_t)4095;
+    len = (n - ((size_t)4 << 20)) & ~(size_t)4095; /* every token moves the same bytes */
     reqs = (phxfs_io_req_t *)calloc(n / (64 << 20) + 2, sizeof *reqs);
     cudaFree(0);
     if (phxfs_open(0) < 0) { fprintf(stderr, "open: %s\n", phxfs_last_error()); return 1; }
-    const char *names[] = {"fresh", "ceiling", "shifted", "raw", "polled"};
-    double gbps[5][64];
+    static double gbps[16][64];
     void *a;
     cudaMalloc(&a, n);
     phxfs_regmem(0, a, n, NULL);
-    // the first shape measured is the process's first transfer, as in a one-shot load
+    /* the first token of round 0 is the process's first transfer, as in a one-shot load */
     for (int r = 0; r < rounds; r++) {
-        gbps[0][r] = len / fresh_load(1) / 1e9;
-        gbps[1][r] = len / read_into(a, 0, 0) / 1e9;
-        gbps[2][r] = len / read_into(a, 12288, 0) / 1e9;
-        gbps[3][r] = len / fresh_load(0) / 1e9;
-        gbps[4][r] = len / read_into(a, 12288, 1) / 1e9;
         printf("round %d:", r);
-        for (int k = 0; k < 5; k++) printf(" %s %.2f", names[k], gbps[k][r]);
+        for (int k = 0; k < ntok; k++) {
+            off_t start = (off_t)atoi(tok[k] + 1) * 1024;
+            double s = tok[k][0] == 'c' ? read_into(a, start, 0)
+                     : tok[k][0] == 'p' ? read_into(a, start, 1)
+                                        : fresh_load(tok[k][0] == 'f', start);
+            gbps[k][r] = len / s / 1e9;
+            printf(" %s %.2f", tok[k], gbps[k][r]);
+        }
         printf(" GB/s\n");
     }
     printf("median:");
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < ntok; k++) {
         qsort(gbps[k], (size_t)rounds, sizeof(double), cmp);
-        printf(" %s %.2f", names[k], gbps[k][rounds / 2]);
+        printf(" %s %.2f", tok[k], gbps[k][rounds / 2]);
     }
     printf(" GB/s (%zu bytes, %d requests)\n", len, nreq);
     return 0;
