@@ -13,6 +13,6 @@ mkdir -p samples/target && cp .gpu/phoenix-cli.jar samples/target/phoenix-cli.ja
 model=${MODEL_DIR:-/tmp/llama}
 [ -f "$model/model.safetensors" ] || ./phoenix gen-model "$model" --size "${MODEL_SIZE:-5g}" >&2
 ls -l "$model"
-python3 scripts/gpu/load_bench.py "$model/model.safetensors" --repeat "${REPEAT:-3}" | tee "$out/load-bench-gpu.json"
+python3 scripts/gpu/load_bench.py "$model/model.safetensors" --repeat "${REPEAT:-3}" --settle "${SETTLE:-0}" | tee "$out/load-bench-gpu.json"
 ./phoenix load-bench "$model/model.safetensors" --host --json --quiet | tee "$out/load-bench-host.json"
 ./phoenix load-bench "$model/model.safetensors" --device 0 --json --quiet --no-dd | tee "$out/load-bench-device.json"

@@ -3,7 +3,12 @@
 (`./phoenix load --device 0`), with safetensors.torch.load_file(device="cuda"), and with
 PyTorch's cuFile path (torch.cuda.gds), side by side on the same file in one run, page cache
 warm; then Phoenix cold (drop_caches) beside a parallel O_DIRECT reader. Prints one JSON
-object. Usage: load_bench.py MODEL.safetensors [--repeat 3]"""
+object. Usage: load_bench.py MODEL.safetensors [--repeat 3] [--settle SECONDS]
+
+--settle pauses before every measurement, for every reader alike: right after a process frees
+gigabytes of device memory (each reader's process does), the next transfer on the GPU runs
+about 10 % slower for a moment (phoenix-native/tests/gpu/load_shape.cu, docs/benchmarks.md),
+which would otherwise penalise whichever reader happens to follow another."""
 import json, os, statistics, subprocess, sys, time
 
 import torch
@@ -108,10 +113,15 @@ def gds_load(path):
 def main():
     path = sys.argv[1]
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
+    settle_s = float(sys.argv[sys.argv.index("--settle") + 1]) if "--settle" in sys.argv else 0.0
+
+    def settle():
+        if settle_s > 0:
+            time.sleep(settle_s)
     size = os.path.getsize(path)
     torch.zeros(1, device="cuda")  # CUDA context outside the timings
     warm(path)
-    res = {"file": path, "bytes": size, "repeat": repeat, "runs": {}}
+    res = {"file": path, "bytes": size, "repeat": repeat, "settle_seconds": settle_s, "runs": {}}
     runs = {"phoenix_load": [], "safetensors_load_file": [], "torch_gds": [], "phoenix_bounce_ceiling": []}
     gds_error = None
     try:
@@ -119,9 +129,13 @@ def main():
     except OSError as e:
         gds_error = f"udev: {e}"
     for _ in range(repeat):
+        settle()
         runs["phoenix_bounce_ceiling"].append(phoenix_ceiling(path)["phoenix_gbps"])
+        settle()
         runs["phoenix_load"].append(phoenix_load(path)[0])
+        settle()
         runs["safetensors_load_file"].append(safetensors_load(path)[0])
+        settle()
         if gds_error is None:
             try:
                 runs["torch_gds"].append(gds_load(path))
@@ -140,9 +154,11 @@ def main():
         if "torch_gds" in med:
             res["phoenix_vs_torch_gds"] = p / med["torch_gds"]
     # peak host RSS of a device load: bounce slots, not the model, should decide it
+    settle()
     _, detail = phoenix_load(path)
     res["phoenix_load_detail"] = {k: v for k, v in detail.items() if k != "tensors"}
     # the same load without the progress listener's waves, and a second CLI run for spread
+    settle()
     res["phoenix_load_again_gbps"] = phoenix_load(path)[0]
     # cold cache: a parallel O_DIRECT reader (8 threads x 8 MiB) beside Phoenix after drop_caches
     try:

@@ -5,7 +5,8 @@
 //        `phoenix bench` times; c12 is a load's layout when a 12 KiB header is skipped);
 //   fK   phxfs_mem_alloc (zeroed) + regmem + the batch + deregmem + free, all timed;
 //   rK   the same with cudaMalloc (not zeroed);
-//   pK   like cK, submitted asynchronously and polled every 5 ms for bytes done.
+//   pK   like cK, submitted asynchronously and polled every 5 ms for bytes done;
+//   sN   no transfer: sleep N ms (does a pause after a free change the next transfer?).
 // Prints every round and the median per token. Usage: load_shape FILE [rounds] [tokens,...]
 // (default sequence f12,c0,c12,r12,p12).
 #include <cuda_runtime.h>
@@ -89,7 +90,7 @@ int main(int argc, char **argv)
     char *tok[16];
     int ntok = 0;
     for (char *t = strtok(seq, ","); t && ntok < 16; t = strtok(NULL, ",")) {
-        if (!strchr("cfrp", t[0]) || atoi(t + 1) < 0) { fprintf(stderr, "bad token %s\n", t); return 2; }
+        if (!strchr("cfrps", t[0]) || atoi(t + 1) < 0) { fprintf(stderr, "bad token %s\n", t); return 2; }
         tok[ntok++] = t;
     }
     fd = open(argv[1], O_RDONLY);
@@ -110,6 +111,12 @@ int main(int argc, char **argv)
         printf("round %d:", r);
         for (int k = 0; k < ntok; k++) {
             off_t start = (off_t)atoi(tok[k] + 1) * 1024;
+            if (tok[k][0] == 's') {
+                struct timespec ts = {start / 1024 / 1000, (start / 1024 % 1000) * 1000000L};
+                nanosleep(&ts, NULL);
+                gbps[k][r] = 0;
+                continue;
+            }
             double s = tok[k][0] == 'c' ? read_into(a, start, 0)
                      : tok[k][0] == 'p' ? read_into(a, start, 1)
                                         : fresh_load(tok[k][0] == 'f', start);
