@@ -25,6 +25,19 @@ class PhoenixTest {
     }
 
     @Test
+    void prelinkingChangesNothing() {
+        Device d = dev0();
+        try (RegisteredBuffer before = d.allocate(4096)) {
+            PHX.prelinkDeviceCalls();
+            PHX.prelinkDeviceCalls();
+            // the real buffer is untouched and still usable; a second allocation still works
+            try (RegisteredBuffer after = d.allocate(4096)) {
+                assertTrue(after.size() == 4096 && before.size() == 4096);
+            }
+        }
+    }
+
+    @Test
     void devicesMatchTheConfiguredConnector() {
         int n = PHX.deviceCount();
         assertTrue(n >= 1, "at least the host device");

@@ -29,6 +29,7 @@ final class ParserWarmUp {
             Path dir = null;
             Path f = null;
             try {
+                Phoenix.open().prelinkDeviceCalls(); // allocation and registration of the model's buffer
                 dir = Files.createTempDirectory("phoenix-warm-up");
                 f = dir.resolve("model.safetensors");
                 // enough tensors that the per-tensor parsing code is compiled, not interpreted
