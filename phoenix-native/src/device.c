@@ -320,7 +320,7 @@ static int helper_run(int dev, int kind, void *dst, const void *src, size_t len)
 int phxfs_memcpy_to_host(int dev, void *dst, const void *src, size_t len) { return helper_run(dev, HELPER_TO_HOST, dst, src, len); }
 int phxfs_memcpy_to_device(int dev, void *dst, const void *src, size_t len) { return helper_run(dev, HELPER_TO_DEVICE, dst, src, len); }
 
-int phxfs_mem_alloc(int dev, size_t len, void **ptr)
+static int mem_alloc(int dev, size_t len, void **ptr, int zero)
 {
     phx_clear_error();
     int err;
@@ -332,12 +332,9 @@ int phxfs_mem_alloc(int dev, size_t len, void **ptr)
         return rc;
     }
     /* Zeroed on accelerators, so contents never depend on what the driver handed out; the
-     * memset takes about 1.2 ms for 5 GB on an H200. It may also spare the first transfer
-     * the GPU's first touch of fresh pages: phoenix-native/tests/gpu/fresh_alloc.cu read a
-     * 5 GB file into fresh memory at 48.2/41.2/41.3 GB/s and into memset memory at
-     * 48.1/42.8/48.0 GB/s in three rounds of one run; one-shot loads did not show a gain
-     * beyond the VM's run-to-run spread (docs/benchmarks.md). */
-    if (phx_conn->is_accelerator) {
+     * memset takes about 1.2 ms for 5 GB on an H200. Reading into zeroed and into
+     * unzeroed fresh memory ran at the same rate there (tests/gpu/load_shape.cu, f and r). */
+    if (zero && phx_conn->is_accelerator) {
         rc = helper_run(dev, HELPER_ZERO, *ptr, NULL, len);
         if (rc < 0) {
             phx_conn->mem_free(dev, *ptr);
@@ -346,6 +343,9 @@ int phxfs_mem_alloc(int dev, size_t len, void **ptr)
     }
     return rc;
 }
+
+int phxfs_mem_alloc(int dev, size_t len, void **ptr) { return mem_alloc(dev, len, ptr, 1); }
+int phxfs_mem_alloc_uninit(int dev, size_t len, void **ptr) { return mem_alloc(dev, len, ptr, 0); }
 
 int phxfs_mem_free(int dev, void *ptr)
 {

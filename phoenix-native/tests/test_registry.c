@@ -10,6 +10,15 @@ int main(void)
     CHECK_EQ(phxfs_open(0), 0);
     size_t len = 1 << 20;
     void *mem = NULL;
+    /* the uninitialized variant: same checks, same registration and free */
+    void *raw = NULL;
+    CHECK_EQ(phxfs_mem_alloc_uninit(0, len, NULL), -EINVAL);
+    CHECK_EQ(phxfs_mem_alloc_uninit(7, len, &raw), -ENODEV);
+    CHECK_EQ(phxfs_mem_alloc_uninit(0, len, &raw), 0);
+    CHECK(raw != NULL);
+    CHECK_EQ(phxfs_regmem(0, raw, len, NULL), 0);
+    CHECK_EQ(phxfs_deregmem(0, raw, len), 0);
+    CHECK_EQ(phxfs_mem_free(0, raw), 0);
     CHECK_EQ(phxfs_mem_alloc(0, len, &mem), 0);
     char *m = mem;
     phxfs_device_info_t info;

@@ -147,18 +147,33 @@ public final class Device {
 
     /**
      * Allocates device memory and registers it. Closing the buffer deregisters and frees it.
-     * On the host connector the buffer's {@link RegisteredBuffer#segment()} is present.
+     * On accelerators the memory is zeroed; on the host connector its contents are undefined
+     * and the buffer's {@link RegisteredBuffer#segment()} is present.
      */
     public RegisteredBuffer allocate(long bytes) {
+        return allocate(bytes, true);
+    }
+
+    /**
+     * Like {@link #allocate(long)} without zeroing (1.2 ms per 5 GB on an H200): for callers
+     * that overwrite every byte they expose before anyone reads it, such as a weight loader
+     * whose reads cover the whole buffer.
+     */
+    public RegisteredBuffer allocateUninitialized(long bytes) {
+        return allocate(bytes, false);
+    }
+
+    private RegisteredBuffer allocate(long bytes, boolean zeroed) {
         if (bytes <= 0) {
             throw new IllegalArgumentException("allocate: bytes must be > 0, was " + bytes);
         }
         MemorySegment ptr;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            int rc = NativeLibrary.memAlloc(id, bytes, out);
+            int rc = zeroed ? NativeLibrary.memAlloc(id, bytes, out) : NativeLibrary.memAllocUninit(id, bytes, out);
             if (rc < 0) {
-                throw PhoenixException.fromNative("phxfs_mem_alloc(device " + id + ", " + bytes + " bytes)", rc);
+                throw PhoenixException.fromNative((zeroed ? "phxfs_mem_alloc" : "phxfs_mem_alloc_uninit")
+                        + "(device " + id + ", " + bytes + " bytes)", rc);
             }
             ptr = out.get(ADDRESS, 0);
         }

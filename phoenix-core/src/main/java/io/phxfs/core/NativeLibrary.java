@@ -81,6 +81,7 @@ final class NativeLibrary {
     private static final MethodHandle FILE_OPEN;
     private static final MethodHandle FILE_CACHED;
     private static final MethodHandle MEM_ALLOC;
+    private static final MethodHandle MEM_ALLOC_UNINIT;
     private static final MethodHandle MEM_FREE;
     private static final MethodHandle MEMCPY_TO_HOST;
     private static final MethodHandle MEMCPY_TO_DEVICE;
@@ -140,6 +141,7 @@ final class NativeLibrary {
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
         FILE_CACHED = bind(phx, "phxfs_file_cached_permille", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
         MEM_ALLOC = bind(phx, "phxfs_mem_alloc", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS));
+        MEM_ALLOC_UNINIT = bind(phx, "phxfs_mem_alloc_uninit", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS));
         MEM_FREE = bind(phx, "phxfs_mem_free", devPtr);
         MEMCPY_TO_HOST = bind(phx, "phxfs_memcpy_to_host", memcpy);
         MEMCPY_TO_DEVICE = bind(phx, "phxfs_memcpy_to_device", memcpy);
@@ -348,6 +350,14 @@ final class NativeLibrary {
     static int memAlloc(int dev, long len, MemorySegment ptrOut) {
         try {
             return (int) MEM_ALLOC.invokeExact(dev, len, ptrOut);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memAllocUninit(int dev, long len, MemorySegment ptrOut) {
+        try {
+            return (int) MEM_ALLOC_UNINIT.invokeExact(dev, len, ptrOut);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -71,6 +71,7 @@ public final class Phoenix {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             NativeLibrary.memAlloc(-1, 0, out);
+            NativeLibrary.memAllocUninit(-1, 0, out);
             NativeLibrary.regmem(-1, MemorySegment.NULL, 0, out);
             NativeLibrary.deregmem(-1, MemorySegment.NULL, 0);
             NativeLibrary.memFree(-1, MemorySegment.NULL);

@@ -10,8 +10,10 @@ import io.phxfs.core.PhoenixException;
 import io.phxfs.core.PhxFile;
 import io.phxfs.core.RegisteredBuffer;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
@@ -181,6 +183,7 @@ public final class WeightLoader {
         SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>();
         List<AutoCloseable> owned = new ArrayList<>();
         Map<Integer, Device> devices = new HashMap<>();
+        Map<Integer, Device> uninitialized = new HashMap<>();
         try {
             for (int target : plan.targets()) {
                 if (target != Placement.HOST) {
@@ -199,6 +202,12 @@ public final class WeightLoader {
                     HostMemory mem = HostMemory.allocate(phx, e.getValue());
                     owned.add(mem);
                     buffers.put(target, mem.buffer());
+                } else if (readsCover(plan, target, e.getValue())) {
+                    // every byte is read before anyone sees it (tails past EOF are zeroed after)
+                    RegisteredBuffer b = devices.get(target).allocateUninitialized(e.getValue());
+                    owned.add(b);
+                    buffers.put(target, b);
+                    uninitialized.put(target, devices.get(target));
                 } else {
                     RegisteredBuffer b = devices.get(target).allocate(e.getValue());
                     owned.add(b);
@@ -206,7 +215,7 @@ public final class WeightLoader {
                 }
             }
             long tRead = System.nanoTime();
-            read(plan, buffers, mapping != null);
+            read(plan, buffers, mapping != null, uninitialized);
             long tEnd = System.nanoTime();
             long nanos = tEnd - t0;
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
@@ -262,7 +271,34 @@ public final class WeightLoader {
         return true;
     }
 
-    private void read(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers, boolean hostMapped) {
+    /** True when the target's requests, laid end to end, fill its buffer from 0 to {@code bytes}. */
+    private static boolean readsCover(ReadPlan plan, int target, long bytes) {
+        long end = 0;
+        List<ReadPlan.ReadRequest> rs = plan.requests().stream().filter(r -> r.target() == target)
+                .sorted(Comparator.comparingLong(ReadPlan.ReadRequest::bufferOffset)).toList();
+        for (ReadPlan.ReadRequest r : rs) {
+            if (r.bufferOffset() != end) return false;
+            end += r.length();
+        }
+        return end == bytes;
+    }
+
+    /** Zeroes what a read left unwritten in an uninitialized buffer: alignment past end of file. */
+    private static void zeroShortTails(List<ReadPlan.ReadRequest> requests, BatchResult result,
+                                       Map<Integer, RegisteredBuffer> buffers, Map<Integer, Device> uninitialized) {
+        for (int i = 0; i < requests.size(); i++) {
+            ReadPlan.ReadRequest r = requests.get(i);
+            Device d = uninitialized.get(r.target());
+            long got = Math.max(0, result.result(i));
+            if (d == null || got >= r.length()) continue;
+            try (Arena arena = Arena.ofConfined()) {
+                d.copyToDevice(arena.allocate(r.length() - got), buffers.get(r.target()), r.bufferOffset() + got);
+            }
+        }
+    }
+
+    private void read(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers, boolean hostMapped,
+                      Map<Integer, Device> uninitialized) {
         List<ReadPlan.ReadRequest> requests = hostMapped
                 ? plan.requests().stream().filter(r -> r.target() != Placement.HOST).toList() : plan.requests();
         long total = requests.stream().mapToLong(ReadPlan.ReadRequest::length).sum();
@@ -278,10 +314,10 @@ public final class WeightLoader {
                 files.computeIfAbsent(r.file(), h -> open(h.file()));
             }
             try (IoBatch batch = batch(requests, files, buffers)) {
-                if (progress == null) {
-                    check(requests, batch.run());
-                } else {
-                    check(requests, awaitWithProgress(batch, total));
+                BatchResult result = progress == null ? batch.run() : awaitWithProgress(batch, total);
+                check(requests, result);
+                zeroShortTails(requests, result, buffers, uninitialized);
+                if (progress != null) {
                     progress.onProgress(total, total);
                 }
             }

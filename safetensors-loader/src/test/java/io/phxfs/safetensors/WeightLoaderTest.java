@@ -1,9 +1,12 @@
 package io.phxfs.safetensors;
 
+import io.phxfs.core.Device;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
 import io.phxfs.core.RegisteredBuffer;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -83,6 +86,30 @@ class WeightLoaderTest {
             assertEquals(30, m.tensors().size());
             assertEquals(1, m.buffers().size());
             assertContents(m);
+        }
+    }
+
+    @Test
+    void bytesPastTheEndOfTheFileAreZeroInAnUninitializedBuffer() throws IOException {
+        Path f = model("tail", 3, 1001); // the data ends inside a 4 KiB page
+        long fileSize = java.nio.file.Files.size(f);
+        ReadPlan plan = WeightLoader.builder().toDevice(0).build().plan(ModelFiles.open(f));
+        long bytes = plan.bufferBytes().get(0);
+        ReadPlan.ReadRequest last = plan.requests().get(plan.requests().size() - 1);
+        long tail = last.bufferOffset() + (fileSize - last.fileOffset());
+        assertTrue(tail < bytes, "the plan reads past the end of the file: " + tail + " < " + bytes);
+        Device d = PHX.device(0);
+        // leave dirt where the loader's uninitialized buffer is likely to be placed
+        try (RegisteredBuffer dirty = d.allocate(bytes); Arena a = Arena.ofConfined()) {
+            d.copyToDevice(a.allocate(bytes).fill((byte) 0x5A), dirty, 0);
+        }
+        try (LoadedModel m = WeightLoader.builder().toDevice(d).build().load(f)) {
+            assertContents(m);
+            byte[] all = new byte[(int) bytes];
+            d.copyToHost(m.buffer(0).orElseThrow(), 0, MemorySegment.ofArray(all));
+            for (long i = tail; i < bytes; i++) {
+                assertEquals(0, all[(int) i], "byte " + i + " past the end of the file");
+            }
         }
     }
 
