@@ -15,13 +15,13 @@ static int cfg_loaded;
 static int default_workers(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    /* Every core up to 8, then three quarters of them (the rest stay with the application),
-     * at most 16. On the 16-core H200 machine 12 workers moved a warm 4 GiB file at 49.7 GB/s
-     * against 43.3 with 8, and a one-shot 5 GB load at 48.2 against 44.4; 16 added nothing
-     * (link-bound, docs/benchmarks.md). */
+    /* Up to 8, where the page-cache copy is what limits bounce mode. Past 8 the H200 host's
+     * link limits it instead: 12 workers move a 5 GB file at 49.3 GB/s against 46.8 with 8,
+     * while 12 threads merely pread it at 58.5 GB/s against 50.2 with 8, so the extra
+     * threads buy +5 % for half again the CPU. PHX_WORKERS=12 takes it where those cores
+     * are free (docs/benchmarks.md). */
     if (n < 1) n = 1;
-    if (n > 8) n = n * 3 / 4 > 8 ? n * 3 / 4 : 8;
-    return n > 16 ? 16 : (int)n;
+    return n > 8 ? 8 : (int)n;
 }
 
 static int parse_size(const char *v, long long lo, long long hi, long long *out)
