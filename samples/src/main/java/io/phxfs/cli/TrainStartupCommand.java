@@ -14,9 +14,11 @@ import picocli.CommandLine.Command;
 /**
  * The training run the launcher records a JDK AOT cache from ({@code -XX:AOTCacheOutput}, JEP
  * 514/515): it runs the CLI's main paths once on a small generated model so that their classes
- * are loaded, linked and profiled ahead of time. Without it a fresh JVM spends 15–30 ms loading
- * and linking the load path (parser, planner, batch, progress, downcalls), which is a sixth of a
- * 5 GB load into an H200. The launcher runs it under the fake connector, so it needs no device.
+ * are loaded, linked and profiled ahead of time. A fresh JVM spends 15–30 ms on first use of
+ * the load path (parser, planner, batch, progress, downcalls); the background warm-up moves
+ * most of that beside the device open, and the cache took a further 1–2 ms off a 5 GB load on
+ * the H200 besides shortening start-up. The launcher runs it under the fake connector, so it
+ * needs no device.
  */
 @Command(name = "train-startup", hidden = true,
         description = "Runs the CLI's main paths once on a small generated model (the launcher's AOT-cache training run).")
