@@ -305,14 +305,13 @@ static int helper_run(int dev, int kind, void *dst, const void *src, size_t len)
         else memmove(dst, src, len);
         return 0;
     }
-    pthread_once(&helper_once, helper_init);
+    /* the device is open, so helper_prepare has made the stream and the locks */
     pthread_mutex_lock(&helper_lock[dev]);
     int rc = phx_conn->bind(dev);
-    if (!rc && !helper_stream[dev]) rc = phx_conn->stream_create(dev, &helper_stream[dev]);
     if (!rc) rc = kind == HELPER_ZERO        ? phx_conn->memset_async(dst, 0, len, helper_stream[dev])
                   : kind == HELPER_TO_DEVICE ? phx_conn->htod_async(dst, src, len, helper_stream[dev])
                                              : phx_conn->dtoh_async(dst, src, len, helper_stream[dev]);
-    int rc2 = helper_stream[dev] ? phx_conn->stream_sync(helper_stream[dev]) : 0;
+    int rc2 = phx_conn->stream_sync(helper_stream[dev]);
     pthread_mutex_unlock(&helper_lock[dev]);
     return rc ? rc : rc2;
 }
