@@ -26,6 +26,17 @@ struct job {
     double reg_s, copy_s, unreg_s;
 };
 
+/* Waits for piece p's copy (event e) and unpins it. */
+static void retire(struct job *j, cudaEvent_t e, long p)
+{
+    double t0 = now();
+    CHECK(cudaEventSynchronize(e));
+    double t1 = now();
+    CHECK(cudaHostUnregister((void *)(j->map + (size_t)p * j->piece)));
+    j->copy_s += t1 - t0;
+    j->unreg_s += now() - t1;
+}
+
 static void *worker(void *arg)
 {
     struct job *j = (struct job *)arg;
@@ -45,24 +56,10 @@ static void *worker(void *arg)
         CHECK(cudaMemcpyAsync(j->dev + off, j->map + off, len, cudaMemcpyHostToDevice, s));
         CHECK(cudaEventRecord(ev[k & 1], s));
         j->reg_s += t1 - t0;
-        if (prev >= 0) {
-            double t2 = now();
-            CHECK(cudaEventSynchronize(ev[(k - 1) & 1]));
-            double t3 = now();
-            CHECK(cudaHostUnregister((void *)(j->map + (size_t)prev * j->piece)));
-            j->copy_s += t3 - t2;
-            j->unreg_s += now() - t3;
-        }
+        if (prev >= 0) retire(j, ev[(k - 1) & 1], prev);
         prev = (long)p;
     }
-    if (prev >= 0) {
-        double t2 = now();
-        CHECK(cudaEventSynchronize(ev[(k - 1) & 1]));
-        double t3 = now();
-        CHECK(cudaHostUnregister((void *)(j->map + (size_t)prev * j->piece)));
-        j->copy_s += t3 - t2;
-        j->unreg_s += now() - t3;
-    }
+    if (prev >= 0) retire(j, ev[(k - 1) & 1], prev);
     cudaEventDestroy(ev[0]);
     cudaEventDestroy(ev[1]);
     cudaStreamDestroy(s);
