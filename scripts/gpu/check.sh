@@ -15,9 +15,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 nproc; free -g | head -2
 
 step "build libphoenix (cmake, liburing from .gpu/uring)"
-cmake -S phoenix-native -B build/gpu -DCMAKE_BUILD_TYPE=Release \
-  -DURING_STATIC="$root/.gpu/uring/lib/liburing.a" -DURING_INCLUDE="$root/.gpu/uring/include" >/dev/null &&
-  cmake --build build/gpu -j >/dev/null || { echo "build failed"; exit 1; }
+bash scripts/gpu/build.sh || exit 1
 lib="$root/build/gpu/libphoenix.so"
 
 step "C tests on the host connector and fake device (ctest)"

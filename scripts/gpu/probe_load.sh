@@ -5,9 +5,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-cmake -S phoenix-native -B build/gpu -DCMAKE_BUILD_TYPE=Release \
-  -DURING_STATIC="$root/.gpu/uring/lib/liburing.a" -DURING_INCLUDE="$root/.gpu/uring/include" >/dev/null &&
-  cmake --build build/gpu -j >/dev/null || { echo "build failed"; exit 1; }
+bash scripts/gpu/build.sh || exit 1
 nvcc -O2 -arch=sm_90 -Iphoenix-native/include phoenix-native/tests/gpu/load_shape.cu \
   -Lbuild/gpu -lphoenix -Xlinker -rpath="$root/build/gpu" -o build/gpu/load_shape || exit 1
 export PHX_JAVA_HOME="$root/.gpu/jre" PHX_LIBRARY_PATH="$root/build/gpu/libphoenix.so"

@@ -6,9 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-cmake -S phoenix-native -B build/gpu -DCMAKE_BUILD_TYPE=Release \
-  -DURING_STATIC="$root/.gpu/uring/lib/liburing.a" -DURING_INCLUDE="$root/.gpu/uring/include" >/dev/null &&
-  cmake --build build/gpu -j >/dev/null || { echo "build failed"; exit 1; }
+bash scripts/gpu/build.sh || exit 1
 nvcc -O2 -arch=sm_90 phoenix-native/tests/gpu/pagecache_register.cu -o build/gpu/pagecache_register -lpthread || exit 1
 export PHX_JAVA_HOME="$root/.gpu/jre" PHX_LIBRARY_PATH="$root/build/gpu/libphoenix.so"
 mkdir -p samples/target && cp .gpu/phoenix-cli.jar samples/target/phoenix-cli.jar
