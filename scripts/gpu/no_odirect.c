@@ -8,31 +8,31 @@
 #include <fcntl.h>
 #include <stdarg.h>
 
-#define SHIM(name, ...)                                                                      \
-    int name(__VA_ARGS__, int flags, ...)                                                    \
-    {                                                                                        \
-        va_list ap;                                                                          \
-        va_start(ap, flags);                                                                 \
-        int mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, int) : 0;                    \
-        va_end(ap);
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*openat_fn)(int, const char *, int, ...);
 
-SHIM(open, const char *path)
-    static int (*real)(const char *, int, ...);
-    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
+/* The mode argument exists only when the flags create a file. */
+#define MODE_ARG(flags, mode)                                        \
+    do {                                                             \
+        va_list ap;                                                  \
+        va_start(ap, flags);                                         \
+        mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, int) : 0; \
+        va_end(ap);                                                  \
+    } while (0)
+
+static int via_open(const char *name, const char *path, int flags, int mode)
+{
+    open_fn real = (open_fn)dlsym(RTLD_NEXT, name);
     return real(path, flags & ~O_DIRECT, mode);
 }
-SHIM(open64, const char *path)
-    static int (*real)(const char *, int, ...);
-    if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open64");
-    return real(path, flags & ~O_DIRECT, mode);
-}
-SHIM(openat, int dirfd, const char *path)
-    static int (*real)(int, const char *, int, ...);
-    if (!real) real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+
+static int via_openat(const char *name, int dirfd, const char *path, int flags, int mode)
+{
+    openat_fn real = (openat_fn)dlsym(RTLD_NEXT, name);
     return real(dirfd, path, flags & ~O_DIRECT, mode);
 }
-SHIM(openat64, int dirfd, const char *path)
-    static int (*real)(int, const char *, int, ...);
-    if (!real) real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat64");
-    return real(dirfd, path, flags & ~O_DIRECT, mode);
-}
+
+int open(const char *path, int flags, ...) { int mode; MODE_ARG(flags, mode); return via_open("open", path, flags, mode); }
+int open64(const char *path, int flags, ...) { int mode; MODE_ARG(flags, mode); return via_open("open64", path, flags, mode); }
+int openat(int dirfd, const char *path, int flags, ...) { int mode; MODE_ARG(flags, mode); return via_openat("openat", dirfd, path, flags, mode); }
+int openat64(int dirfd, const char *path, int flags, ...) { int mode; MODE_ARG(flags, mode); return via_openat("openat64", dirfd, path, flags, mode); }
