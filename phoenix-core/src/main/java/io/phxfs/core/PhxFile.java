@@ -121,29 +121,24 @@ public final class PhxFile implements AutoCloseable {
      * @return the bytes read: fewer than asked only at end of file
      */
     public long read(RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
-        buf.checkIoRange(bufOffset, nbytes, "read", path);
-        checkFileOffset(fileOffset);
-        acquire(buf);
-        try {
-            long rc = NativeLibrary.read(fd, buf.deviceId(), buf.base(), bufOffset, nbytes, fileOffset);
-            if (rc < 0) {
-                throw PhoenixException.fromNative(describe("phxfs_read", buf, bufOffset, nbytes, fileOffset), rc);
-            }
-            return rc;
-        } finally {
-            release(buf);
-        }
+        return transfer(false, buf, bufOffset, nbytes, fileOffset);
     }
 
     /** Writes {@code nbytes} from {@code buf} at {@code bufOffset} to the file at {@code fileOffset}. */
     public long write(RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
-        buf.checkIoRange(bufOffset, nbytes, "write", path);
+        return transfer(true, buf, bufOffset, nbytes, fileOffset);
+    }
+
+    private long transfer(boolean write, RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
+        buf.checkIoRange(bufOffset, nbytes, write ? "write" : "read", path);
         checkFileOffset(fileOffset);
         acquire(buf);
         try {
-            long rc = NativeLibrary.write(fd, buf.deviceId(), buf.base(), bufOffset, nbytes, fileOffset);
+            long rc = write ? NativeLibrary.write(fd, buf.deviceId(), buf.base(), bufOffset, nbytes, fileOffset)
+                    : NativeLibrary.read(fd, buf.deviceId(), buf.base(), bufOffset, nbytes, fileOffset);
             if (rc < 0) {
-                throw PhoenixException.fromNative(describe("phxfs_write", buf, bufOffset, nbytes, fileOffset), rc);
+                throw PhoenixException.fromNative(describe(write ? "phxfs_write" : "phxfs_read", buf, bufOffset, nbytes,
+                        fileOffset), rc);
             }
             return rc;
         } finally {
