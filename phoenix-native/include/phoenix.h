@@ -7,6 +7,17 @@
  * range registered with phxfs_regmem on that device.
  *
  * Thread safety: every function may be called from any thread.
+ *
+ * Foreign threads and contexts: a call made on the caller's thread leaves that
+ * thread's current accelerator context as it found it (the library pushes the
+ * device's context and pops it again), so frameworks that keep their own
+ * context current need not restore anything.
+ *
+ * Pinned memory: each open device owns one pool of pinned host memory
+ * ("pinned_mb", default 128 MiB), shared by the workers, by stream-ordered I/O
+ * and by every caller thread. Transfers wait for a free slot rather than pin
+ * more; the pool is released when the device's last phxfs_open is matched by
+ * phxfs_close.
  */
 #ifndef PHOENIX_H
 #define PHOENIX_H
@@ -66,12 +77,13 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
 
 /* Configuration: the same keys as the PHX_* environment variables without the
  * prefix, lower case ("mode", "engine", "workers", "slot_mb", "slot_kb",
- * "slots", "connector", "fake_devices", "chunk_mb", "max_io_bytes",
- * "queue_depth"). "engine", "workers", "slot_*", "slots", "chunk_mb",
- * "connector" and "fake_devices" size the worker pool and must be set before
- * the first device opens (-EBUSY after); "mode" applies to devices opened
- * afterwards; "queue_depth" and "max_io_bytes" (per-syscall cap, a test hook)
- * at once. */
+ * "slots", "pinned_mb", "connector", "fake_devices", "chunk_mb",
+ * "max_io_bytes", "queue_depth"). Keys are parsed into a parameter set that is
+ * frozen when the library starts its worker pool (the first phxfs_open or
+ * phxfs_init): "engine", "workers", "slot_*", "slots", "pinned_mb",
+ * "chunk_mb", "queue_depth", "connector" and "fake_devices" return -EBUSY
+ * after that; "mode" applies to devices opened afterwards; "max_io_bytes"
+ * (per-syscall cap, a test hook) at once. */
 int phxfs_set_config(const char *key, const char *value);
 /* Writes the effective value into buf (NUL-terminated); returns its length. */
 int phxfs_get_config(const char *key, char *buf, size_t len);
@@ -117,6 +129,23 @@ int phxfs_batch_poll(phxfs_batch_t *batch);     /* 1 done, 0 running */
 int64_t phxfs_batch_bytes_done(phxfs_batch_t *batch);
 int phxfs_batch_destroy(phxfs_batch_t *batch);  /* waits first if needed */
 
+/* Mixed batches with a completion callback. ops[i] is PHXFS_OP_READ or
+ * PHXFS_OP_WRITE for reqs[i] (ops NULL: all reads); requests run in no
+ * particular order, also when they touch the same bytes. done (may be NULL)
+ * runs exactly once, on a library thread, after every result is filled in,
+ * with the batch's result (as phxfs_batch_wait returns it); it must not block
+ * for long and must not wait for this batch, but may call phxfs_batch_destroy
+ * on it. No thread of the caller's is held while the batch runs. */
+#define PHXFS_OP_READ 0
+#define PHXFS_OP_WRITE 1
+typedef void (*phxfs_batch_done_fn)(phxfs_batch_t *batch, int result, void *arg);
+phxfs_batch_t *phxfs_batch_submit(phxfs_io_req_t *reqs, const uint8_t *ops, int n, phxfs_batch_done_fn done,
+                                  void *arg);
+/* Cancels what has not started: those requests finish with -ECANCELED (parts
+ * already moved stay moved). Returns the number of requests that will report
+ * -ECANCELED; the batch still completes (wait, callback) as usual. */
+int phxfs_batch_cancel(phxfs_batch_t *batch);
+
 /* Stream-ordered I/O on an accelerator stream (CUstream for cuda). The values
  * behind f_offset are read when the stream reaches the operation; nbytes and
  * buf_offset are read at enqueue. *bytes_done receives the byte count or
@@ -137,7 +166,7 @@ int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes,
  * buffered otherwise; *is_direct (may be NULL) says which. Returns fd or -errno. */
 int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int *is_direct);
 
-/* How much of the file is in the page cache, in permille (0..1000, estimated from 1024
+/* How much of the file is in the page cache, in permille (0..1000, estimated from 64
  * evenly spread pages), or -errno. Lets a loader choose O_DIRECT for cold files and the
  * page cache for warm ones. */
 int phxfs_file_cached_permille(int fd);
@@ -151,6 +180,24 @@ int phxfs_mem_alloc_uninit(int dev, size_t len, void **ptr);
 int phxfs_mem_free(int dev, void *ptr);
 int phxfs_memcpy_to_host(int dev, void *dst, const void *src, size_t len);
 int phxfs_memcpy_to_device(int dev, void *dst, const void *src, size_t len);
+/* Pinned (page-locked, accelerator-registered) host memory for the caller's own
+ * asynchronous copies; outside the device pools. On machines without an
+ * accelerator it is ordinary page-aligned memory. len 0: -EINVAL. */
+int phxfs_host_alloc_pinned(size_t len, void **ptr);
+int phxfs_host_free_pinned(void *ptr);
+
+/* Copies queued on a caller's stream; they complete when the stream gets
+ * there. Host memory should be pinned (phxfs_host_alloc_pinned) for the copy
+ * to be asynchronous. stream NULL: the device's helper stream, waited for. */
+int phxfs_memcpy_to_device_async(int dev, void *dst, const void *src, size_t len, void *stream);
+int phxfs_memcpy_to_host_async(int dev, void *dst, const void *src, size_t len, void *stream);
+
+/* Checks that [ptr, ptr + len) is memory of device dev: 0, or -EINVAL naming
+ * what it is instead (host memory, another device's memory, unknown). */
+int phxfs_check_device_pointer(int dev, const void *ptr, size_t len);
+/* Checks that stream (a caller's CUstream) belongs to device dev: 0 or -EINVAL. */
+int phxfs_check_stream(int dev, void *stream);
+
 int phxfs_stream_create(int dev, void **stream);
 int phxfs_stream_synchronize(int dev, void *stream);
 int phxfs_stream_destroy(int dev, void *stream);
