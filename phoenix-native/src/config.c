@@ -1,3 +1,4 @@
+/* PHX_* and phxfs_set_config parsed into one parameter set (params.h). */
 #include "internal.h"
 #include <ctype.h>
 #include <stdio.h>
@@ -6,7 +7,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-phx_config_t phx_cfg;
+static phx_params_t phx_cfg;
+static int frozen;
 _Atomic size_t phx_max_io_bytes = (size_t)1 << 30; /* Linux MAX_RW_COUNT rounds to this */
 
 static pthread_mutex_t cfg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -66,6 +68,9 @@ static int set_locked(const char *key, const char *value)
     } else if (!strcmp(key, "slots")) {
         if (parse_size(value, 2, 64, &x)) return phx_fail(EINVAL, "slots '%s': expected 2..64", value);
         phx_cfg.slots = (int)x;
+    } else if (!strcmp(key, "pinned_mb")) {
+        if (parse_size(value, 1, 1 << 20, &x)) return phx_fail(EINVAL, "pinned_mb '%s': expected 1..1048576", value);
+        phx_cfg.pinned_bytes = (size_t)x << 20;
     } else if (!strcmp(key, "chunk_mb")) {
         if (parse_size(value, 1, 1024, &x)) return phx_fail(EINVAL, "chunk_mb '%s': expected 1..1024", value);
         phx_cfg.chunk_bytes = (size_t)x << 20;
@@ -88,9 +93,9 @@ static int set_locked(const char *key, const char *value)
     return 0;
 }
 
-void phx_config_load_env(void)
+static void load_env(void)
 {
-    static const char *keys[] = {"mode", "engine", "workers", "slot_mb", "slot_kb", "slots", "chunk_mb",
+    static const char *keys[] = {"mode", "engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
                                  "queue_depth", "connector", "fake_devices", "max_io_bytes"};
     pthread_mutex_lock(&cfg_lock);
     if (!cfg_loaded) {
@@ -102,6 +107,8 @@ void phx_config_load_env(void)
          * DMA engine reads it (8-32 MiB slots measured 10-40% slower on the H200 host) */
         phx_cfg.slot_bytes = 2u << 20;
         phx_cfg.slots = 4;
+        /* 64 slots: twice what 8 workers keep in flight at the default 4 each */
+        phx_cfg.pinned_bytes = 128u << 20;
         phx_cfg.chunk_bytes = 8u << 20;
         phx_cfg.queue_depth = 8;
         phx_cfg.fake_devices = 1;
@@ -117,23 +124,40 @@ void phx_config_load_env(void)
     pthread_mutex_unlock(&cfg_lock);
 }
 
-int phx_pool_started(void);
+phx_params_t phx_params_freeze(void)
+{
+    load_env();
+    pthread_mutex_lock(&cfg_lock);
+    frozen = 1;
+    phx_params_t p = phx_cfg;
+    pthread_mutex_unlock(&cfg_lock);
+    return p;
+}
+
+int phx_params_mode(void)
+{
+    pthread_mutex_lock(&cfg_lock);
+    int m = phx_cfg.mode;
+    pthread_mutex_unlock(&cfg_lock);
+    return m;
+}
 
 int phxfs_set_config(const char *key, const char *value)
 {
     phx_clear_error();
     if (!key || !value) return phx_fail(EINVAL, "set_config: key and value are required");
-    phx_config_load_env();
-    /* the pool sizes its threads, rings, slots and scratch once, at start */
-    static const char *fixed[] = {"engine", "workers", "slot_mb", "slot_kb", "slots", "chunk_mb", "connector", "fake_devices"};
+    load_env();
+    /* the pool sizes its threads, rings, slots, pinned pools and scratch once, at start */
+    static const char *fixed[] = {"engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
+                                  "queue_depth", "connector", "fake_devices"};
+    pthread_mutex_lock(&cfg_lock);
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
-        if (!strcmp(key, fixed[i]) && phx_pool_started())
-        {
+        if (!strcmp(key, fixed[i]) && frozen) {
+            pthread_mutex_unlock(&cfg_lock);
             char env[32] = "PHX_";
             for (size_t j = 0; key[j] && j + 5 < sizeof env; j++) env[4 + j] = (char)toupper((unsigned char)key[j]);
-            return phx_fail(EBUSY, "%s can only be set before the first device is opened (or through %s)", key, env);
+            return phx_fail(EBUSY, "%s can only be set before the library starts (first phxfs_init or phxfs_open), or through %s", key, env);
         }
-    pthread_mutex_lock(&cfg_lock);
     int rc = set_locked(key, value);
     pthread_mutex_unlock(&cfg_lock);
     return rc;
@@ -143,7 +167,7 @@ int phxfs_get_config(const char *key, char *buf, size_t len)
 {
     phx_clear_error();
     if (!key || !buf || !len) return phx_fail(EINVAL, "get_config: key and buffer are required");
-    phx_config_load_env();
+    load_env();
     static const char *engines[] = {"sync", "uring"};
     int n;
     pthread_mutex_lock(&cfg_lock);
@@ -153,6 +177,7 @@ int phxfs_get_config(const char *key, char *buf, size_t len)
     else if (!strcmp(key, "slot_mb")) n = snprintf(buf, len, "%zu", phx_cfg.slot_bytes >> 20);
     else if (!strcmp(key, "slot_kb")) n = snprintf(buf, len, "%zu", phx_cfg.slot_bytes >> 10);
     else if (!strcmp(key, "slots")) n = snprintf(buf, len, "%d", phx_cfg.slots);
+    else if (!strcmp(key, "pinned_mb")) n = snprintf(buf, len, "%zu", phx_cfg.pinned_bytes >> 20);
     else if (!strcmp(key, "chunk_mb")) n = snprintf(buf, len, "%zu", phx_cfg.chunk_bytes >> 20);
     else if (!strcmp(key, "queue_depth")) n = snprintf(buf, len, "%d", phx_cfg.queue_depth);
     else if (!strcmp(key, "connector")) n = snprintf(buf, len, "%s", phx_cfg.connector[0] ? phx_cfg.connector : "auto");

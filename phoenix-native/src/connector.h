@@ -1,19 +1,29 @@
 /* The only interface that knows a vendor. Device pointers are opaque
- * uintptr_t-sized values carried in void*. */
+ * uintptr_t-sized values carried in void*.
+ *
+ * Context discipline: the library never leaves a context current on a thread
+ * it does not own. Every call that needs one is bracketed by enter/leave,
+ * which push the device's context (or the stream's, for calls on a caller's
+ * stream) and pop it again; leave restores exactly what enter found. */
 #ifndef PHX_CONNECTOR_H
 #define PHX_CONNECTOR_H
 #include <stddef.h>
+#include <stdint.h>
 
 typedef void (*phx_host_fn)(void *arg);
 
 typedef struct phx_connector {
     const char *name;
     int is_accelerator;                 /* 0: device memory is host memory */
-    int (*init)(char *why, size_t why_len);  /* >=0 device count, <0 -errno */
+    int (*init)(int fake_devices, char *why, size_t why_len); /* >=0 device count, <0 -errno */
     int (*device_name)(int dev, char *buf, size_t len);
-    int (*bind)(int dev);               /* make dev current on this thread */
+    /* Makes dev's context current (stream != NULL: the stream's own context)
+     * until the matching leave. Calls nest. */
+    int (*enter)(int dev, void *stream);
+    void (*leave)(void);
     int (*mem_alloc)(int dev, size_t len, void **ptr);
     int (*mem_free)(int dev, void *ptr);
+    /* pinned and mapped into the device address space (for wait_flag) */
     int (*host_register)(void *p, size_t len);
     int (*host_unregister)(void *p);
     int (*stream_create)(int dev, void **s);
@@ -27,6 +37,12 @@ typedef struct phx_connector {
     int (*event_record)(void *e, void *s);
     int (*event_sync)(void *e);
     int (*launch_host_fn)(void *s, phx_host_fn fn, void *arg);
+    /* The stream stops until the registered host word *flag becomes nonzero. */
+    int (*wait_flag)(void *s, volatile uint32_t *flag);
+    /* 0 when [p, p+len) is memory of dev; else -EINVAL with what it is in why */
+    int (*check_pointer)(int dev, const void *p, size_t len, char *why, size_t n);
+    /* the device a caller's stream belongs to, or -errno */
+    int (*stream_device)(void *s);
 } phx_connector_t;
 
 extern const phx_connector_t phx_connector_cuda;

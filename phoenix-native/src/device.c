@@ -11,35 +11,38 @@
 const phx_connector_t *phx_conn;
 static int dev_count;
 static char conn_why[256];
+static phx_params_t params;
 static phx_device_t devices[PHX_MAX_DEVICES];
-static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER; /* serialises open and close */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_rc;
 
+const phx_params_t *phx_params(void) { return &params; }
+
 static void lib_init_once(void)
 {
-    phx_config_load_env();
-    const char *want = phx_cfg.connector;
-    if (!*want && phx_cfg.mode == PHXFS_MODE_HOST) want = "host";
+    params = phx_params_freeze();
+    const char *want = params.connector;
+    if (!*want && params.mode == PHXFS_MODE_HOST) want = "host";
     const phx_connector_t *c = NULL;
     int n = -ENODEV;
     if (!strcmp(want, "fake")) {
         c = &phx_connector_fake;
-        n = c->init(conn_why, sizeof conn_why);
+        n = c->init(params.fake_devices, conn_why, sizeof conn_why);
     } else if (!strcmp(want, "host")) {
         c = &phx_connector_host;
-        n = c->init(conn_why, sizeof conn_why);
+        n = c->init(0, conn_why, sizeof conn_why);
         snprintf(conn_why, sizeof conn_why, "bounce: host connector selected by configuration");
     } else {
         c = &phx_connector_cuda;
-        n = c->init(conn_why, sizeof conn_why);
+        n = c->init(0, conn_why, sizeof conn_why);
         if (n <= 0 && !strcmp(want, "cuda")) {
             init_rc = phx_fail(ENODEV, "connector cuda requested but unavailable: %s", conn_why);
             return;
         }
         if (n <= 0) {
             c = &phx_connector_host;
-            n = c->init(NULL, 0);
+            n = c->init(0, NULL, 0);
         }
     }
     if (n <= 0) {
@@ -51,8 +54,9 @@ static void lib_init_once(void)
     for (int i = 0; i < n; i++) {
         devices[i].id = i;
         phx_registry_init(&devices[i].reg);
+        pthread_mutex_init(&devices[i].helper_lock, NULL);
     }
-    init_rc = phx_pool_start();
+    init_rc = phx_pool_start(&params);
 }
 
 int phx_lib_init(void)
@@ -95,7 +99,7 @@ static int choose_mode(phx_device_t *d)
 {
     char mod_why[160];
     describe_module_node(d->id, mod_why, sizeof mod_why);
-    int forced = phx_cfg.mode;
+    int forced = phx_params_mode();
     if (forced == PHXFS_MODE_P2P || forced == PHXFS_MODE_STAGING)
         return phx_fail(ENODEV, "device %d: mode %s requested, unavailable: %s", d->id, phxfs_mode_name(forced), mod_why);
     if (phx_conn->is_accelerator) {
@@ -113,7 +117,41 @@ static int choose_mode(phx_device_t *d)
     return 0;
 }
 
-static int helper_prepare(int dev);
+/* What lives from the first open to the last close; safe on a half-made device. */
+static void device_teardown(phx_device_t *d)
+{
+    if (d->wctx) {
+        for (int i = 0; i < phx_pool_workers(); i++) phx_wctx_free(d->wctx[i]);
+        free(d->wctx);
+        d->wctx = NULL;
+    }
+    if (d->helper_stream) {
+        phx_conn->stream_destroy(d->helper_stream);
+        d->helper_stream = NULL;
+    }
+    phx_pinned_pool_destroy(&d->pinned);
+}
+
+/* Each worker's stream and events and the pinned pool are made here, before any I/O on the
+ * device can exist, so the first transfer does not pay for registering pinned memory. */
+static int device_setup(phx_device_t *d)
+{
+    int rc = choose_mode(d);
+    if (rc) return rc;
+    rc = phx_conn->device_name(d->id, d->name, sizeof d->name);
+    d->engine = phx_pool_engine();
+    if (rc || !phx_conn->is_accelerator) return rc;
+    rc = phx_pinned_pool_init(&d->pinned, params.pinned_bytes, params.slot_bytes);
+    if (!rc) {
+        d->wctx = calloc((size_t)phx_pool_workers(), sizeof *d->wctx);
+        if (!d->wctx) rc = phx_fail(ENOMEM, "device %d: out of memory", d->id);
+    }
+    for (int i = 0; !rc && i < phx_pool_workers(); i++)
+        if (!(d->wctx[i] = phx_wctx_new(d, &rc)) && !rc) rc = -ENOMEM;
+    if (!rc) rc = phx_conn->stream_create(d->id, &d->helper_stream);
+    if (rc) device_teardown(d);
+    return rc;
+}
 
 int phxfs_open(int dev)
 {
@@ -124,15 +162,8 @@ int phxfs_open(int dev)
         return phx_fail(ENODEV, "open: no device %d (%d device(s) with connector %s)", dev, dev_count, phx_conn->name);
     pthread_mutex_lock(&dev_lock);
     phx_device_t *d = &devices[dev];
-    if (d->open_count == 0) {
-        rc = choose_mode(d);
-        if (rc == 0) rc = phx_conn->bind(dev);
-        if (rc == 0) rc = phx_conn->device_name(dev, d->name, sizeof d->name);
-        if (rc == 0 && d->mode == PHXFS_MODE_BOUNCE) rc = phx_pool_prepare_device(dev);
-        if (rc == 0 && phx_conn->is_accelerator) rc = helper_prepare(dev);
-        d->engine = phx_pool_engine();
-    }
-    if (rc == 0) d->open_count++;
+    if (atomic_load(&d->open_count) == 0) rc = device_setup(d);
+    if (rc == 0) atomic_fetch_add(&d->open_count, 1);
     pthread_mutex_unlock(&dev_lock);
     return rc;
 }
@@ -143,35 +174,49 @@ int phxfs_close(int dev)
     if (dev < 0 || dev >= dev_count) return phx_fail(ENODEV, "close: no device %d", dev);
     pthread_mutex_lock(&dev_lock);
     phx_device_t *d = &devices[dev];
-    int rc = 0;
-    if (d->open_count == 0) rc = phx_fail(EINVAL, "close: device %d is not open", dev);
-    else if (d->open_count == 1 && atomic_load(&d->users) > 0)
-        rc = phx_fail(EBUSY, "close: device %d has %d batch(es) in flight", dev, atomic_load(&d->users));
-    else d->open_count--;
+    int rc = 0, n = atomic_load(&d->open_count);
+    if (n == 0) {
+        rc = phx_fail(EINVAL, "close: device %d is not open", dev);
+    } else if (n > 1) {
+        atomic_fetch_sub(&d->open_count, 1);
+    } else {
+        atomic_store(&d->open_count, 0);
+        int users = atomic_load(&d->users);
+        if (users > 0) {
+            atomic_store(&d->open_count, 1);
+            rc = phx_fail(EBUSY, "close: device %d has %d batch(es), stream operation(s) or call(s) in flight", dev, users);
+        } else {
+            device_teardown(d);
+        }
+    }
     pthread_mutex_unlock(&dev_lock);
     return rc;
 }
 
-phx_device_t *phx_device_get(int dev, int *err)
+phx_device_t *phx_device_acquire(int dev, int *err)
 {
     if (phx_conn == NULL || dev < 0 || dev >= dev_count) {
         *err = phx_fail(ENODEV, "no device %d", dev);
         return NULL;
     }
     phx_device_t *d = &devices[dev];
-    if (d->open_count == 0) {
+    atomic_fetch_add(&d->users, 1);
+    if (atomic_load(&d->open_count) == 0) {
+        atomic_fetch_sub(&d->users, 1);
         *err = phx_fail(ENODEV, "device %d is not open (call phxfs_open first)", dev);
         return NULL;
     }
     return d;
 }
 
+void phx_device_release(phx_device_t *d) { atomic_fetch_sub(&d->users, 1); }
+
 int phxfs_get_device_info(int dev, phxfs_device_info_t *info)
 {
     phx_clear_error();
     if (!info) return phx_fail(EINVAL, "device_info: info is NULL");
     int err;
-    phx_device_t *d = phx_device_get(dev, &err);
+    phx_device_t *d = phx_device_acquire(dev, &err);
     if (!d) return err;
     memset(info, 0, sizeof *info);
     info->device_id = dev;
@@ -179,11 +224,12 @@ int phxfs_get_device_info(int dev, phxfs_device_info_t *info)
     info->engine = d->engine;
     info->workers = phx_pool_workers();
     info->page_size = phxfs_get_page_size();
-    info->slot_bytes = phx_pool_slot_bytes();
-    info->slots_per_worker = phx_pool_slots();
+    info->slot_bytes = params.slot_bytes;
+    info->slots_per_worker = params.slots;
     snprintf(info->connector, sizeof info->connector, "%s", phx_conn->name);
     snprintf(info->name, sizeof info->name, "%s", d->name);
     snprintf(info->why, sizeof info->why, "%s", d->why);
+    phx_device_release(d);
     return 0;
 }
 
@@ -197,19 +243,22 @@ int phxfs_get_map_mode(int dev)
 {
     phx_clear_error();
     int err;
-    phx_device_t *d = phx_device_get(dev, &err);
+    phx_device_t *d = phx_device_acquire(dev, &err);
     if (!d) return err;
-    return d->mode == PHXFS_MODE_P2P ? 0 : d->mode == PHXFS_MODE_STAGING ? 1 : -EOPNOTSUPP;
+    int m = d->mode;
+    phx_device_release(d);
+    return m == PHXFS_MODE_P2P ? 0 : m == PHXFS_MODE_STAGING ? 1 : -EOPNOTSUPP;
 }
 
 int phxfs_regmem(int dev, const void *addr, size_t len, void **target_addr)
 {
     phx_clear_error();
     int err;
-    phx_device_t *d = phx_device_get(dev, &err);
+    phx_device_t *d = phx_device_acquire(dev, &err);
     if (!d) return err;
     int rc = phx_registry_add(&d->reg, (uintptr_t)addr, len, (void *)addr);
     if (rc == 0 && target_addr) *target_addr = (void *)addr;
+    phx_device_release(d);
     return rc;
 }
 
@@ -217,9 +266,11 @@ int phxfs_deregmem(int dev, const void *addr, size_t len)
 {
     phx_clear_error();
     int err;
-    phx_device_t *d = phx_device_get(dev, &err);
+    phx_device_t *d = phx_device_acquire(dev, &err);
     if (!d) return err;
-    return phx_registry_remove(&d->reg, (uintptr_t)addr, len);
+    int rc = phx_registry_remove(&d->reg, (uintptr_t)addr, len);
+    phx_device_release(d);
+    return rc;
 }
 
 int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int *is_direct)
@@ -270,71 +321,107 @@ int phxfs_file_cached_permille(int fd)
 }
 
 /* ---- device-memory helpers ---- */
-/* One stream per device, kept for the process: creating a stream per copy
- * would cost more than a small copy itself. */
-static void *helper_stream[PHX_MAX_DEVICES];
-static pthread_mutex_t helper_lock[PHX_MAX_DEVICES];
-static pthread_once_t helper_once = PTHREAD_ONCE_INIT;
-static void helper_init(void)
+enum { HELPER_TO_HOST, HELPER_TO_DEVICE, HELPER_ZERO };
+
+static int helper_queue(int kind, void *dst, const void *src, size_t len, void *stream)
 {
-    for (int i = 0; i < PHX_MAX_DEVICES; i++) pthread_mutex_init(&helper_lock[i], NULL);
+    return kind == HELPER_ZERO        ? phx_conn->memset_async(dst, 0, len, stream)
+           : kind == HELPER_TO_DEVICE ? phx_conn->htod_async(dst, src, len, stream)
+                                      : phx_conn->dtoh_async(dst, src, len, stream);
 }
 
-/* Made when the device opens, so the first allocation or copy does not pay for it. */
-static int helper_prepare(int dev)
+/* One copy or memset on the device's helper stream (made when the device opened), waited
+ * for; or queued on the caller's stream when one is given. */
+static int helper_run(int dev, int kind, void *dst, const void *src, size_t len, void *stream)
 {
-    pthread_once(&helper_once, helper_init);
-    pthread_mutex_lock(&helper_lock[dev]);
-    int rc = helper_stream[dev] ? 0 : phx_conn->stream_create(dev, &helper_stream[dev]);
-    pthread_mutex_unlock(&helper_lock[dev]);
+    int err;
+    phx_device_t *d = phx_device_acquire(dev, &err);
+    if (!d) return err;
+    int rc = 0;
+    if (!dst || (!src && kind != HELPER_ZERO)) {
+        rc = phx_fail(EINVAL, "memcpy: NULL %s", dst ? "source" : "destination");
+    } else if (!phx_conn->is_accelerator) {
+        if (kind == HELPER_ZERO) memset(dst, 0, len);
+        else memmove(dst, src, len);
+    } else if (stream) {
+        rc = helper_queue(kind, dst, src, len, stream);
+    } else {
+        pthread_mutex_lock(&d->helper_lock);
+        rc = helper_queue(kind, dst, src, len, d->helper_stream);
+        int rc2 = phx_conn->stream_sync(d->helper_stream);
+        pthread_mutex_unlock(&d->helper_lock);
+        if (!rc) rc = rc2;
+    }
+    phx_device_release(d);
     return rc;
 }
 
-enum { HELPER_TO_HOST, HELPER_TO_DEVICE, HELPER_ZERO };
+int phxfs_memcpy_to_host(int dev, void *dst, const void *src, size_t len)
+{
+    phx_clear_error();
+    return helper_run(dev, HELPER_TO_HOST, dst, src, len, NULL);
+}
+int phxfs_memcpy_to_device(int dev, void *dst, const void *src, size_t len)
+{
+    phx_clear_error();
+    return helper_run(dev, HELPER_TO_DEVICE, dst, src, len, NULL);
+}
+int phxfs_memcpy_to_host_async(int dev, void *dst, const void *src, size_t len, void *stream)
+{
+    phx_clear_error();
+    return helper_run(dev, HELPER_TO_HOST, dst, src, len, stream);
+}
+int phxfs_memcpy_to_device_async(int dev, void *dst, const void *src, size_t len, void *stream)
+{
+    phx_clear_error();
+    return helper_run(dev, HELPER_TO_DEVICE, dst, src, len, stream);
+}
 
-/* Runs one copy or memset on the device's helper stream and waits for it. */
-static int helper_run(int dev, int kind, void *dst, const void *src, size_t len)
+int phxfs_check_device_pointer(int dev, const void *ptr, size_t len)
 {
     phx_clear_error();
     int err;
-    phx_device_t *d = phx_device_get(dev, &err);
+    phx_device_t *d = phx_device_acquire(dev, &err);
     if (!d) return err;
-    if (!dst || (!src && kind != HELPER_ZERO)) return phx_fail(EINVAL, "memcpy: NULL %s", dst ? "source" : "destination");
-    if (!phx_conn->is_accelerator) {
-        if (kind == HELPER_ZERO) memset(dst, 0, len);
-        else memmove(dst, src, len);
-        return 0;
-    }
-    /* the device is open, so helper_prepare has made the stream and the locks */
-    pthread_mutex_lock(&helper_lock[dev]);
-    int rc = phx_conn->bind(dev);
-    if (!rc) rc = kind == HELPER_ZERO        ? phx_conn->memset_async(dst, 0, len, helper_stream[dev])
-                  : kind == HELPER_TO_DEVICE ? phx_conn->htod_async(dst, src, len, helper_stream[dev])
-                                             : phx_conn->dtoh_async(dst, src, len, helper_stream[dev]);
-    int rc2 = phx_conn->stream_sync(helper_stream[dev]);
-    pthread_mutex_unlock(&helper_lock[dev]);
-    return rc ? rc : rc2;
+    char why[200] = "";
+    int rc = phx_conn->check_pointer(dev, ptr, len, why, sizeof why);
+    phx_device_release(d);
+    if (rc) return phx_fail(EINVAL, "device %d: pointer %p (%zu bytes) is %s", dev, ptr, len, why);
+    return 0;
 }
 
-int phxfs_memcpy_to_host(int dev, void *dst, const void *src, size_t len) { return helper_run(dev, HELPER_TO_HOST, dst, src, len); }
-int phxfs_memcpy_to_device(int dev, void *dst, const void *src, size_t len) { return helper_run(dev, HELPER_TO_DEVICE, dst, src, len); }
+int phxfs_check_stream(int dev, void *stream)
+{
+    phx_clear_error();
+    int err;
+    phx_device_t *d = phx_device_acquire(dev, &err);
+    if (!d) return err;
+    int rc = stream ? phx_conn->stream_device(stream) : phx_fail(EINVAL, "check_stream: stream is NULL");
+    phx_device_release(d);
+    if (rc >= 0 && rc != dev) return phx_fail(EINVAL, "stream %p belongs to device %d, not device %d", stream, rc, dev);
+    if (rc < 0 && !strstr(phxfs_last_error(), "stream")) phx_fail(-rc, "check_stream: %p is not a stream of device %d: %s", stream, dev, phxfs_last_error());
+    return rc < 0 ? rc : 0;
+}
 
 static int mem_alloc(int dev, size_t len, void **ptr, int zero)
 {
     phx_clear_error();
     int err;
     if (!ptr) return phx_fail(EINVAL, "mem_alloc: ptr is NULL");
-    if (!phx_device_get(dev, &err)) return err;
+    phx_device_t *d = phx_device_acquire(dev, &err);
+    if (!d) return err;
     int rc = phx_conn->mem_alloc(dev, len, ptr);
     if (rc < 0) {
         if (!*phxfs_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed: %s", len, dev, strerror(-rc));
+        phx_device_release(d);
         return rc;
     }
+    phx_device_release(d);
     /* Zeroed on accelerators, so contents never depend on what the driver handed out; the
      * memset takes about 1.2 ms for 5 GB on an H200. Reading into zeroed and into
      * unzeroed fresh memory ran at the same rate there (tests/gpu/load_shape.cu, f and r). */
     if (zero && phx_conn->is_accelerator) {
-        rc = helper_run(dev, HELPER_ZERO, *ptr, NULL, len);
+        rc = helper_run(dev, HELPER_ZERO, *ptr, NULL, len, NULL);
         if (rc < 0) {
             phx_conn->mem_free(dev, *ptr);
             *ptr = NULL;
@@ -346,45 +433,25 @@ static int mem_alloc(int dev, size_t len, void **ptr, int zero)
 int phxfs_mem_alloc(int dev, size_t len, void **ptr) { return mem_alloc(dev, len, ptr, 1); }
 int phxfs_mem_alloc_uninit(int dev, size_t len, void **ptr) { return mem_alloc(dev, len, ptr, 0); }
 
-int phxfs_mem_free(int dev, void *ptr)
-{
-    phx_clear_error();
-    int err;
-    if (!phx_device_get(dev, &err)) return err;
-    int rc = phx_conn->mem_free(dev, ptr);
-    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "mem_free: %p on device %d: %s", ptr, dev, strerror(-rc));
-    return rc;
-}
+/* The simple calls below only bracket one connector call with a use of the device. */
+#define WITH_DEVICE(dev, what, call) do {                                                          \
+        phx_clear_error();                                                                         \
+        int err_;                                                                                  \
+        phx_device_t *d_ = phx_device_acquire((dev), &err_);                                       \
+        if (!d_) return err_;                                                                      \
+        int rc_ = (call);                                                                          \
+        phx_device_release(d_);                                                                    \
+        if (rc_ < 0 && !*phxfs_last_error()) phx_fail(-rc_, "%s on device %d: %s", what, (dev), strerror(-rc_)); \
+        return rc_;                                                                                \
+    } while (0)
+
+int phxfs_mem_free(int dev, void *ptr) { WITH_DEVICE(dev, "mem_free", phx_conn->mem_free(dev, ptr)); }
 
 int phxfs_stream_create(int dev, void **stream)
 {
-    phx_clear_error();
-    int err;
     if (!stream) return phx_fail(EINVAL, "stream_create: stream is NULL");
-    if (!phx_device_get(dev, &err)) return err;
-    int rc = phx_conn->stream_create(dev, stream);
-    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "stream_create on device %d: %s", dev, strerror(-rc));
-    return rc;
+    WITH_DEVICE(dev, "stream_create", phx_conn->stream_create(dev, stream));
 }
 
-int phxfs_stream_synchronize(int dev, void *stream)
-{
-    phx_clear_error();
-    int err;
-    if (!phx_device_get(dev, &err)) return err;
-    int rc = phx_conn->bind(dev);
-    if (!rc) rc = phx_conn->stream_sync(stream);
-    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "stream_synchronize on device %d: %s", dev, strerror(-rc));
-    return rc;
-}
-
-int phxfs_stream_destroy(int dev, void *stream)
-{
-    phx_clear_error();
-    int err;
-    if (!phx_device_get(dev, &err)) return err;
-    int rc = phx_conn->bind(dev);
-    if (!rc) rc = phx_conn->stream_destroy(stream);
-    if (rc < 0 && !*phxfs_last_error()) phx_fail(-rc, "stream_destroy on device %d: %s", dev, strerror(-rc));
-    return rc;
-}
+int phxfs_stream_synchronize(int dev, void *stream) { WITH_DEVICE(dev, "stream_synchronize", phx_conn->stream_sync(stream)); }
+int phxfs_stream_destroy(int dev, void *stream) { WITH_DEVICE(dev, "stream_destroy", phx_conn->stream_destroy(stream)); }

@@ -1,9 +1,12 @@
-/* Stream-ordered I/O. In bounce mode each slot-sized piece becomes four
- * stream operations: device->slot copy (so bytes past a short read keep their
- * contents), a host function doing the file I/O on the slot, slot->device
- * copy, and a host function that recycles the slot. Host functions make no
- * accelerator calls, as cuLaunchHostFunc requires, and always return, so a
- * failed read never stalls the stream. */
+/* Stream-ordered I/O. On an accelerator each operation is three stream
+ * entries: a host function (kick) that hands the operation to the worker pool
+ * when the stream reaches it, a wait that holds the stream until the workers
+ * set the operation's flag, and a host function (release) that returns the
+ * flag. The workers move the bytes through the device's pinned pool like any
+ * batch, so stream I/O takes pinned slots as it runs, never when queued, and
+ * never more than the pool. Host functions make no accelerator calls, as
+ * cuLaunchHostFunc requires, and the flag is set on every path, so a failed
+ * operation never stalls the stream. */
 #include "internal.h"
 #include <fcntl.h>
 #include <limits.h>
@@ -13,106 +16,65 @@
 #include <unistd.h>
 
 typedef struct {
-    int fd, is_write, direct;
+    phxfs_io_req_t req;
+    int is_write;
     const off_t *f_offset_p;
     ssize_t *bytes_done;
-    off_t f_off;           /* snapshot taken by the first piece */
-    size_t total;
-    atomic_int outstanding; /* queued pieces + 1 for the enqueuer; 0 finishes the op */
-    size_t slot_bytes;
-    atomic_int err;
-    atomic_size_t done;
-    int eof;
-    phx_device_t *dev;
-    uintptr_t hold_base;
-    char *host_dst;        /* host/immediate path */
+    phx_device_t *dev;       /* the stream's device, with a use taken until release runs */
+    phx_flag_t *flag;
+    /* one reference for the enqueuer, one for a queued kick: the last one out reports */
+    atomic_int refs;
+    ssize_t result;
+    int enqueue_err;         /* set by the enqueuer before it drops its reference */
+    int release_queued, wait_queued;
 } stream_op_t;
 
 typedef struct {
-    stream_op_t *op;
-    phx_slot_t *slot;
-    size_t rel, len;
-    int index;
-} piece_t;
+    phx_device_t *dev;
+    phx_flag_t *flag;
+} release_t;
 
-static void finish_op(stream_op_t *op)
+static void op_unref(stream_op_t *op)
 {
-    int e = atomic_load(&op->err);
-    *op->bytes_done = e ? e : (ssize_t)atomic_load(&op->done);
-    if (op->dev) {
-        phx_registry_release(&op->dev->reg, op->hold_base);
-        atomic_fetch_sub(&op->dev->users, 1);
+    if (atomic_fetch_sub(&op->refs, 1) != 1) return;
+    *op->bytes_done = op->enqueue_err ? op->enqueue_err : op->result;
+    __atomic_store_n(op->flag->word, 1, __ATOMIC_RELEASE);
+    if (!op->release_queued) {
+        /* nothing on the stream will return the flag: return it here unless a queued wait
+         * may still read it (then it stays out: 4 bytes, only after a failed launch) */
+        if (!op->wait_queued) phx_flag_give(&op->dev->pinned, op->flag);
+        phx_device_release(op->dev);
     }
     free(op);
 }
 
-/* File I/O on a slot; O_DIRECT files get an aligned span when needed. */
-static ssize_t slot_io(stream_op_t *op, char *slot, size_t len, off_t off)
+static void op_done(phx_batch_state_t *b, int result, void *arg)
 {
-    if (!op->direct || ((off | (off_t)len) & (PHX_ALIGN - 1)) == 0)
-        return phx_rw_full(op->fd, op->is_write, slot, len, off);
-    if (op->is_write) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/fd/%d", op->fd);
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0) return -errno;
-        ssize_t r = phx_rw_full(fd, 1, slot, len, off);
-        close(fd);
-        return r;
-    }
-    /* the upper half of the slot takes the aligned span, so bytes past a
-     * short read in the lower half keep the device's contents */
-    char *span = slot + op->slot_bytes + PHX_ALIGN;
-    off_t a = (off_t)phx_align_down((size_t)off, PHX_ALIGN);
-    size_t head = (size_t)(off - a);
-    ssize_t r = phx_rw_full(op->fd, 0, span, phx_align_up(head + len, PHX_ALIGN), a);
-    if (r < 0) return r;
-    size_t got = (size_t)r > head ? (size_t)r - head : 0;
-    if (got > len) got = len;
-    memcpy(slot, span + head, got);
-    return (ssize_t)got;
+    (void)result;
+    stream_op_t *op = arg;
+    op->result = op->req.result;
+    phx_batch_state_free(b);
+    op_unref(op);
 }
 
-static void piece_io(void *arg)
-{
-    piece_t *p = arg;
-    stream_op_t *op = p->op;
-    if (p->index == 0) op->f_off = *op->f_offset_p;
-    if (atomic_load(&op->err) || op->eof) return;
-    if (op->f_off < 0) {
-        atomic_store(&op->err, -EINVAL);
-        return;
-    }
-    ssize_t r = slot_io(op, p->slot->mem, p->len, op->f_off + (off_t)p->rel);
-    if (r < 0) {
-        int zero = 0;
-        atomic_compare_exchange_strong(&op->err, &zero, (int)r);
-        return;
-    }
-    atomic_fetch_add(&op->done, (size_t)r);
-    if ((size_t)r < p->len) op->eof = 1;
-}
-
-static void piece_release(void *arg)
-{
-    piece_t *p = arg;
-    stream_op_t *op = p->op;
-    phx_slot_put(p->slot);
-    free(p);
-    if (atomic_fetch_sub(&op->outstanding, 1) == 1) finish_op(op);
-}
-
-static void host_io(void *arg)
+static void kick(void *arg)
 {
     stream_op_t *op = arg;
-    op->f_off = *op->f_offset_p;
-    /* through the batch path, which handles O_DIRECT alignment; host memory needs no accelerator call */
-    ssize_t r = op->f_off < 0 ? -EINVAL
-                : op->is_write ? phxfs_write(op->fd, -1, op->host_dst, 0, (ssize_t)op->total, op->f_off)
-                               : phxfs_read(op->fd, -1, op->host_dst, 0, (ssize_t)op->total, op->f_off);
-    if (r < 0) atomic_store(&op->err, (int)r);
-    else atomic_store(&op->done, (size_t)r);
-    finish_op(op);
+    op->req.f_offset = *op->f_offset_p;
+    int err = 0;
+    phx_batch_state_t *b = phx_batch_start(&op->req, NULL, 1, op->is_write, 0, op_done, op, &err);
+    if (!b) {
+        op->result = err;
+        op_unref(op);
+    }
+}
+
+static void release(void *arg)
+{
+    release_t *r = arg;
+    phx_flag_give(&r->dev->pinned, r->flag);
+    phx_device_release(r->dev);
+    free(r);
 }
 
 static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const off_t *buf_offset_p,
@@ -127,82 +89,63 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
     size_t n = *nbytes_p;
     off_t bo = *buf_offset_p;
     if (bo < 0 || n > (size_t)SSIZE_MAX) return phx_fail(EINVAL, "%s: buffer offset %lld or size %zu out of range", what, (long long)bo, n);
-    if (!stream) {
+    if (stream && dev >= 0) {
+        /* resolved now so a bad range fails the call instead of landing in bytes_done; the
+         * batch that moves the bytes takes its own hold */
+        int err;
+        phx_device_t *bd = phx_device_acquire(dev, &err);
+        if (!bd) return err;
+        uintptr_t target, base;
+        rc = phx_registry_resolve(&bd->reg, (uintptr_t)buf, (uint64_t)bo, n, 0, &target, &base);
+        phx_device_release(bd);
+        if (rc) return rc;
+    }
+    if (!stream || !phx_conn->is_accelerator) {
+        /* no stream, or host "streams" that run at enqueue: now, on this thread */
         ssize_t r = is_write ? phxfs_write(fd, dev, buf, bo, (ssize_t)n, *f_offset_p)
                              : phxfs_read(fd, dev, buf, bo, (ssize_t)n, *f_offset_p);
         *bytes_done = r;
         return 0;
     }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0) return phx_fail(EBADF, "%s: fd %d is not an open file", what, fd);
+    if (fcntl(fd, F_GETFL) < 0) return phx_fail(EBADF, "%s: fd %d is not an open file", what, fd);
+    int sdev = phx_conn->stream_device(stream);
+    if (sdev < 0) return sdev;
+    if (dev >= 0 && sdev != dev) return phx_fail(EINVAL, "%s: the stream belongs to device %d, the buffer to device %d", what, sdev, dev);
+    if (dev < 0 && !buf) return phx_fail(EFAULT, "%s: host buffer is NULL", what);
+    phx_device_t *d = phx_device_acquire(sdev, &rc);
+    if (!d) return rc;
     stream_op_t *op = calloc(1, sizeof *op);
-    if (!op) return phx_fail(ENOMEM, "%s: out of memory", what);
-    op->fd = fd;
+    release_t *rel = malloc(sizeof *rel);
+    phx_flag_t *flag = op && rel ? phx_flag_take(&d->pinned) : NULL;
+    if (!flag) {
+        free(op);
+        free(rel);
+        phx_device_release(d);
+        return phx_fail(ENOMEM, "%s: out of memory", what);
+    }
+    op->req = (phxfs_io_req_t){fd, dev, buf, bo, n, 0, 0};
     op->is_write = is_write;
-    op->direct = (fl & O_DIRECT) != 0;
     op->f_offset_p = f_offset_p;
     op->bytes_done = bytes_done;
-    op->total = n;
-    uintptr_t target;
-    if (dev >= 0) {
-        int err;
-        phx_device_t *d = phx_device_get(dev, &err);
-        if (!d) { free(op); return err; }
-        rc = phx_registry_resolve(&d->reg, (uintptr_t)buf, (uint64_t)bo, n, 1, &target, &op->hold_base);
-        if (rc) { free(op); return rc; }
-        op->dev = d;
-        atomic_fetch_add(&d->users, 1);
-        rc = phx_conn->bind(dev);
-        if (rc) { finish_op(op); return rc; }
+    op->dev = d;
+    op->flag = flag;
+    *rel = (release_t){d, flag};
+    atomic_init(&op->refs, 2);
+    rc = phx_conn->launch_host_fn(stream, kick, op);
+    if (rc) {
+        atomic_fetch_sub(&op->refs, 1); /* the kick will never run */
     } else {
-        if (!buf) { free(op); return phx_fail(EFAULT, "%s: host buffer is NULL", what); }
-        target = (uintptr_t)buf + (uintptr_t)bo;
+        rc = phx_conn->wait_flag(stream, flag->word);
+        op->wait_queued = rc == 0;
+        if (!rc) rc = phx_conn->launch_host_fn(stream, release, rel);
+        op->release_queued = rc == 0;
     }
-    if (dev < 0 || !phx_conn->is_accelerator) {
-        op->host_dst = (char *)target;
-        if (dev < 0 && phx_conn->is_accelerator) {
-            /* a host buffer on an accelerator stream: still ordered on it */
-            rc = phx_conn->launch_host_fn(stream, host_io, op);
-            if (rc) finish_op(op);
-            return rc;
-        }
-        host_io(op);
-        return 0;
+    if (!op->release_queued) free(rel);
+    if (rc) {
+        op->enqueue_err = rc;
+        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
     }
-    size_t S = phx_pool_slot_bytes();
-    int npieces = n ? (int)((n + S - 1) / S) : 1;
-    op->slot_bytes = S;
-    atomic_init(&op->outstanding, 1);
-    for (int i = 0; i < npieces; i++) {
-        piece_t *p = calloc(1, sizeof *p);
-        phx_slot_t *slot = p ? phx_slot_get(2 * S + 3 * PHX_ALIGN) : NULL;
-        if (!slot) {
-            free(p);
-            rc = phx_fail(ENOMEM, "%s: no pinned slot", what);
-        } else {
-            *p = (piece_t){op, slot, (size_t)i * S, 0, i};
-            p->len = n - p->rel < S ? n - p->rel : S;
-            char *dptr = (char *)target + p->rel;
-            atomic_fetch_add(&op->outstanding, 1); /* before the stream can release it */
-            if (p->len) rc = phx_conn->dtoh_async(slot->mem, dptr, p->len, stream);
-            if (!rc) rc = phx_conn->launch_host_fn(stream, piece_io, p);
-            if (!rc && p->len && !is_write) rc = phx_conn->htod_async(dptr, slot->mem, p->len, stream);
-            if (!rc) rc = phx_conn->launch_host_fn(stream, piece_release, p);
-            if (rc) {
-                /* nothing of this piece is queued after a failed launch of its release */
-                atomic_fetch_sub(&op->outstanding, 1);
-                phx_slot_put(slot);
-                free(p);
-            }
-        }
-        if (rc) {
-            int zero = 0;
-            atomic_compare_exchange_strong(&op->err, &zero, rc);
-            break;
-        }
-    }
-    /* the enqueuer's reference: with nothing queued the op finishes here */
-    if (atomic_fetch_sub(&op->outstanding, 1) == 1) finish_op(op);
+    op_unref(op);
     return rc;
 }
 

@@ -119,7 +119,8 @@ int main(void)
     CHECK_EQ(phxfs_read(fd, 0, dev_mem, 0, -1, 0), -EINVAL);
     CHECK_EQ(phxfs_read(-5, -1, dev_mem, 0, 10, 0), -EBADF);
     CHECK_EQ(phxfs_read(fd, -1, dev_mem, 0, 10, -1), -EINVAL);
-    CHECK_EQ(phxfs_set_config("queue_depth", "0"), -EINVAL);
+    CHECK_EQ(phxfs_set_config("mode", "warp"), -EINVAL);
+    CHECK_EQ(phxfs_set_config("queue_depth", "16"), -EBUSY); /* frozen with the pool */
     CHECK_EQ(phxfs_set_config("workers", "4"), -EBUSY); /* the pool is running */
     CHECK(strstr(phxfs_last_error(), "PHX_WORKERS") != NULL);
     CHECK_EQ(phxfs_set_config("no_such_key", "1"), -EINVAL);

@@ -16,7 +16,11 @@ static struct {
     CUresult (*DeviceGet)(int *, int);
     CUresult (*DeviceGetName)(char *, int, int);
     CUresult (*PrimaryCtxRetain)(void **, int);
-    CUresult (*CtxSetCurrent)(void *);
+    CUresult (*CtxPushCurrent)(void *);
+    CUresult (*CtxPopCurrent)(void **);
+    CUresult (*CtxGetCurrent)(void **);
+    CUresult (*CtxGetDevice)(int *);
+    CUresult (*StreamGetCtx)(void *, void **);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemHostRegister)(void *, size_t, unsigned);
@@ -32,12 +36,22 @@ static struct {
     CUresult (*EventRecord)(void *, void *);
     CUresult (*EventSynchronize)(void *);
     CUresult (*LaunchHostFunc)(void *, CUhostFn, void *);
+    CUresult (*StreamWaitValue32)(void *, CUdeviceptr, unsigned, unsigned);
+    CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
+    CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
     CUresult (*GetErrorString)(CUresult, const char **);
     int count;
+    pthread_mutex_t ctx_lock;
     void *ctx[PHX_MAX_DEVICES];
-} cu;
+} cu = {.ctx_lock = PTHREAD_MUTEX_INITIALIZER};
 
-static __thread int bound_dev = -1;
+/* What each enter did, so leave undoes exactly that: enter pushes only when the
+ * wanted context is not already current. Bookkeeping only: the current context
+ * itself is always asked of the driver, never cached, because a framework may
+ * switch it between our calls. */
+#define MAX_NEST 16
+static __thread unsigned char pushed[MAX_NEST];
+static __thread int depth;
 
 static int cu_err(CUresult r, const char *what)
 {
@@ -58,8 +72,9 @@ static int load(const char *name, void **fn, char *why, size_t n)
     return 0;
 }
 
-static int c_init(char *why, size_t n)
+static int c_init(int fake_devices, char *why, size_t n)
 {
+    (void)fake_devices;
     cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!cu.lib) {
         snprintf(why, n, "bounce: no GPU driver (libcuda.so.1 not loadable)");
@@ -68,7 +83,12 @@ static int c_init(char *why, size_t n)
     struct { const char *name; void **fn; } syms[] = {
         {"cuInit", (void **)&cu.Init}, {"cuDeviceGetCount", (void **)&cu.DeviceGetCount},
         {"cuDeviceGet", (void **)&cu.DeviceGet}, {"cuDeviceGetName", (void **)&cu.DeviceGetName},
-        {"cuDevicePrimaryCtxRetain", (void **)&cu.PrimaryCtxRetain}, {"cuCtxSetCurrent", (void **)&cu.CtxSetCurrent},
+        {"cuDevicePrimaryCtxRetain", (void **)&cu.PrimaryCtxRetain},
+        {"cuCtxPushCurrent_v2", (void **)&cu.CtxPushCurrent}, {"cuCtxPopCurrent_v2", (void **)&cu.CtxPopCurrent},
+        {"cuCtxGetCurrent", (void **)&cu.CtxGetCurrent}, {"cuCtxGetDevice", (void **)&cu.CtxGetDevice},
+        {"cuStreamGetCtx", (void **)&cu.StreamGetCtx}, {"cuStreamWaitValue32_v2", (void **)&cu.StreamWaitValue32},
+        {"cuMemHostGetDevicePointer_v2", (void **)&cu.MemHostGetDevicePointer},
+        {"cuPointerGetAttribute", (void **)&cu.PointerGetAttribute},
         {"cuMemAlloc_v2", (void **)&cu.MemAlloc}, {"cuMemFree_v2", (void **)&cu.MemFree},
         {"cuMemHostRegister_v2", (void **)&cu.MemHostRegister}, {"cuMemHostUnregister", (void **)&cu.MemHostUnregister},
         {"cuStreamCreate", (void **)&cu.StreamCreate}, {"cuStreamDestroy_v2", (void **)&cu.StreamDestroy},
@@ -95,21 +115,55 @@ static int c_init(char *why, size_t n)
     return cu.count;
 }
 
-static int c_bind(int dev)
+static int primary_ctx(int dev, void **out)
 {
-    if (dev < 0 || dev >= cu.count) return phx_fail(ENODEV, "no CUDA device %d", dev);
-    if (bound_dev == dev) return 0;
+    pthread_mutex_lock(&cu.ctx_lock);
+    CUresult r = 0;
     if (!cu.ctx[dev]) {
         int d;
-        CU(cu.DeviceGet(&d, dev), "cuDeviceGet");
-        void *ctx;
-        CU(cu.PrimaryCtxRetain(&ctx, d), "cuDevicePrimaryCtxRetain");
-        cu.ctx[dev] = ctx; /* primary contexts are per device, a benign race */
+        r = cu.DeviceGet(&d, dev);
+        if (!r) r = cu.PrimaryCtxRetain(&cu.ctx[dev], d);
     }
-    CU(cu.CtxSetCurrent(cu.ctx[dev]), "cuCtxSetCurrent");
-    bound_dev = dev;
+    *out = cu.ctx[dev];
+    pthread_mutex_unlock(&cu.ctx_lock);
+    return r ? cu_err(r, "cuDevicePrimaryCtxRetain") : 0;
+}
+
+static int c_enter(int dev, void *stream)
+{
+    if (depth >= MAX_NEST) return phx_fail(EDEADLK, "cuda: contexts nested more than %d deep", MAX_NEST);
+    void *want = NULL;
+    if (stream) {
+        CU(cu.StreamGetCtx(stream, &want), "cuStreamGetCtx");
+    } else {
+        if (dev < 0 || dev >= cu.count) return phx_fail(ENODEV, "no CUDA device %d", dev);
+        int rc = primary_ctx(dev, &want);
+        if (rc) return rc;
+    }
+    void *cur = NULL;
+    CU(cu.CtxGetCurrent(&cur), "cuCtxGetCurrent");
+    if (cur != want) CU(cu.CtxPushCurrent(want), "cuCtxPushCurrent");
+    pushed[depth++] = cur != want;
     return 0;
 }
+
+static void c_leave(void)
+{
+    if (depth <= 0) return;
+    if (pushed[--depth]) {
+        void *old;
+        cu.CtxPopCurrent(&old);
+    }
+}
+
+/* Runs one driver call with dev's context current, restoring the caller's. */
+#define IN_CTX(dev, stream, call, what) do {                       \
+        int rc_ = c_enter((dev), (stream));                        \
+        if (rc_) return rc_;                                       \
+        CUresult r_ = (call);                                      \
+        c_leave();                                                 \
+        if (r_) return cu_err(r_, what);                           \
+    } while (0)
 
 static int c_name(int dev, char *buf, size_t len)
 {
@@ -121,69 +175,100 @@ static int c_name(int dev, char *buf, size_t len)
 
 static int c_alloc(int dev, size_t len, void **p)
 {
-    int rc = c_bind(dev);
-    if (rc) return rc;
-    CUdeviceptr d;
-    CU(cu.MemAlloc(&d, len ? len : 1), "cuMemAlloc");
+    CUdeviceptr d = 0;
+    IN_CTX(dev, NULL, cu.MemAlloc(&d, len ? len : 1), "cuMemAlloc");
     *p = (void *)(uintptr_t)d;
     return 0;
 }
 
-static int c_free(int dev, void *p)
-{
-    int rc = c_bind(dev);
-    if (rc) return rc;
-    CU(cu.MemFree((CUdeviceptr)(uintptr_t)p), "cuMemFree");
-    return 0;
-}
+static int c_free(int dev, void *p) { IN_CTX(dev, NULL, cu.MemFree((CUdeviceptr)(uintptr_t)p), "cuMemFree"); return 0; }
 
-static int c_reg(void *p, size_t len)
-{
-    int rc = c_bind(bound_dev < 0 ? 0 : bound_dev);
-    if (rc) return rc;
-    CU(cu.MemHostRegister(p, len, 1 /* PORTABLE: usable from every context */), "cuMemHostRegister");
-    return 0;
-}
-static int c_unreg(void *p) { CU(cu.MemHostUnregister(p), "cuMemHostUnregister"); return 0; }
+/* PORTABLE: usable from every context; DEVICEMAP: the stream can wait on words in it */
+static int c_reg(void *p, size_t len) { IN_CTX(0, NULL, cu.MemHostRegister(p, len, 0x1 | 0x2), "cuMemHostRegister"); return 0; }
+static int c_unreg(void *p) { IN_CTX(0, NULL, cu.MemHostUnregister(p), "cuMemHostUnregister"); return 0; }
 
-static int c_screate(int dev, void **s)
-{
-    int rc = c_bind(dev);
-    if (rc) return rc;
-    CU(cu.StreamCreate(s, 1 /* NON_BLOCKING */), "cuStreamCreate");
-    return 0;
-}
-static int c_sdestroy(void *s) { CU(cu.StreamDestroy(s), "cuStreamDestroy"); return 0; }
-static int c_ssync(void *s) { CU(cu.StreamSynchronize(s), "cuStreamSynchronize"); return 0; }
+static int c_screate(int dev, void **s) { IN_CTX(dev, NULL, cu.StreamCreate(s, 1 /* NON_BLOCKING */), "cuStreamCreate"); return 0; }
+static int c_sdestroy(void *s) { IN_CTX(-1, s, cu.StreamDestroy(s), "cuStreamDestroy"); return 0; }
+static int c_ssync(void *s) { IN_CTX(-1, s, cu.StreamSynchronize(s), "cuStreamSynchronize"); return 0; }
 static int c_htod(void *dst, const void *src, size_t len, void *s)
 {
-    CU(cu.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, len, s), "cuMemcpyHtoDAsync");
+    IN_CTX(-1, s, cu.MemcpyHtoDAsync((CUdeviceptr)(uintptr_t)dst, src, len, s), "cuMemcpyHtoDAsync");
     return 0;
 }
 static int c_dtoh(void *dst, const void *src, size_t len, void *s)
 {
-    CU(cu.MemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, len, s), "cuMemcpyDtoHAsync");
+    IN_CTX(-1, s, cu.MemcpyDtoHAsync(dst, (CUdeviceptr)(uintptr_t)src, len, s), "cuMemcpyDtoHAsync");
     return 0;
 }
 static int c_memset(void *dst, int value, size_t len, void *s)
 {
-    CU(cu.MemsetD8Async((CUdeviceptr)(uintptr_t)dst, (unsigned char)value, len, s), "cuMemsetD8Async");
+    IN_CTX(-1, s, cu.MemsetD8Async((CUdeviceptr)(uintptr_t)dst, (unsigned char)value, len, s), "cuMemsetD8Async");
     return 0;
 }
+/* Events are made current-context-wide; the library makes them on a device's
+ * worker right after entering that device. */
 static int c_ecreate(void **e) { CU(cu.EventCreate(e, 2 /* DISABLE_TIMING */), "cuEventCreate"); return 0; }
 static int c_edestroy(void *e) { CU(cu.EventDestroy(e), "cuEventDestroy"); return 0; }
-static int c_erecord(void *e, void *s) { CU(cu.EventRecord(e, s), "cuEventRecord"); return 0; }
+static int c_erecord(void *e, void *s) { IN_CTX(-1, s, cu.EventRecord(e, s), "cuEventRecord"); return 0; }
 static int c_esync(void *e) { CU(cu.EventSynchronize(e), "cuEventSynchronize"); return 0; }
-static int c_launch(void *s, phx_host_fn fn, void *arg)
+static int c_launch(void *s, phx_host_fn fn, void *arg) { IN_CTX(-1, s, cu.LaunchHostFunc(s, fn, arg), "cuLaunchHostFunc"); return 0; }
+
+static int c_wait(void *s, volatile uint32_t *flag)
 {
-    CU(cu.LaunchHostFunc(s, fn, arg), "cuLaunchHostFunc");
+    CUdeviceptr d = 0;
+    int rc = c_enter(-1, s);
+    if (rc) return rc;
+    CUresult r = cu.MemHostGetDevicePointer(&d, (void *)flag, 0);
+    if (!r) r = cu.StreamWaitValue32(s, d, 1, 0 /* GEQ */);
+    c_leave();
+    return r ? cu_err(r, "cuStreamWaitValue32") : 0;
+}
+
+enum { ATTR_CONTEXT = 1, ATTR_MEMORY_TYPE = 2, ATTR_RANGE_START = 11, ATTR_RANGE_SIZE = 12, ATTR_ORDINAL = 9 };
+
+static int c_check(int dev, const void *p, size_t len, char *why, size_t n)
+{
+    CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)p;
+    unsigned type = 0;
+    int ordinal = -1;
+    CUresult r = cu.PointerGetAttribute(&type, ATTR_MEMORY_TYPE, ptr);
+    if (r) {
+        snprintf(why, n, "not memory CUDA knows (host memory that is not registered, or freed); cuPointerGetAttribute: error %d", r);
+        return -EINVAL;
+    }
+    if (type != 2 /* CU_MEMORYTYPE_DEVICE */) {
+        snprintf(why, n, "%s memory, not device memory", type == 1 ? "host" : type == 3 ? "array" : "unified");
+        return -EINVAL;
+    }
+    if (!cu.PointerGetAttribute(&ordinal, ATTR_ORDINAL, ptr) && ordinal != dev) {
+        snprintf(why, n, "memory of device %d, not of device %d", ordinal, dev);
+        return -EINVAL;
+    }
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    if (!cu.PointerGetAttribute(&start, ATTR_RANGE_START, ptr) && !cu.PointerGetAttribute(&size, ATTR_RANGE_SIZE, ptr) &&
+        ptr + len > start + size) {
+        snprintf(why, n, "runs %llu bytes past the end of its allocation", (unsigned long long)(ptr + len - start - size));
+        return -EINVAL;
+    }
     return 0;
 }
 
+static int c_sdev(void *s)
+{
+    int rc = c_enter(-1, s);
+    if (rc) return rc;
+    int d = -1;
+    CUresult r = cu.CtxGetDevice(&d);
+    c_leave();
+    return r ? cu_err(r, "cuCtxGetDevice") : d;
+}
+
 const phx_connector_t phx_connector_cuda = {
-    .name = "cuda", .is_accelerator = 1, .init = c_init, .device_name = c_name, .bind = c_bind,
+    .name = "cuda", .is_accelerator = 1, .init = c_init, .device_name = c_name, .enter = c_enter, .leave = c_leave,
     .mem_alloc = c_alloc, .mem_free = c_free, .host_register = c_reg, .host_unregister = c_unreg,
     .stream_create = c_screate, .stream_destroy = c_sdestroy, .stream_sync = c_ssync,
     .htod_async = c_htod, .dtoh_async = c_dtoh, .memset_async = c_memset, .event_create = c_ecreate, .event_destroy = c_edestroy,
-    .event_record = c_erecord, .event_sync = c_esync, .launch_host_fn = c_launch,
+    .event_record = c_erecord, .event_sync = c_esync, .launch_host_fn = c_launch, .wait_flag = c_wait,
+    .check_pointer = c_check, .stream_device = c_sdev,
 };

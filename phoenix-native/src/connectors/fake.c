@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct fake_event {
     pthread_mutex_t lock;
@@ -13,7 +14,7 @@ typedef struct fake_event {
 } fake_event_t;
 
 typedef struct fake_op {
-    enum { OP_COPY, OP_SET, OP_FN, OP_EVENT } kind;
+    enum { OP_COPY, OP_SET, OP_FN, OP_EVENT, OP_WAIT } kind;
     int value;
     void *dst;
     const void *src;
@@ -22,6 +23,7 @@ typedef struct fake_op {
     void *arg;
     fake_event_t *ev;
     uint64_t ev_seq;
+    volatile uint32_t *flag;
     struct fake_op *next;
 } fake_op_t;
 
@@ -31,28 +33,81 @@ typedef struct fake_stream {
     fake_op_t *head, *tail;
     uint64_t queued, completed;
     int stop;
+    int dev;
     pthread_t thread;
 } fake_stream_t;
 
 static int fake_count;
 
-static int f_init(char *why, size_t n)
+static int f_init(int fake_devices, char *why, size_t n)
 {
     (void)why; (void)n;
-    fake_count = phx_cfg.fake_devices > 0 ? phx_cfg.fake_devices : 1;
+    fake_count = fake_devices > 0 ? fake_devices : 1;
     return fake_count;
 }
 
 static int f_name(int dev, char *buf, size_t len) { snprintf(buf, len, "fake device %d (host-emulated)", dev); return 0; }
-static int f_bind(int dev) { return dev >= 0 && dev < fake_count ? 0 : -ENODEV; }
+static int f_enter(int dev, void *s)
+{
+    if (s) return 0;
+    return dev >= 0 && dev < fake_count ? 0 : -ENODEV;
+}
+static void f_leave(void) {}
+
+/* Allocations are remembered so check_pointer can tell device memory from
+ * host memory, as cuPointerGetAttribute does on a GPU. */
+typedef struct { uintptr_t addr; size_t len; int dev; } fake_alloc_t;
+static pthread_mutex_t alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+static fake_alloc_t *allocs;
+static size_t nallocs, cap_allocs;
 
 static int f_alloc(int dev, size_t len, void **p)
 {
-    (void)dev;
+    if (f_enter(dev, NULL)) return -ENODEV;
     *p = aligned_alloc(65536, phx_align_up(len ? len : 1, 65536));
-    return *p ? 0 : -ENOMEM;
+    if (!*p) return -ENOMEM;
+    pthread_mutex_lock(&alloc_lock);
+    if (nallocs == cap_allocs) {
+        size_t nc = cap_allocs ? 2 * cap_allocs : 64;
+        fake_alloc_t *v = realloc(allocs, nc * sizeof *v);
+        if (!v) { pthread_mutex_unlock(&alloc_lock); free(*p); *p = NULL; return -ENOMEM; }
+        allocs = v;
+        cap_allocs = nc;
+    }
+    allocs[nallocs++] = (fake_alloc_t){(uintptr_t)*p, len ? len : 1, dev};
+    pthread_mutex_unlock(&alloc_lock);
+    return 0;
 }
-static int f_free(int dev, void *p) { (void)dev; free(p); return 0; }
+static int f_free(int dev, void *p)
+{
+    (void)dev;
+    pthread_mutex_lock(&alloc_lock);
+    for (size_t i = 0; i < nallocs; i++)
+        if (allocs[i].addr == (uintptr_t)p) { allocs[i] = allocs[--nallocs]; break; }
+    pthread_mutex_unlock(&alloc_lock);
+    free(p);
+    return 0;
+}
+
+static int f_check(int dev, const void *p, size_t len, char *why, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    int found = -1;
+    pthread_mutex_lock(&alloc_lock);
+    for (size_t i = 0; i < nallocs && found < 0; i++)
+        if (a >= allocs[i].addr && a - allocs[i].addr < allocs[i].len) {
+            found = allocs[i].dev;
+            if (len > allocs[i].len - (a - allocs[i].addr)) {
+                snprintf(why, n, "runs %zu bytes past the end of its device allocation", len - (allocs[i].len - (a - allocs[i].addr)));
+                found = -2;
+            }
+        }
+    pthread_mutex_unlock(&alloc_lock);
+    if (found == -2) return -EINVAL;
+    if (found < 0) { snprintf(why, n, "host memory, not device memory"); return -EINVAL; }
+    if (found != dev) { snprintf(why, n, "memory of device %d, not of device %d", found, dev); return -EINVAL; }
+    return 0;
+}
 static int f_reg(void *p, size_t len) { (void)p; (void)len; return 0; }
 static int f_unreg(void *p) { (void)p; return 0; }
 
@@ -71,6 +126,12 @@ static void *stream_main(void *arg)
         case OP_COPY: memmove(op->dst, op->src, op->len); break;
         case OP_SET: memset(op->dst, op->value, op->len); break;
         case OP_FN: op->fn(op->arg); break;
+        case OP_WAIT: {
+            /* like cuStreamWaitValue32: the stream stops until another thread sets the word */
+            struct timespec ts = {0, 20000};
+            while (!__atomic_load_n(op->flag, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL);
+            break;
+        }
         case OP_EVENT:
             pthread_mutex_lock(&op->ev->lock);
             if (op->ev_seq > op->ev->reached) op->ev->reached = op->ev_seq;
@@ -89,9 +150,10 @@ static void *stream_main(void *arg)
 
 static int f_screate(int dev, void **out)
 {
-    if (f_bind(dev)) return -ENODEV;
+    if (f_enter(dev, NULL)) return -ENODEV;
     fake_stream_t *s = calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
+    s->dev = dev;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     if (pthread_create(&s->thread, NULL, stream_main, s)) { free(s); return -EAGAIN; }
@@ -160,6 +222,16 @@ static int f_launch(void *s, phx_host_fn fn, void *arg)
     return enqueue(s, op);
 }
 
+static int f_wait(void *s, volatile uint32_t *flag)
+{
+    fake_op_t *op = calloc(1, sizeof *op);
+    if (!op) return -ENOMEM;
+    op->kind = OP_WAIT; op->flag = flag;
+    return enqueue(s, op);
+}
+
+static int f_sdev(void *s) { return ((fake_stream_t *)s)->dev; }
+
 static int f_ecreate(void **out)
 {
     fake_event_t *e = calloc(1, sizeof *e);
@@ -202,9 +274,10 @@ static int f_esync(void *p)
 }
 
 const phx_connector_t phx_connector_fake = {
-    .name = "fake", .is_accelerator = 1, .init = f_init, .device_name = f_name, .bind = f_bind,
+    .name = "fake", .is_accelerator = 1, .init = f_init, .device_name = f_name, .enter = f_enter, .leave = f_leave,
     .mem_alloc = f_alloc, .mem_free = f_free, .host_register = f_reg, .host_unregister = f_unreg,
     .stream_create = f_screate, .stream_destroy = f_sdestroy, .stream_sync = f_ssync,
     .htod_async = f_copy, .dtoh_async = f_copy, .memset_async = f_memset, .event_create = f_ecreate, .event_destroy = f_edestroy,
-    .event_record = f_erecord, .event_sync = f_esync, .launch_host_fn = f_launch,
+    .event_record = f_erecord, .event_sync = f_esync, .launch_host_fn = f_launch, .wait_flag = f_wait,
+    .check_pointer = f_check, .stream_device = f_sdev,
 };

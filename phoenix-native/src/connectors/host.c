@@ -8,9 +8,10 @@
 static char stream_token;
 static char event_token;
 
-static int h_init(char *why, size_t n) { (void)why; (void)n; return 1; }
+static int h_init(int fake_devices, char *why, size_t n) { (void)fake_devices; (void)why; (void)n; return 1; }
 static int h_name(int dev, char *buf, size_t len) { (void)dev; snprintf(buf, len, "host memory"); return 0; }
-static int h_bind(int dev) { (void)dev; return 0; }
+static int h_enter(int dev, void *s) { (void)dev; (void)s; return 0; }
+static void h_leave(void) {}
 static int h_alloc(int dev, size_t len, void **p)
 {
     (void)dev;
@@ -30,11 +31,20 @@ static int h_edestroy(void *e) { (void)e; return 0; }
 static int h_erecord(void *e, void *s) { (void)e; (void)s; return 0; }
 static int h_esync(void *e) { (void)e; return 0; }
 static int h_launch(void *s, phx_host_fn fn, void *arg) { (void)s; fn(arg); return 0; }
+static int h_wait(void *s, volatile uint32_t *flag) { (void)s; (void)flag; return 0; }
+static int h_check(int dev, const void *p, size_t len, char *why, size_t n)
+{
+    (void)dev; (void)len;
+    if (!p) { snprintf(why, n, "NULL pointer"); return -EINVAL; }
+    return 0; /* device memory is host memory here */
+}
+static int h_sdev(void *s) { (void)s; return 0; }
 
 const phx_connector_t phx_connector_host = {
-    .name = "host", .is_accelerator = 0, .init = h_init, .device_name = h_name, .bind = h_bind,
+    .name = "host", .is_accelerator = 0, .init = h_init, .device_name = h_name, .enter = h_enter, .leave = h_leave,
     .mem_alloc = h_alloc, .mem_free = h_free, .host_register = h_reg, .host_unregister = h_unreg,
     .stream_create = h_screate, .stream_destroy = h_sdestroy, .stream_sync = h_ssync,
     .htod_async = h_copy, .dtoh_async = h_copy, .memset_async = h_memset, .event_create = h_ecreate, .event_destroy = h_edestroy,
-    .event_record = h_erecord, .event_sync = h_esync, .launch_host_fn = h_launch,
+    .event_record = h_erecord, .event_sync = h_esync, .launch_host_fn = h_launch, .wait_flag = h_wait,
+    .check_pointer = h_check, .stream_device = h_sdev,
 };

@@ -1,0 +1,28 @@
+/* Configuration, parsed from PHX_* and phxfs_set_config into one parameter
+ * set. The set is frozen when the library starts; the worker pool and the
+ * devices get a copy, so no worker ever reads a value another thread writes. */
+#ifndef PHX_PARAMS_H
+#define PHX_PARAMS_H
+#include <stdatomic.h>
+#include <stddef.h>
+
+typedef struct {
+    int mode;            /* PHXFS_MODE_AUTO or a forced mode (read at device open) */
+    int engine;          /* PHXFS_ENGINE_* requested */
+    int workers;
+    size_t slot_bytes;   /* bounce slot */
+    int slots;           /* in-flight slots per worker and device */
+    size_t pinned_bytes; /* pinned pool per device */
+    size_t chunk_bytes;  /* host-mode split size */
+    int queue_depth;     /* host-mode ops a worker takes at once */
+    char connector[16];  /* "", "cuda", "fake", "host" */
+    int fake_devices;
+} phx_params_t;
+
+/* Loads PHX_* once and freezes the pool keys; returns the frozen set. */
+phx_params_t phx_params_freeze(void);
+/* "mode" stays settable until a device opens: read it then. */
+int phx_params_mode(void);
+extern _Atomic size_t phx_max_io_bytes; /* per-syscall cap (1 GiB; a test hook, applies at once) */
+
+#endif
