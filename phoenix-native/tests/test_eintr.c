@@ -17,8 +17,8 @@ static unsigned next_rand(void) { return atomic_fetch_add(&rng, 2654435761u) * 2
 
 ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-    static ssize_t (*real)(int, void *, size_t, off_t);
-    if (!real) real = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
+    /* resolved by every caller, never cached: workers call this concurrently */
+    ssize_t (*real)(int, void *, size_t, off_t) = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
     unsigned r = next_rand() % 8;
     if (r == 0) { atomic_fetch_add(&injected_eintr, 1); errno = EINTR; return -1; }
     if (r == 1 && n > 1) { atomic_fetch_add(&injected_short, 1); n = n / 2 + 1; }
@@ -27,8 +27,7 @@ ssize_t pread(int fd, void *buf, size_t n, off_t off)
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+    ssize_t (*real)(int, const void *, size_t, off_t) = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
     unsigned r = next_rand() % 8;
     if (r == 0) { errno = EINTR; return -1; }
     if (r == 1 && n > 1) n = n / 2 + 1;

@@ -39,10 +39,37 @@ typedef struct fake_stream {
 
 static int fake_count;
 
+/* Fault injection for the error paths a GPU rarely shows: PHX_FAKE_FAIL_LAUNCH and
+ * PHX_FAKE_FAIL_COPY list the 1-based calls (host-function launches; async copies)
+ * that fail with -EIO, e.g. "1,5". */
+#define MAX_FAULTS 16
+static long fail_launch[MAX_FAULTS], fail_copy[MAX_FAULTS];
+static atomic_long launch_calls, copy_calls;
+
+static void parse_faults(const char *env, long *out)
+{
+    const char *v = getenv(env);
+    for (int i = 0; v && *v && i < MAX_FAULTS; i++) {
+        char *end;
+        out[i] = strtol(v, &end, 10);
+        v = *end == ',' ? end + 1 : NULL;
+    }
+}
+
+static int injected(long *list, atomic_long *calls)
+{
+    long n = atomic_fetch_add(calls, 1) + 1;
+    for (int i = 0; i < MAX_FAULTS && list[i]; i++)
+        if (list[i] == n) return 1;
+    return 0;
+}
+
 static int f_init(int fake_devices, char *why, size_t n)
 {
     (void)why; (void)n;
     fake_count = fake_devices > 0 ? fake_devices : 1;
+    parse_faults("PHX_FAKE_FAIL_LAUNCH", fail_launch);
+    parse_faults("PHX_FAKE_FAIL_COPY", fail_copy);
     return fake_count;
 }
 
@@ -200,6 +227,7 @@ static int f_sdestroy(void *p)
 
 static int f_copy(void *dst, const void *src, size_t len, void *s)
 {
+    if (injected(fail_copy, &copy_calls)) return -EIO;
     fake_op_t *op = calloc(1, sizeof *op);
     if (!op) return -ENOMEM;
     op->kind = OP_COPY; op->dst = dst; op->src = src; op->len = len;
@@ -216,6 +244,7 @@ static int f_memset(void *dst, int value, size_t len, void *s)
 
 static int f_launch(void *s, phx_host_fn fn, void *arg)
 {
+    if (injected(fail_launch, &launch_calls)) return -EIO;
     fake_op_t *op = calloc(1, sizeof *op);
     if (!op) return -ENOMEM;
     op->kind = OP_FN; op->fn = fn; op->arg = arg;

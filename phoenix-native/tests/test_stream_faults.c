@@ -1,0 +1,62 @@
+/* Stream error paths (fake device with injected faults): a launch that fails
+ * before, between or after the parts of a stream operation never frees what
+ * the stream still holds (ASan checks), always reports, and never stalls the
+ * stream; a failed device copy lands in bytes_done. The faults are numbered
+ * by call: launches 1 (first op's kick) and 5 (third op's release); copy 1. */
+#include "harness.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+int main(void)
+{
+    const char *conn = getenv("PHX_CONNECTOR");
+    if (!conn || strcmp(conn, "fake")) {
+        printf("test_stream_faults: skipped, faults are injected by the fake device only\n");
+        return 77;
+    }
+    setenv("PHX_FAKE_FAIL_LAUNCH", "1,5", 1);
+    setenv("PHX_FAKE_FAIL_COPY", "1", 1);
+    CHECK_EQ(phxfs_open(0), 0);
+    size_t fsize = 1u << 20;
+    char path[256];
+    snprintf(path, sizeof path, "%s", th_make_file(fsize, 3));
+    int fd = th_open(path, 0);
+    void *dmem;
+    CHECK_EQ(phxfs_mem_alloc(0, fsize, &dmem), 0);
+    CHECK_EQ(phxfs_regmem(0, dmem, fsize, NULL), 0);
+    void *s;
+    CHECK_EQ(phxfs_stream_create(0, &s), 0);
+    size_t n = fsize;
+    off_t bo = 0, fo = 0;
+    ssize_t d1 = -999, d2 = -999, d3 = -999, d4 = -999;
+
+    /* launch 1 fails: the kick; nothing was queued */
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d1, s), -EIO);
+    CHECK(strstr(phxfs_last_error(), "cuLaunchHostFunc") || strstr(phxfs_last_error(), "queue"));
+    /* launches 2, 3 succeed: this one moves the bytes, but its first device copy fails */
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d2, s), 0);
+    /* launch 4 (kick) succeeds, 5 (release) fails: the call reports, the I/O still runs and
+     * bytes_done carries the error; the stream is not left waiting */
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d3, s), -EIO);
+    /* and the stream goes on */
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d4, s), 0);
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(d1, -EIO);
+    CHECK_EQ(d2, -EIO);
+    CHECK_EQ(d3, -EIO);
+    CHECK_EQ(d4, (ssize_t)fsize);
+    unsigned char *ref = malloc(fsize), *got = malloc(fsize);
+    th_fill(ref, fsize, 3, 0);
+    CHECK_EQ(phxfs_memcpy_to_host(0, got, dmem, fsize), 0);
+    CHECK(memcmp(ref, got, fsize) == 0);
+    CHECK_EQ(phxfs_stream_destroy(0, s), 0);
+    CHECK_EQ(phxfs_deregmem(0, dmem, fsize), 0);
+    CHECK_EQ(phxfs_mem_free(0, dmem), 0);
+    /* every use was given back, also on the failed paths */
+    CHECK_EQ(phxfs_close(0), 0);
+    free(ref); free(got);
+    close(fd);
+    unlink(path);
+    return th_finish("test_stream_faults");
+}
