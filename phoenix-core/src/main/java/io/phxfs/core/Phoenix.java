@@ -109,9 +109,18 @@ public final class Phoenix {
     }
 
     /**
-     * Sets a configuration key: the PHX_* environment names without the prefix, lower case
-     * ("mode", "engine", "workers", "slot_mb", "slots", "connector", "fake_devices", "chunk_mb",
-     * "max_io_bytes", "queue_depth"). Applies to devices opened afterwards ("max_io_bytes" at once).
+     * Sets a configuration key: the PHX_* environment names without the prefix, lower case.
+     * When a change takes effect depends on the key (phoenix.h):
+     * <ul>
+     * <li>"engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
+     *     "queue_depth", "connector", "fake_devices" size the worker pool, which libphoenix
+     *     starts in phxfs_init, that is in {@link #open()}: through this method they always
+     *     fail with EBUSY. Set them with the PHX_* environment variables instead.</li>
+     * <li>"mode" applies to devices opened afterwards; one already open keeps its mode.</li>
+     * <li>"max_io_bytes" (the per-syscall cap, a test hook) applies at once.</li>
+     * </ul>
+     *
+     * @throws PhoenixException EBUSY for a pool key, EINVAL for an unknown key or a bad value
      */
     public void setConfig(String key, String value) {
         try (Arena arena = Arena.ofConfined()) {

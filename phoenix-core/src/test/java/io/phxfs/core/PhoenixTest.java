@@ -15,6 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class PhoenixTest {
 
@@ -26,13 +27,23 @@ class PhoenixTest {
 
     @Test
     void prelinkingChangesNothing() {
+        // prelinking calls each entry point on device -1; were one to reach a real device it
+        // could free or overwrite this buffer, or leave the registry unable to take another
         Device d = dev0();
+        byte[] data = Fixtures.random(4096, 7);
         try (RegisteredBuffer before = d.allocate(4096)) {
+            d.copyToDevice(MemorySegment.ofArray(data), before, 0);
+            long address = before.address();
             PHX.prelinkDeviceCalls();
             PHX.prelinkDeviceCalls();
-            // the real buffer is untouched and still usable; a second allocation still works
+            assertEquals(address, before.address());
+            Fixtures.assertBytes(data, Fixtures.contents(before, 0, data.length), "buffer after prelinking");
             try (RegisteredBuffer after = d.allocate(4096)) {
-                assertTrue(after.size() == 4096 && before.size() == 4096);
+                assertFalse(after.address() == address, "a second allocation got the live buffer's address");
+                byte[] other = Fixtures.random(4096, 8);
+                d.copyToDevice(MemorySegment.ofArray(other), after, 0);
+                Fixtures.assertBytes(other, Fixtures.contents(after, 0, other.length), "second buffer");
+                Fixtures.assertBytes(data, Fixtures.contents(before, 0, data.length), "first buffer untouched");
             }
         }
     }
@@ -59,31 +70,35 @@ class PhoenixTest {
                 assertEquals(Mode.BOUNCE, d.mode());
                 assertFalse(d.isHostMemory());
                 assertEquals(Integer.parseInt(System.getenv().getOrDefault("PHX_FAKE_DEVICES", "1")), n);
+                assertEquals(Integer.toString(n), PHX.getConfig("fake_devices"));
+                assertTrue(d.name().startsWith("fake device 0"), d.name());
             }
             case "cuda" -> assertFalse(d.isHostMemory());
             default -> throw new AssertionError("unknown connector " + d.connector());
         }
-        assertTrue(Long.bitCount(d.pageSize()) == 1, "page size is a power of two: " + d.pageSize());
-        assertTrue(d.workers() >= 1);
-        assertFalse(d.name().isEmpty());
-        assertTrue(d.toString().contains(d.connector()));
+        assertEquals(1, Long.bitCount(d.pageSize()), "page size is a power of two: " + d.pageSize());
+        // the device reports the pool it runs on, which the configuration sized
+        assertEquals(Integer.parseInt(PHX.getConfig("workers")), d.workers());
+        assertEquals(Long.parseLong(PHX.getConfig("slot_kb")) << 10, d.slotBytes());
+        assertEquals(Integer.parseInt(PHX.getConfig("slots")), d.slotsPerWorker());
+        assertFalse(d.name().isBlank());
+        assertTrue(d.toString().contains(d.connector()), d.toString());
     }
 
     @Test
     @Tag("io") // runs in the sync-engine execution as well, which is what it checks
     void engineFollowsTheEnvironment() {
         String engine = System.getenv("PHX_ENGINE");
-        if (engine != null && !engine.isBlank()) {
-            assertEquals(Engine.valueOf(engine.toUpperCase(java.util.Locale.ROOT)), dev0().engine());
-            assertEquals(engine, PHX.getConfig("engine"));
-        }
+        assumeTrue(engine != null && !engine.isBlank(),
+                "PHX_ENGINE is not set in this execution (the sync-engine one sets it)");
+        assertEquals(Engine.valueOf(engine.toUpperCase(java.util.Locale.ROOT)), dev0().engine());
+        assertEquals(engine, PHX.getConfig("engine"));
     }
 
     @Test
     void secondFakeDeviceOpensSeparately() {
-        if (PHX.deviceCount() < 2) {
-            return;
-        }
+        assumeTrue(PHX.deviceCount() >= 2,
+                "one device here; the fake-device execution has two (PHX_FAKE_DEVICES=2)");
         Device d1 = PHX.device(1);
         assertEquals(1, d1.id());
         try (RegisteredBuffer b = d1.allocate(8192)) {
@@ -102,24 +117,50 @@ class PhoenixTest {
 
     @Test
     void configRoundTripAndErrors() {
-        String before = PHX.getConfig("queue_depth");
+        // max_io_bytes and mode are the keys that can still change after open(); pool keys
+        // cannot (below)
+        String cap = PHX.getConfig("max_io_bytes");
         try {
-            PHX.setConfig("queue_depth", "17");
-            assertEquals("17", PHX.getConfig("queue_depth"));
+            PHX.setConfig("max_io_bytes", "65536");
+            assertEquals("65536", PHX.getConfig("max_io_bytes"));
+            PhoenixException suffix = assertThrows(PhoenixException.class, () -> PHX.setConfig("max_io_bytes", "64k"));
+            assertEquals(Errno.EINVAL, suffix.errno());
+            assertTrue(suffix.nativeMessage().contains("max_io_bytes '64k'"), suffix.nativeMessage());
+            assertEquals("65536", PHX.getConfig("max_io_bytes"), "a rejected value changes nothing");
         } finally {
-            PHX.setConfig("queue_depth", before);
+            PHX.setConfig("max_io_bytes", cap);
         }
+        assertEquals(cap, PHX.getConfig("max_io_bytes"));
+        String mode = PHX.getConfig("mode");
+        try {
+            PHX.setConfig("mode", "bounce");
+            assertEquals("bounce", PHX.getConfig("mode"));
+        } finally {
+            PHX.setConfig("mode", mode);
+        }
+        assertEquals(mode, PHX.getConfig("mode"));
+        PhoenixException badMode = assertThrows(PhoenixException.class, () -> PHX.setConfig("mode", "warp"));
+        assertEquals(Errno.EINVAL, badMode.errno());
+        assertTrue(badMode.nativeMessage().contains("warp"), badMode.nativeMessage());
+
         PhoenixException unknown = assertThrows(PhoenixException.class, () -> PHX.setConfig("no_such_key", "1"));
         assertEquals(Errno.EINVAL, unknown.errno());
         assertTrue(unknown.getMessage().startsWith("phxfs_set_config(no_such_key=1): EINVAL ("), unknown.getMessage());
         assertTrue(unknown.nativeMessage().contains("no_such_key"), unknown.nativeMessage());
 
-        assertEquals(Errno.EINVAL, assertThrows(PhoenixException.class, () -> PHX.setConfig("queue_depth", "0")).errno());
-        // the pool is running once a device is open: its sizes are fixed
-        dev0();
-        PhoenixException fixed = assertThrows(PhoenixException.class, () -> PHX.setConfig("workers", "4"));
-        assertEquals(Errno.EBUSY, fixed.errno());
-        assertTrue(fixed.nativeMessage().contains("PHX_WORKERS"), fixed.nativeMessage());
+        assertEquals(Errno.EINVAL, assertThrows(PhoenixException.class, () -> PHX.setConfig("max_io_bytes", "0")).errno());
+        // Phoenix.open() ran phxfs_init, which started the pool: its sizes are fixed, even to
+        // the value they already have, and the message names the key and its variable
+        for (String key : new String[] {"engine", "workers", "slot_mb", "slot_kb", "slots", "chunk_mb",
+                "connector", "fake_devices"}) {
+            String value = PHX.getConfig(key);
+            PhoenixException fixed = assertThrows(PhoenixException.class, () -> PHX.setConfig(key, value), key);
+            assertEquals(Errno.EBUSY, fixed.errno(), key);
+            assertTrue(fixed.nativeMessage().startsWith(key + " "), fixed.nativeMessage());
+            assertTrue(fixed.nativeMessage().contains("PHX_" + key.toUpperCase(java.util.Locale.ROOT)),
+                    fixed.nativeMessage());
+            assertEquals(value, PHX.getConfig(key), key + " unchanged");
+        }
         assertEquals(Errno.EINVAL, assertThrows(PhoenixException.class, () -> PHX.getConfig("no_such_key")).errno());
     }
 

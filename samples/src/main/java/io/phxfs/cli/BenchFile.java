@@ -21,29 +21,17 @@ final class BenchFile {
         }
         Path tmp = dir.resolve(file.getFileName() + ".tmp");
         progress.step("writing %s of random bytes to %s", Sizes.format(size), file);
-        ByteBuffer block = ByteBuffer.allocateDirect(8 << 20);
-        SplittableRandom rnd = new SplittableRandom(0x5eed);
-        // 4 random blocks rotated with a per-block offset: incompressible and fast to produce
-        byte[][] pool = new byte[4][8 << 20];
-        for (byte[] b : pool) {
-            for (int i = 0; i < b.length; i += 8) {
-                long v = rnd.nextLong();
-                for (int k = 0; k < 8; k++) b[i + k] = (byte) (v >>> (8 * k));
-            }
-        }
+        Content content = new Content();
+        byte[] block = new byte[Content.BLOCK];
         try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
                 StandardOpenOption.WRITE)) {
             long pos = 0;
             long next = size / 10;
-            int i = 0;
             while (pos < size) {
-                block.clear();
-                byte[] src = pool[i % 4];
-                int rot = (i * 4099) % src.length;
-                block.put(src, rot, src.length - rot).put(src, 0, rot).flip();
-                block.limit((int) Math.min(block.limit(), size - pos));
-                while (block.hasRemaining()) pos += ch.write(block, pos);
-                i++;
+                int n = (int) Math.min(block.length, size - pos);
+                content.get(pos, block, n);
+                ByteBuffer bb = ByteBuffer.wrap(block, 0, n);
+                while (bb.hasRemaining()) pos += ch.write(bb, pos);
                 if (pos >= next && pos < size) {
                     progress.step("  %d%%", pos * 100 / size);
                     next += size / 10;
@@ -52,5 +40,39 @@ final class BenchFile {
         }
         Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         return file;
+    }
+
+    /**
+     * What a generated file holds, at any offset: 4 random 8 MiB blocks, block i of the file
+     * being block i % 4 rotated left by i * 4099 bytes (incompressible and fast to produce).
+     * The benchmark checks what Phoenix read against this rather than against the file, so a
+     * file changed after it was written shows as a failed verification.
+     */
+    static final class Content {
+        static final int BLOCK = 8 << 20;
+        private final byte[][] pool = new byte[4][BLOCK];
+
+        Content() {
+            SplittableRandom rnd = new SplittableRandom(0x5eed);
+            for (byte[] b : pool) {
+                for (int i = 0; i < b.length; i += 8) {
+                    long v = rnd.nextLong();
+                    for (int k = 0; k < 8; k++) b[i + k] = (byte) (v >>> (8 * k));
+                }
+            }
+        }
+
+        /** Bytes [pos, pos + n) of a generated file into dst[0, n). */
+        void get(long pos, byte[] dst, int n) {
+            for (int off = 0; off < n; ) {
+                long i = pos / BLOCK;
+                int j = (int) (pos % BLOCK);
+                int at = (int) ((i * 4099 + j) % BLOCK);
+                int k = Math.min(n - off, Math.min(BLOCK - j, BLOCK - at));
+                System.arraycopy(pool[(int) (i % 4)], at, dst, off, k);
+                pos += k;
+                off += k;
+            }
+        }
     }
 }

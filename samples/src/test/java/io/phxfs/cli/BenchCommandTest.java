@@ -1,6 +1,7 @@
 package io.phxfs.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -45,11 +46,40 @@ class BenchCommandTest {
     @Test
     void directReadsOfAFileWithAPartialLastBlock() throws Exception {
         Path f = dir.resolve("odd.bin");
-        java.nio.file.Files.write(f, new byte[3 * 4096 + 17]);
+        byte[] data = new byte[3 * 4096 + 17];
+        new java.util.Random(5).nextBytes(data);
+        java.nio.file.Files.write(f, data);
         Cli r = Cli.run("bench", "--file", f.toString(), "--direct", "--sizes", "4k", "--depths", "2", "--repeat", "1",
                 "--json", "--quiet");
         assertEquals(0, r.exit(), r.toString());
         assertTrue(r.json().get("verified").asBoolean());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"--host", "--device=0"})
+    void aBenchFileChangedSinceItWasWrittenFailsVerification(String target) throws Exception {
+        String[] args = {"bench", target, "--size", "1m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1",
+                "--json", "--quiet"};
+        Cli first = Cli.run(args);
+        assertEquals(0, first.exit(), first.toString());
+        assertTrue(first.json().get("verified").asBoolean(), first.toString());
+        assertTrue(first.json().path("verify_error").isMissingNode(), first.toString());
+
+        // same size, so the next run reuses it; one byte differs from what the generator wrote
+        Path bench = dir.resolve("phoenix-bench-" + (1 << 20) + ".bin");
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(bench,
+                java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(1);
+            ch.read(b, 777_777);
+            b.put(0, (byte) ~b.get(0));
+            ch.write(b.rewind(), 777_777);
+        }
+        Cli second = Cli.run(args);
+        assertEquals(1, second.exit(), second.toString());
+        JsonNode j = second.json();
+        assertFalse(j.get("verified").asBoolean(), second.toString());
+        assertTrue(j.get("verify_error").asText().startsWith("byte 777777 "), second.toString());
+        assertTrue(second.err().contains("byte 777777"), second.err());
     }
 
     @ParameterizedTest

@@ -1,0 +1,13 @@
+/**
+ * The phoenix CLI. picocli sets the commands' option fields and calls their constructors
+ * reflectively, hence the opens.
+ */
+module io.phxfs.cli {
+    requires io.phxfs.safetensors;
+    requires info.picocli;
+    requires com.fasterxml.jackson.core;
+    // com.sun.nio.file.ExtendedOpenOption.DIRECT for the bench's O_DIRECT baseline
+    requires jdk.unsupported;
+
+    opens io.phxfs.cli to info.picocli;
+}
