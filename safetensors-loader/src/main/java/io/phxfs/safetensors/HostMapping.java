@@ -90,9 +90,12 @@ final class HostMapping implements AutoCloseable {
         return base.get(file) + file.fileOffset(t);
     }
 
+    /** Closes the buffer, then unmaps the files; a second close does nothing. */
     @Override
     public void close() {
         buffer.close();
-        arena.close();
+        if (arena.scope().isAlive()) {
+            arena.close();
+        }
     }
 }

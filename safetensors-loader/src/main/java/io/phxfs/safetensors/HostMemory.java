@@ -67,11 +67,12 @@ final class HostMemory implements AutoCloseable {
         return buffer;
     }
 
-    /** Closes the buffer, then unmaps the memory. */
+    /** Closes the buffer, then unmaps the memory; a second close does nothing. */
     @Override
     public void close() {
-        buffer.close();
-        if (arena != null) {
+        buffer.close(); // throws EBUSY, leaving both open, while I/O still uses the buffer
+        // the arena is closed only once: Arena.close() throws on a second call
+        if (arena != null && arena.scope().isAlive()) {
             arena.close();
         }
     }
