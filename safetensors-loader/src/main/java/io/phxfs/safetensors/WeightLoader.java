@@ -199,9 +199,9 @@ public final class WeightLoader {
                     owned.add(mapping);
                     buffers.put(target, mapping.buffer());
                 } else if (target == Placement.HOST) {
-                    HostMemory mem = HostMemory.allocate(phx, e.getValue());
-                    owned.add(mem);
-                    buffers.put(target, mem.buffer());
+                    RegisteredBuffer b = phx.host().allocateHuge(e.getValue());
+                    owned.add(b);
+                    buffers.put(target, b);
                 } else if (readsCover(plan, target, e.getValue())) {
                     // every byte is read before anyone sees it (tails past EOF are zeroed after)
                     RegisteredBuffer b = devices.get(target).allocateUninitialized(e.getValue());
@@ -259,10 +259,9 @@ public final class WeightLoader {
 
     private boolean shouldMap(ReadPlan plan) {
         if (mapHost != null) {
-            if (mapHost && !HostMapping.available()) throw new IllegalStateException("mmap is not available to map the weights");
             return mapHost;
         }
-        if (Boolean.TRUE.equals(direct) || !HostMapping.available()) return false;
+        if (Boolean.TRUE.equals(direct)) return false;
         for (SafetensorsHeader h : hostFiles(plan)) {
             try (PhxFile f = PhxFile.open(h.file(), OpenMode.READ)) {
                 if (f.cachedFraction() < 0.5) return false;
