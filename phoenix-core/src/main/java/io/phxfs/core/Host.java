@@ -2,6 +2,8 @@ package io.phxfs.core;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.List;
 
 /**
  * Plain host memory, device id -1: libphoenix reads and writes it directly, no registration.
@@ -47,5 +49,62 @@ public final class Host {
     @Override
     public String toString() {
         return "Host[-1]";
+    }
+
+    // ---- memory from the kernel: file mappings and huge-page anonymous memory ------------
+
+    /**
+     * Maps {@code length} bytes of {@code file} from {@code offset} read-only (a private
+     * mapping: the page cache's bytes, no copy). Offset and length need no alignment. Pages
+     * are faulted in on first access.
+     *
+     * @throws IllegalArgumentException when the range is negative or reaches past the end of the file
+     * @throws PhoenixException         when the file cannot be opened or mapped; the message names
+     *                                  the file and the OS reason, e.g.
+     *                                  {@code "open /m/x.safetensors: EACCES (Permission denied)"}
+     */
+    public FileMapping map(Path file, long offset, long length) {
+        return FileMapping.map(List.of(new FileMapping.Range(file, offset, length)), false);
+    }
+
+    /**
+     * Maps the whole of {@code file} read-only; see {@link #map(Path, long, long)}.
+     *
+     * @throws PhoenixException when the file cannot be opened or mapped
+     */
+    public FileMapping map(Path file) {
+        return FileMapping.mapWhole(file);
+    }
+
+    /**
+     * Maps several file ranges side by side into one address range, each at a 2 MiB boundary
+     * ({@link FileMapping#offsetOf} says where), so that one segment or buffer covers all of
+     * them (a sharded model's files, say).
+     *
+     * @param populate true to fault every page in now (MAP_POPULATE: reads cold files from disk
+     *                 before returning); false to fault pages in on first access
+     * @throws IllegalArgumentException when {@code ranges} is empty or a range reaches past the end of its file
+     * @throws PhoenixException         when a file cannot be opened or mapped (message names file and reason)
+     */
+    public FileMapping map(List<FileMapping.Range> ranges, boolean populate) {
+        return FileMapping.map(ranges, populate);
+    }
+
+    /**
+     * Zero-filled host memory of {@code bytes}, 2 MiB-aligned, from an anonymous mmap advised
+     * into transparent huge pages. Unlike {@link #allocate}, nothing is touched up front: pages
+     * are faulted in (zeroed by the kernel) where I/O first writes them, by the I/O workers in
+     * parallel. Where transparent huge pages are unavailable (compiled out, or set to "never")
+     * the memory silently has normal pages: the same bytes, only more page faults. Closing the
+     * buffer unmaps it.
+     *
+     * @throws IllegalArgumentException when {@code bytes <= 0}
+     * @throws PhoenixException         ENOMEM (or another errno) when the kernel refuses the mapping
+     */
+    public RegisteredBuffer allocateHuge(long bytes) {
+        if (!LibcMemory.available()) {
+            return allocate(bytes);
+        }
+        return HugePageMemory.allocate(bytes);
     }
 }

@@ -1,6 +1,7 @@
 package io.phxfs.safetensors;
 
 import io.phxfs.core.RegisteredBuffer;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -10,7 +11,14 @@ import java.util.SortedMap;
 
 /**
  * Tensors loaded by {@link WeightLoader}: one buffer per target, which this object owns and
- * frees on {@link #close()}; the tensors are views into those buffers.
+ * frees on {@link #close()}, and the tensors as views into those buffers; or, when the
+ * caller provided the memory ({@link WeightLoader.Builder#into(TensorAllocator)}), no buffers
+ * of its own and tensors in caller memory.
+ *
+ * <p>Every resource has one owner: the buffers per target belong to this model; a caller's
+ * {@link TensorDestination#borrowed borrowed} memory stays the caller's; an
+ * {@link TensorDestination#owned owned} destination belongs to its tensor, and
+ * {@link #release} frees it early.
  */
 public final class LoadedModel implements AutoCloseable {
     private final ModelFiles model;
@@ -18,7 +26,10 @@ public final class LoadedModel implements AutoCloseable {
     private final SortedMap<Integer, RegisteredBuffer> buffers;
     /** What frees the buffers' memory: device buffers themselves, host memory mappings. */
     private final List<AutoCloseable> owned;
+    /** Tensors not yet released, in model order. */
     private final Map<String, LoadedTensor> tensors;
+    /** Every tensor, released or not: close lets go of what each still holds. */
+    private final Map<String, LoadedTensor> all;
     private final long nanos;
     private final long allocateNanos;
     private final long readNanos;
@@ -30,7 +41,8 @@ public final class LoadedModel implements AutoCloseable {
         this.plan = plan;
         this.buffers = Collections.unmodifiableSortedMap(buffers);
         this.owned = List.copyOf(owned);
-        this.tensors = Collections.unmodifiableMap(new LinkedHashMap<>(tensors));
+        this.tensors = Collections.synchronizedMap(new LinkedHashMap<>(tensors));
+        this.all = Map.copyOf(tensors);
         this.nanos = nanos;
         this.allocateNanos = allocateNanos;
         this.readNanos = readNanos;
@@ -41,20 +53,58 @@ public final class LoadedModel implements AutoCloseable {
         return model;
     }
 
+    /**
+     * The plan of the load. With caller memory its targets are the caller buffers' devices;
+     * its per-target buffers and requests describe nothing that was allocated or read (each
+     * tensor was read into its own destination).
+     */
     public ReadPlan plan() {
         return plan;
     }
 
-    /** The loaded tensors in model order. */
+    /**
+     * The loaded tensors in model order, less those {@link #release released}: an unmodifiable
+     * view (iterate it on one thread, not while another releases tensors).
+     */
     public Map<String, LoadedTensor> tensors() {
-        return tensors;
+        return Collections.unmodifiableMap(tensors);
     }
 
+    /** A loaded tensor by name; empty when not loaded or already released. */
     public Optional<LoadedTensor> tensor(String name) {
         return Optional.ofNullable(tensors.get(name));
     }
 
-    /** The buffer of a target (device id or {@link Placement#HOST}). */
+    /**
+     * Lets go of one tensor's memory before the model closes, where that memory is the
+     * tensor's alone: a buffer {@link TensorDestination#owned handed over} by a
+     * {@link TensorAllocator} is closed (freed); caller memory that the caller keeps
+     * ({@link TensorDestination#borrowed}) is only forgotten. Either way the tensor leaves
+     * {@link #tensors()} and any further use of it throws IllegalStateException. Releasing a
+     * released tensor again returns true and does nothing.
+     *
+     * <p>A tensor in one of this model's per-target buffers shares that allocation with the
+     * other tensors of its target (and, mapped, with the files' pages): its memory comes back
+     * only when the model closes. Then nothing happens, the tensor stays usable, and the
+     * answer is false.
+     *
+     * @return true when the tensor's memory was let go; false when it cannot be before close
+     * @throws IllegalArgumentException when no tensor of that name was loaded
+     * @throws io.phxfs.core.PhoenixException EBUSY when an operation still uses the tensor's buffer
+     */
+    public boolean release(String name) {
+        LoadedTensor t = all.get(name);
+        if (t == null) {
+            throw new IllegalArgumentException(model.path() + ": no loaded " + Names.tensor(name));
+        }
+        if (!t.release()) {
+            return false;
+        }
+        tensors.remove(name);
+        return true;
+    }
+
+    /** The buffer of a target (device id or {@link Placement#HOST}); none with caller memory. */
     public Optional<RegisteredBuffer> buffer(int target) {
         return Optional.ofNullable(buffers.get(target));
     }
@@ -79,7 +129,6 @@ public final class LoadedModel implements AutoCloseable {
         return nanos / 1e9;
     }
 
-    /** {@link #bytes()} per second, in GB (10^9). */
     /** Seconds spent allocating (and registering) the destination buffers, within {@link #seconds()}. */
     public double allocateSeconds() {
         return allocateNanos / 1e9;
@@ -90,15 +139,23 @@ public final class LoadedModel implements AutoCloseable {
         return readNanos / 1e9;
     }
 
+    /** {@link #bytes()} per second, in GB (10^9). */
     public double gbPerSecond() {
         return nanos == 0 ? 0 : bytes() / (double) nanos;
     }
 
-    /** Frees every buffer; the tensors become unusable. A second close does nothing. */
+    /**
+     * Frees every buffer this model owns (its per-target buffers, the owned destinations of
+     * tensors not yet released) and forgets borrowed caller memory; the tensors become
+     * unusable. A second close does nothing.
+     */
     @Override
     public void close() {
         RuntimeException failure = null;
-        for (AutoCloseable c : owned) {
+        List<AutoCloseable> toClose = new ArrayList<>(all.size() + owned.size());
+        all.values().forEach(t -> toClose.add(t::close));
+        toClose.addAll(owned);
+        for (AutoCloseable c : toClose) {
             try {
                 c.close();
             } catch (Exception e) {

@@ -6,26 +6,85 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A loaded tensor: a view (offset, shape, dtype) into its target's buffer, which the
- * {@link LoadedModel} owns. Any access after the model is closed throws IllegalStateException.
+ * A loaded tensor: a view (offset, shape, dtype) into a buffer: its target's buffer, which
+ * the {@link LoadedModel} owns and shares among tensors, or caller memory from a
+ * {@link TensorAllocator}. Any access after the model is closed or the tensor released
+ * ({@link LoadedModel#release}) throws IllegalStateException.
  */
 public final class LoadedTensor {
+    /** What {@link LoadedModel#release} can do with a tensor's memory. */
+    enum Memory {
+        /** A slice of a buffer other tensors share: it returns when the model closes. */
+        SHARED,
+        /** Caller memory the caller frees: release forgets it. */
+        BORROWED,
+        /** A buffer of this tensor alone, handed to the model: release closes it. */
+        OWNED
+    }
+
     private final TensorInfo info;
     private final Path file;
     private final int target;
     private final long bufferOffset;
     private final RegisteredBuffer buffer;
     private final Device device;
+    private final Memory memory;
+    private final AtomicBoolean released = new AtomicBoolean();
 
-    LoadedTensor(TensorInfo info, Path file, int target, long bufferOffset, RegisteredBuffer buffer, Device device) {
+    LoadedTensor(TensorInfo info, Path file, int target, long bufferOffset, RegisteredBuffer buffer, Device device,
+                 Memory memory) {
         this.info = info;
         this.file = file;
         this.target = target;
         this.bufferOffset = bufferOffset;
         this.buffer = buffer;
         this.device = device;
+        this.memory = memory;
+    }
+
+    /**
+     * Lets go of the memory where it is this tensor's alone: closes an owned buffer, forgets a
+     * borrowed one. Idempotent.
+     *
+     * @return false for a slice of a shared buffer, which stays (and stays usable) until the model closes
+     */
+    boolean release() {
+        if (memory == Memory.SHARED) {
+            return false;
+        }
+        if (released.compareAndSet(false, true) && memory == Memory.OWNED) {
+            try {
+                buffer.close();
+            } catch (RuntimeException e) {
+                released.set(false); // EBUSY: still in use, still this tensor's
+                throw e;
+            }
+        }
+        return true;
+    }
+
+    /** Closing the model: owned memory is freed, borrowed memory forgotten, shared memory the model frees. */
+    void close() {
+        if (memory != Memory.SHARED) {
+            release();
+        }
+    }
+
+    /**
+     * True once the model let go of this tensor's own memory ({@link LoadedModel#release}, or
+     * its close); a tensor in a shared buffer is never released, only unusable after close.
+     */
+    public boolean isReleased() {
+        return released.get();
+    }
+
+    private void checkUsable() {
+        if (released.get()) {
+            throw new IllegalStateException(Names.tensor(name()) + " was released");
+        }
     }
 
     public String name() {
@@ -59,18 +118,20 @@ public final class LoadedTensor {
         return target;
     }
 
-    /** Offset of the first byte within the target's buffer. */
+    /** Offset of the first byte within {@link #buffer()}. */
     public long bufferOffset() {
         return bufferOffset;
     }
 
     /** The buffer holding the bytes; empty for a tensor of 0 bytes when its target needed no buffer. */
     public Optional<RegisteredBuffer> buffer() {
+        checkUsable();
         return Optional.ofNullable(buffer);
     }
 
     /** Address of the first byte (a device pointer for device memory); 0 for an empty tensor without buffer. */
     public long address() {
+        checkUsable();
         return buffer == null ? 0 : buffer.address() + bufferOffset;
     }
 
@@ -79,6 +140,7 @@ public final class LoadedTensor {
      * device memory); empty for accelerator memory, which {@link #copyTo} reaches.
      */
     public Optional<MemorySegment> segment() {
+        checkUsable();
         if (nbytes() == 0) {
             return Optional.of(MemorySegment.NULL);
         }
@@ -87,6 +149,7 @@ public final class LoadedTensor {
 
     /** Copies {@code dst.byteSize()} bytes from {@code offset} within the tensor into host memory. */
     public void copyTo(long offset, MemorySegment dst) {
+        checkUsable();
         long len = dst.byteSize();
         if (offset < 0 || offset > nbytes() || len > nbytes() - offset) {
             throw new IndexOutOfBoundsException("copyTo: [" + offset + ", " + offset + "+" + len + ") outside "

@@ -11,8 +11,10 @@ import io.phxfs.core.PhxFile;
 import io.phxfs.core.RegisteredBuffer;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -54,6 +56,8 @@ public final class WeightLoader {
     private final ReadPlan.Options options;
     private final SafetensorsParser parser;
     private final ProgressListener progress;
+    private final TensorAllocator allocator;
+    private final Map<String, RegisteredBuffer> intoBuffers;
 
     private WeightLoader(Builder b) {
         this.placement = b.placement;
@@ -63,6 +67,8 @@ public final class WeightLoader {
         this.options = b.options;
         this.parser = b.parser;
         this.progress = b.progress;
+        this.allocator = b.allocator;
+        this.intoBuffers = b.intoBuffers;
     }
 
     public static Builder builder() {
@@ -78,14 +84,15 @@ public final class WeightLoader {
         private ReadPlan.Options options = ReadPlan.Options.defaults();
         private SafetensorsParser parser = SafetensorsParser.standard();
         private ProgressListener progress;
+        private TensorAllocator allocator;
+        private Map<String, RegisteredBuffer> intoBuffers;
 
         private Builder() {
         }
 
         /** Everything into host memory. */
         public Builder toHost() {
-            placement = Placement.all(Placement.HOST);
-            return this;
+            return placement(Placement.all(Placement.HOST));
         }
 
         /** Everything into memory of {@code device}. */
@@ -97,13 +104,41 @@ public final class WeightLoader {
             if (deviceId < 0) {
                 throw new IllegalArgumentException("device id must be >= 0 (use toHost()), was " + deviceId);
             }
-            placement = Placement.all(deviceId);
+            return placement(Placement.all(deviceId));
+        }
+
+        /** A target per tensor, e.g. layers split over devices. Replaces an earlier {@code into}. */
+        public Builder placement(Placement placement) {
+            this.placement = Objects.requireNonNull(placement);
+            this.allocator = null;
+            this.intoBuffers = null;
             return this;
         }
 
-        /** A target per tensor, e.g. layers split over devices. */
-        public Builder placement(Placement placement) {
-            this.placement = Objects.requireNonNull(placement);
+        /**
+         * Every selected tensor into the caller's buffer of its name, from offset 0, instead of
+         * buffers the loader allocates; the caller keeps the buffers and frees them after the
+         * model is closed. A selected tensor without a buffer, a name the model does not have,
+         * or a buffer smaller than its tensor fails the load, naming tensor and sizes.
+         * Replaces {@link #placement}; see {@link #into(TensorAllocator)}.
+         */
+        public Builder into(Map<String, RegisteredBuffer> buffers) {
+            this.intoBuffers = Map.copyOf(buffers);
+            this.allocator = TensorAllocator.of(intoBuffers);
+            return this;
+        }
+
+        /**
+         * Every selected tensor into the memory {@code allocator} gives for it, so that a
+         * framework allocates each tensor itself and the loader reads straight into it. The
+         * tensor's target is its buffer's device. Reads into caller memory go through the page
+         * cache whatever {@link #direct} says: tensors start at arbitrary file offsets and
+         * O_DIRECT needs aligned ones. Replaces {@link #placement}; {@link #mapHost} does not
+         * apply. Owned destinations of a failed load are closed; borrowed ones are left alone.
+         */
+        public Builder into(TensorAllocator allocator) {
+            this.allocator = Objects.requireNonNull(allocator);
+            this.intoBuffers = null;
             return this;
         }
 
@@ -178,6 +213,9 @@ public final class WeightLoader {
     }
 
     private LoadedModel load(ModelFiles model, long t0) {
+        if (allocator != null) {
+            return loadInto(model, t0);
+        }
         ReadPlan plan = plan(model);
         Phoenix phx = Phoenix.open();
         SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>();
@@ -199,9 +237,9 @@ public final class WeightLoader {
                     owned.add(mapping);
                     buffers.put(target, mapping.buffer());
                 } else if (target == Placement.HOST) {
-                    HostMemory mem = HostMemory.allocate(phx, e.getValue());
-                    owned.add(mem);
-                    buffers.put(target, mem.buffer());
+                    RegisteredBuffer b = phx.host().allocateHuge(e.getValue());
+                    owned.add(b);
+                    buffers.put(target, b);
                 } else if (readsCover(plan, target, e.getValue())) {
                     // every byte is read before anyone sees it (tails past EOF are zeroed after)
                     RegisteredBuffer b = devices.get(target).allocateUninitialized(e.getValue());
@@ -215,14 +253,21 @@ public final class WeightLoader {
                 }
             }
             long tRead = System.nanoTime();
-            read(plan, buffers, mapping != null, uninitialized);
+            List<Read> reads = new ArrayList<>();
+            for (ReadPlan.ReadRequest r : plan.requests()) {
+                if (mapping == null || r.target() != Placement.HOST) {
+                    reads.add(new Read(r.file(), buffers.get(r.target()), r.bufferOffset(), r.fileOffset(), r.length(),
+                            r.neededLength(), uninitialized.get(r.target())));
+                }
+            }
+            read(reads, false);
             long tEnd = System.nanoTime();
             long nanos = tEnd - t0;
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
                 long at = mapping != null && p.target() == Placement.HOST ? mapping.offsetOf(p.file(), p.info()) : p.bufferOffset();
                 tensors.put(p.name(), new LoadedTensor(p.info(), p.file().file(), p.target(), at,
-                        buffers.get(p.target()), devices.get(p.target())));
+                        buffers.get(p.target()), devices.get(p.target()), LoadedTensor.Memory.SHARED));
             }
             return new LoadedModel(model, plan, buffers, owned, tensors, nanos, tRead - tAlloc, tEnd - tRead);
         } catch (RuntimeException | Error e) {
@@ -234,6 +279,93 @@ public final class WeightLoader {
                 }
             }
             throw e;
+        }
+    }
+
+    /** Loads into caller memory: one destination per tensor, from {@link #allocator}. */
+    private LoadedModel loadInto(ModelFiles model, long t0) {
+        ReadPlan selection = ReadPlan.of(model, selector, Placement.all(Placement.HOST), options);
+        if (intoBuffers != null) {
+            List<String> unknown = intoBuffers.keySet().stream().filter(n -> model.tensor(n).isEmpty()).sorted().toList();
+            if (!unknown.isEmpty()) {
+                throw new IllegalArgumentException(model.path() + ": caller buffers for tensors the model does not have: "
+                        + unknown.stream().map(Names::quote).toList());
+            }
+        }
+        Phoenix phx = Phoenix.open();
+        Map<String, TensorDestination> dests = new HashMap<>();
+        List<AutoCloseable> handedOver = new ArrayList<>();
+        try {
+            long tAlloc = System.nanoTime();
+            for (ReadPlan.PlannedTensor p : selection.tensors().values()) {
+                if (p.nbytes() == 0) {
+                    continue; // nothing to hold
+                }
+                TensorDestination d = allocator.destinationOf(p.info());
+                if (d == null) {
+                    throw new IllegalArgumentException("the TensorAllocator gave no destination for " + Names.tensor(p.name()));
+                }
+                if (d.owned()) {
+                    handedOver.add(d.buffer());
+                }
+                checkFits(p.info(), d);
+                dests.put(p.name(), d);
+            }
+            Placement byBuffer = t -> dests.containsKey(t.name()) ? dests.get(t.name()).buffer().deviceId() : Placement.HOST;
+            ReadPlan plan = ReadPlan.of(model, selector, byBuffer, options);
+            Map<Integer, Device> devices = new HashMap<>();
+            List<Read> reads = new ArrayList<>();
+            for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
+                TensorDestination d = dests.get(p.name());
+                if (d == null) {
+                    continue;
+                }
+                if (!d.buffer().isHost()) {
+                    devices.computeIfAbsent(d.buffer().deviceId(), phx::device);
+                }
+                for (long off = 0; off < p.nbytes(); off += options.maxRequestBytes()) {
+                    long len = Math.min(options.maxRequestBytes(), p.nbytes() - off);
+                    reads.add(new Read(p.file(), d.buffer(), d.offset() + off, p.fileOffset() + off, len, len, null));
+                }
+            }
+            long tRead = System.nanoTime();
+            read(reads, true);
+            long tEnd = System.nanoTime();
+            Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
+            for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
+                TensorDestination d = dests.get(p.name());
+                tensors.put(p.name(), d == null
+                        ? new LoadedTensor(p.info(), p.file().file(), p.target(), 0, null, null, LoadedTensor.Memory.BORROWED)
+                        : new LoadedTensor(p.info(), p.file().file(), p.target(), d.offset(), d.buffer(),
+                                devices.get(p.target()), d.owned() ? LoadedTensor.Memory.OWNED : LoadedTensor.Memory.BORROWED));
+            }
+            return new LoadedModel(model, plan, new TreeMap<>(), List.of(), tensors, tEnd - t0, tRead - tAlloc, tEnd - tRead);
+        } catch (RuntimeException | Error e) {
+            for (AutoCloseable c : handedOver) {
+                try {
+                    c.close();
+                } catch (Exception suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** A caller's destination must hold the whole tensor and be writable: libphoenix would write past it or fault. */
+    private static void checkFits(TensorInfo t, TensorDestination d) {
+        RegisteredBuffer b = d.buffer();
+        String what = Names.tensor(t.name()) + " (" + t.dtype() + Arrays.toString(t.shape()) + ", "
+                + t.nbytes() + " bytes)";
+        if (b.isClosed()) {
+            throw new IllegalArgumentException(what + ": the caller's " + b + " is closed");
+        }
+        if (d.offset() > b.size() || t.nbytes() > b.size() - d.offset()) {
+            throw new IllegalArgumentException(what + " does not fit the caller's " + b + ": "
+                    + Math.max(0, b.size() - d.offset()) + " bytes from offset " + d.offset());
+        }
+        if (b.segment().map(MemorySegment::isReadOnly).orElse(false)) {
+            throw new IllegalArgumentException(what + ": the caller's " + b + " is read-only");
         }
     }
 
@@ -259,10 +391,9 @@ public final class WeightLoader {
 
     private boolean shouldMap(ReadPlan plan) {
         if (mapHost != null) {
-            if (mapHost && !HostMapping.available()) throw new IllegalStateException("mmap is not available to map the weights");
             return mapHost;
         }
-        if (Boolean.TRUE.equals(direct) || !HostMapping.available()) return false;
+        if (Boolean.TRUE.equals(direct)) return false;
         for (SafetensorsHeader h : hostFiles(plan)) {
             try (PhxFile f = PhxFile.open(h.file(), OpenMode.READ)) {
                 if (f.cachedFraction() < 0.5) return false;
@@ -283,40 +414,45 @@ public final class WeightLoader {
         return end == bytes;
     }
 
+    /**
+     * One read: {@code length} bytes of {@code file} at {@code fileOffset} into {@code buffer}
+     * at {@code bufferOffset}, of which {@code neededLength} must arrive; {@code zeroTail} is
+     * the device of an uninitialized buffer whose bytes past the end of the file must be zeroed.
+     */
+    private record Read(SafetensorsHeader file, RegisteredBuffer buffer, long bufferOffset, long fileOffset,
+                        long length, long neededLength, Device zeroTail) {
+    }
+
     /** Zeroes what a read left unwritten in an uninitialized buffer: alignment past end of file. */
-    private static void zeroShortTails(List<ReadPlan.ReadRequest> requests, BatchResult result,
-                                       Map<Integer, RegisteredBuffer> buffers, Map<Integer, Device> uninitialized) {
-        for (int i = 0; i < requests.size(); i++) {
-            ReadPlan.ReadRequest r = requests.get(i);
-            Device d = uninitialized.get(r.target());
+    private static void zeroShortTails(List<Read> reads, BatchResult result) {
+        for (int i = 0; i < reads.size(); i++) {
+            Read r = reads.get(i);
             long got = Math.max(0, result.result(i));
-            if (d == null || got >= r.length()) continue;
+            if (r.zeroTail() == null || got >= r.length()) continue;
             try (Arena arena = Arena.ofConfined()) {
-                d.copyToDevice(arena.allocate(r.length() - got), buffers.get(r.target()), r.bufferOffset() + got);
+                r.zeroTail().copyToDevice(arena.allocate(r.length() - got), r.buffer(), r.bufferOffset() + got);
             }
         }
     }
 
-    private void read(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers, boolean hostMapped,
-                      Map<Integer, Device> uninitialized) {
-        List<ReadPlan.ReadRequest> requests = hostMapped
-                ? plan.requests().stream().filter(r -> r.target() != Placement.HOST).toList() : plan.requests();
-        long total = requests.stream().mapToLong(ReadPlan.ReadRequest::length).sum();
+    /** Runs {@code reads} as one batch; {@code buffered}: open files through the page cache whatever {@link #direct} says. */
+    private void read(List<Read> reads, boolean buffered) {
+        long total = reads.stream().mapToLong(Read::length).sum();
         if (progress != null) {
             progress.onProgress(0, total);
         }
-        if (requests.isEmpty()) {
+        if (reads.isEmpty()) {
             return;
         }
         Map<SafetensorsHeader, PhxFile> files = new IdentityHashMap<>();
         try {
-            for (ReadPlan.ReadRequest r : requests) {
-                files.computeIfAbsent(r.file(), h -> open(h.file()));
+            for (Read r : reads) {
+                files.computeIfAbsent(r.file(), h -> buffered ? PhxFile.open(h.file(), OpenMode.READ) : open(h.file()));
             }
-            try (IoBatch batch = batch(requests, files, buffers)) {
+            try (IoBatch batch = batch(reads, files)) {
                 BatchResult result = progress == null ? batch.run() : awaitWithProgress(batch, total);
-                check(requests, result);
-                zeroShortTails(requests, result, buffers, uninitialized);
+                check(reads, result);
+                zeroShortTails(reads, result);
                 if (progress != null) {
                     progress.onProgress(total, total);
                 }
@@ -328,7 +464,6 @@ public final class WeightLoader {
         }
     }
 
-    /** Splits the requests into {@code n} consecutive runs of about equal bytes. */
     /** Submits the batch and reports its moved bytes until it completes. */
     private BatchResult awaitWithProgress(IoBatch batch, long total) {
         CompletableFuture<BatchResult> f = batch.submit();
@@ -357,12 +492,11 @@ public final class WeightLoader {
         }
     }
 
-    private static IoBatch batch(List<ReadPlan.ReadRequest> requests, Map<SafetensorsHeader, PhxFile> files,
-                                 Map<Integer, RegisteredBuffer> buffers) {
-        IoBatch batch = IoBatch.create(requests.size());
+    private static IoBatch batch(List<Read> reads, Map<SafetensorsHeader, PhxFile> files) {
+        IoBatch batch = IoBatch.create(reads.size());
         try {
-            for (ReadPlan.ReadRequest r : requests) {
-                batch.read(files.get(r.file()), buffers.get(r.target()), r.bufferOffset(), r.length(), r.fileOffset());
+            for (Read r : reads) {
+                batch.read(files.get(r.file()), r.buffer(), r.bufferOffset(), r.length(), r.fileOffset());
             }
             return batch;
         } catch (RuntimeException e) {
@@ -372,10 +506,10 @@ public final class WeightLoader {
     }
 
     /** Every request must have delivered the bytes its tensors need; more (alignment past EOF) is optional. */
-    private static void check(List<ReadPlan.ReadRequest> requests, BatchResult result) {
+    private static void check(List<Read> reads, BatchResult result) {
         result.throwIfFailed();
-        for (int i = 0; i < requests.size(); i++) {
-            ReadPlan.ReadRequest r = requests.get(i);
+        for (int i = 0; i < reads.size(); i++) {
+            Read r = reads.get(i);
             if (result.result(i) < r.neededLength()) {
                 throw new PhoenixException("read " + r.file().file() + " at offset " + r.fileOffset() + ": got "
                         + result.result(i) + " of " + r.neededLength() + " bytes (did the file shrink while loading?)",

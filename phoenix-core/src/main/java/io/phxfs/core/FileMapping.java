@@ -1,0 +1,215 @@
+package io.phxfs.core;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Ranges of files mapped read-only (private) into one contiguous address range, from
+ * {@link Host#map}. The bytes are the page cache's: nothing is copied, and clean pages the
+ * kernel reclaims are read again on access. {@link #segment()} is read-only, so a write fails
+ * in Java instead of faulting.
+ *
+ * <p>With several ranges, each starts on a {@value #SLOT_ALIGNMENT}-byte boundary (where the
+ * kernel can use large page-cache folios) and {@link #offsetOf} says where; the bytes between
+ * ranges are readable too (zero, or a file's neighbouring bytes within the same page).
+ *
+ * <p>Closing unmaps; a second close does nothing, and the segment refuses access afterwards
+ * (IllegalStateException, never a fault). As with any mmap, a file that another process
+ * truncates while mapped makes access past its new end fail with SIGBUS, which the JVM
+ * reports as an InternalError at best: do not map files that may shrink.
+ */
+public final class FileMapping implements AutoCloseable {
+    /** Alignment of each range's slot when several are mapped side by side. */
+    static final long SLOT_ALIGNMENT = 2L << 20;
+
+    /**
+     * {@code length} bytes of {@code file} from {@code offset}; both may be arbitrary (the
+     * mapping starts at the page below {@code offset}).
+     */
+    public record Range(Path file, long offset, long length) {
+        /** @throws IllegalArgumentException for a negative offset or length */
+        public Range {
+            Objects.requireNonNull(file, "file");
+            if (offset < 0 || length < 0) {
+                throw new IllegalArgumentException("map " + file + ": negative offset " + offset + " or length " + length);
+            }
+        }
+    }
+
+    private final List<Range> ranges;
+    private final long[] offsets;
+    private final Arena arena;
+    private final MemorySegment segment;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private FileMapping(List<Range> ranges, long[] offsets, Arena arena, MemorySegment segment) {
+        this.ranges = ranges;
+        this.offsets = offsets;
+        this.arena = arena;
+        this.segment = segment;
+    }
+
+    /** Maps {@code ranges} side by side; see {@link Host#map(List, boolean)}. */
+    static FileMapping map(List<Range> ranges, boolean populate) {
+        return map(List.copyOf(ranges), populate, false);
+    }
+
+    /** Maps the whole of {@code file}, its size taken from the open descriptor. */
+    static FileMapping mapWhole(Path file) {
+        return map(List.of(new Range(file, 0, 0)), false, true);
+    }
+
+    /**
+     * Opens every file first and checks each range against the size of the open file, so
+     * that no range can reach past an end of file (a page there would fault on access instead
+     * of failing here); then reserves one region and maps each range over its slot.
+     */
+    private static FileMapping map(List<Range> requested, boolean populate, boolean whole) {
+        if (requested.isEmpty()) {
+            throw new IllegalArgumentException("map: no ranges");
+        }
+        int[] fds = new int[requested.size()];
+        Arrays.fill(fds, -1);
+        try {
+            List<Range> rs = new ArrayList<>(requested.size());
+            for (int i = 0; i < requested.size(); i++) {
+                Range r = requested.get(i);
+                if (Files.isDirectory(r.file())) { // open(2) accepts a directory; mmap's ENODEV would mislead
+                    throw new PhoenixException("map " + r.file(), Errno.EISDIR, LibcMemory.strerror(Errno.EISDIR));
+                }
+                fds[i] = LibcMemory.openReadOnly(r.file());
+                long size = LibcMemory.size(fds[i], r.file());
+                if (whole) {
+                    r = new Range(r.file(), 0, size);
+                } else if (r.offset() > size || r.length() > size - r.offset()) {
+                    throw new IllegalArgumentException("map " + r.file() + ": range [" + r.offset() + ", " + r.offset()
+                            + "+" + r.length() + ") is past the end of the file's " + size + " bytes");
+                }
+                rs.add(r);
+            }
+            return mapOpen(List.copyOf(rs), fds, populate);
+        } finally {
+            for (int fd : fds) {
+                if (fd >= 0) {
+                    LibcMemory.close(fd); // a mapping keeps its own reference to the file
+                }
+            }
+        }
+    }
+
+    private static FileMapping mapOpen(List<Range> rs, int[] fds, boolean populate) {
+        long page = LibcMemory.pageSize();
+        long align = rs.size() == 1 ? page : SLOT_ALIGNMENT;
+        long[] slots = new long[rs.size()];
+        long total = 0;
+        for (int i = 0; i < rs.size(); i++) {
+            Range r = rs.get(i);
+            slots[i] = total;
+            total = Math.addExact(total, roundUp(r.offset() % page + r.length(), align));
+        }
+        // Reserved readable and backed by the shared zero page: the gaps between ranges read
+        // as zero instead of faulting, and the reservation costs no memory.
+        long reserved = Math.addExact(Math.max(total, page), align);
+        MemorySegment region = LibcMemory.mmap(MemorySegment.NULL, reserved, LibcMemory.PROT_READ,
+                LibcMemory.MAP_PRIVATE | LibcMemory.MAP_ANONYMOUS | LibcMemory.MAP_NORESERVE, -1, 0,
+                "mmap (reserve " + reserved + " bytes to map " + rs.get(0).file() + (rs.size() > 1 ? " and others" : "") + ")");
+        long start = region.address();
+        Arena arena = Arena.ofShared();
+        MemorySegment owned = region.reinterpret(reserved, arena, s -> LibcMemory.munmap(start, reserved));
+        try {
+            long base = roundUp(start, align) - start;
+            long delta0 = rs.get(0).offset() % page;
+            long[] offsets = new long[rs.size()];
+            int flags = LibcMemory.MAP_PRIVATE | LibcMemory.MAP_FIXED | (populate ? LibcMemory.MAP_POPULATE : 0);
+            for (int i = 0; i < rs.size(); i++) {
+                Range r = rs.get(i);
+                long delta = r.offset() % page; // mmap offsets are whole pages
+                if (r.length() > 0) {
+                    LibcMemory.mmap(MemorySegment.ofAddress(start + base + slots[i]), delta + r.length(),
+                            LibcMemory.PROT_READ, flags, fds[i], r.offset() - delta, "mmap " + r.file());
+                }
+                offsets[i] = slots[i] + delta - delta0;
+            }
+            Range last = rs.get(rs.size() - 1);
+            long span = offsets[rs.size() - 1] + last.length();
+            return new FileMapping(rs, offsets, arena, owned.asSlice(base + delta0, span).asReadOnly());
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private static long roundUp(long v, long align) {
+        return Math.addExact(v, align - 1) / align * align;
+    }
+
+    /**
+     * The mapped bytes, read-only: the first range from index 0, the others at
+     * {@link #offsetOf}. Access after {@link #close()} throws IllegalStateException.
+     *
+     * @throws IllegalStateException when closed
+     */
+    public MemorySegment segment() {
+        checkOpen();
+        return segment;
+    }
+
+    /** Where range {@code index}'s first byte is in {@link #segment()} (0 for the first range). */
+    public long offsetOf(int index) {
+        Objects.checkIndex(index, offsets.length);
+        return offsets[index];
+    }
+
+    /** The ranges, in the order given. */
+    public List<Range> ranges() {
+        return ranges;
+    }
+
+    /** Bytes of {@link #segment()}: all ranges and the gaps between them. */
+    public long byteSize() {
+        return segment.byteSize();
+    }
+
+    /** Whether {@link #close()} has unmapped the files. */
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    /**
+     * Unmaps the files; a second close does nothing.
+     *
+     * @throws PhoenixException EBUSY while a native call on another thread still uses the
+     *                          segment (the mapping then stays, and close may be retried)
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        try {
+            arena.close();
+        } catch (IllegalStateException e) {
+            closed.set(false);
+            throw new PhoenixException("close " + this + ": segment in use", Errno.EBUSY, e.getMessage());
+        }
+    }
+
+    private void checkOpen() {
+        if (closed.get()) {
+            throw new IllegalStateException(this + " is closed");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "FileMapping[" + ranges.get(0).file() + (ranges.size() > 1 ? " and " + (ranges.size() - 1) + " more" : "")
+                + ", " + segment.byteSize() + " bytes]";
+    }
+}
