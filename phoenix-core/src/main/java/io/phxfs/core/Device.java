@@ -65,13 +65,13 @@ public final class Device {
     }
 
     static Device open(int id) {
-        int rc = NativeLibrary.open(id);
+        int rc = DeviceCalls.open(id);
         if (rc < 0) {
             throw PhoenixException.fromNative("phxfs_open(device " + id + ")", rc);
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment info = arena.allocate(INFO_LAYOUT);
-            rc = NativeLibrary.getDeviceInfo(id, info);
+            rc = DeviceCalls.getDeviceInfo(id, info);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_get_device_info(device " + id + ")", rc);
             }
@@ -170,7 +170,7 @@ public final class Device {
         MemorySegment ptr;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            int rc = zeroed ? NativeLibrary.memAlloc(id, bytes, out) : NativeLibrary.memAllocUninit(id, bytes, out);
+            int rc = zeroed ? MemoryCalls.memAlloc(id, bytes, out) : MemoryCalls.memAllocUninit(id, bytes, out);
             if (rc < 0) {
                 throw PhoenixException.fromNative((zeroed ? "phxfs_mem_alloc" : "phxfs_mem_alloc_uninit")
                         + "(device " + id + ", " + bytes + " bytes)", rc);
@@ -180,7 +180,7 @@ public final class Device {
         try {
             return RegisteredBuffer.registerDevice(this, ptr, bytes, true);
         } catch (RuntimeException | Error e) {
-            int rc = NativeLibrary.memFree(id, ptr);
+            int rc = MemoryCalls.memFree(id, ptr);
             if (rc < 0) {
                 e.addSuppressed(PhoenixException.fromNative(
                         "phxfs_mem_free(device " + id + ", 0x" + Long.toHexString(ptr.address()) + ")", rc));
@@ -234,7 +234,7 @@ public final class Device {
     }
 
     private void copyToHost(RegisteredBuffer src, long srcOffset, MemorySegment dst, MemorySegment from, long len) {
-        int rc = NativeLibrary.memcpyToHost(id, dst, from, len);
+        int rc = MemoryCalls.memcpyToHost(id, dst, from, len);
         if (rc < 0) {
             throw PhoenixException.fromNative("phxfs_memcpy_to_host(device " + id + ", " + src
                     + " offset " + srcOffset + ", " + len + " bytes)", rc);
@@ -267,7 +267,7 @@ public final class Device {
     }
 
     private void copyToDevice(MemorySegment src, RegisteredBuffer dst, long dstOffset, MemorySegment to, long len) {
-        int rc = NativeLibrary.memcpyToDevice(id, to, src, len);
+        int rc = MemoryCalls.memcpyToDevice(id, to, src, len);
         if (rc < 0) {
             throw PhoenixException.fromNative("phxfs_memcpy_to_device(device " + id + ", " + dst
                     + " offset " + dstOffset + ", " + len + " bytes)", rc);
@@ -278,7 +278,7 @@ public final class Device {
     public DeviceStream createStream() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            int rc = NativeLibrary.streamCreate(id, out);
+            int rc = StreamCalls.streamCreate(id, out);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_stream_create(device " + id + ")", rc);
             }

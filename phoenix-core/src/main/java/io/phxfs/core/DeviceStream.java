@@ -67,7 +67,7 @@ public final class DeviceStream implements AutoCloseable {
     }
 
     private void syncAndComplete() {
-        int rc = NativeLibrary.streamSynchronize(device.id(), handle);
+        int rc = StreamCalls.streamSynchronize(device.id(), handle);
         if (rc < 0) {
             throw PhoenixException.fromNative("phxfs_stream_synchronize(device " + device.id() + ")", rc);
         }
@@ -101,7 +101,7 @@ public final class DeviceStream implements AutoCloseable {
             // files and buffers stay held (leaked) rather than freed under them.
             failure = e;
         }
-        int rc = NativeLibrary.streamDestroy(device.id(), handle);
+        int rc = StreamCalls.streamDestroy(device.id(), handle);
         if (rc < 0) {
             PhoenixException e = PhoenixException.fromNative("phxfs_stream_destroy(device " + device.id() + ")", rc);
             if (failure != null) {

@@ -186,7 +186,7 @@ public final class IoBatch implements AutoCloseable {
             inFlight = true;
         }
         try {
-            int rc = write ? NativeLibrary.writeBatch(reqs, n) : NativeLibrary.readBatch(reqs, n);
+            int rc = write ? IoCalls.writeBatch(reqs, n) : IoCalls.readBatch(reqs, n);
             if (rc < 0) {
                 throw PhoenixException.fromNative(batchName(write ? "phxfs_write_batch" : "phxfs_read_batch", n), rc);
             }
@@ -211,8 +211,8 @@ public final class IoBatch implements AutoCloseable {
             return CompletableFuture.completedFuture(new BatchResult(write, new long[0], null));
         }
         acquireAll(n);
-        MemorySegment handle = write ? NativeLibrary.batchSubmitWrite(errnoCapture, reqs, n)
-                : NativeLibrary.batchSubmitRead(errnoCapture, reqs, n);
+        MemorySegment handle = write ? IoCalls.batchSubmitWrite(errnoCapture, reqs, n)
+                : IoCalls.batchSubmitRead(errnoCapture, reqs, n);
         if (handle.equals(MemorySegment.NULL)) {
             int errno = NativeLibrary.captured(errnoCapture);
             String message = NativeLibrary.lastError();
@@ -238,7 +238,7 @@ public final class IoBatch implements AutoCloseable {
         BatchResult result = null;
         Throwable failure = null;
         try {
-            int rc = NativeLibrary.batchWait(handle);
+            int rc = IoCalls.batchWait(handle);
             if (rc < 0) {
                 failure = PhoenixException.fromNative(batchName("phxfs_batch_wait", n), rc);
             } else {
@@ -248,10 +248,10 @@ public final class IoBatch implements AutoCloseable {
             failure = t;
         } finally {
             synchronized (this) {
-                lastBytesDone = NativeLibrary.batchBytesDone(handle);
+                lastBytesDone = IoCalls.batchBytesDone(handle);
                 this.handle = null; // bytesDone() must not touch a destroyed handle
             }
-            int rc = NativeLibrary.batchDestroy(handle);
+            int rc = IoCalls.batchDestroy(handle);
             if (rc < 0 && failure == null) {
                 failure = PhoenixException.fromNative(batchName("phxfs_batch_destroy", n), rc);
             }
@@ -333,7 +333,7 @@ public final class IoBatch implements AutoCloseable {
      * after it completed, its total; 0 before the first submit.
      */
     public synchronized long bytesDone() {
-        return handle != null ? NativeLibrary.batchBytesDone(handle) : lastBytesDone;
+        return handle != null ? IoCalls.batchBytesDone(handle) : lastBytesDone;
     }
 
     /** Frees the request array; a batch in flight frees it when it completes. */

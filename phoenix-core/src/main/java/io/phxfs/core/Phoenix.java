@@ -49,7 +49,7 @@ public final class Phoenix {
         synchronized (LOCK) {
             if (instance == null) {
                 NativeLibrary.ensureLoaded();
-                int rc = NativeLibrary.init();
+                int rc = DeviceCalls.init();
                 if (rc < 0) {
                     throw PhoenixException.fromNative("phxfs_init", rc);
                 }
@@ -70,19 +70,19 @@ public final class Phoenix {
     public void prelinkDeviceCalls() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            NativeLibrary.memAlloc(-1, 0, out);
-            NativeLibrary.memAllocUninit(-1, 0, out);
-            NativeLibrary.regmem(-1, MemorySegment.NULL, 0, out);
-            NativeLibrary.deregmem(-1, MemorySegment.NULL, 0);
-            NativeLibrary.memFree(-1, MemorySegment.NULL);
-            NativeLibrary.memcpyToDevice(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
-            NativeLibrary.memcpyToHost(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
+            MemoryCalls.memAlloc(-1, 0, out);
+            MemoryCalls.memAllocUninit(-1, 0, out);
+            MemoryCalls.regmem(-1, MemorySegment.NULL, 0, out);
+            MemoryCalls.deregmem(-1, MemorySegment.NULL, 0);
+            MemoryCalls.memFree(-1, MemorySegment.NULL);
+            MemoryCalls.memcpyToDevice(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
+            MemoryCalls.memcpyToHost(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
         }
     }
 
     /** Number of devices the selected connector sees; at least 1 (a CPU-only machine has a host device). */
     public int deviceCount() {
-        int n = NativeLibrary.deviceCount();
+        int n = DeviceCalls.deviceCount();
         if (n < 0) {
             throw PhoenixException.fromNative("phxfs_device_count", n);
         }
@@ -105,7 +105,7 @@ public final class Phoenix {
 
     /** libphoenix's registration granularity (bytes). */
     public long pageSize() {
-        return NativeLibrary.getPageSize();
+        return DeviceCalls.getPageSize();
     }
 
     /**
@@ -115,7 +115,7 @@ public final class Phoenix {
      */
     public void setConfig(String key, String value) {
         try (Arena arena = Arena.ofConfined()) {
-            int rc = NativeLibrary.setConfig(arena.allocateFrom(key), arena.allocateFrom(value));
+            int rc = DeviceCalls.setConfig(arena.allocateFrom(key), arena.allocateFrom(value));
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_set_config(" + key + "=" + value + ")", rc);
             }
@@ -129,7 +129,7 @@ public final class Phoenix {
             long len = 256;
             for (;;) {
                 MemorySegment buf = arena.allocate(len);
-                int rc = NativeLibrary.getConfig(k, buf, len);
+                int rc = DeviceCalls.getConfig(k, buf, len);
                 if (rc < 0) {
                     throw PhoenixException.fromNative("phxfs_get_config(" + key + ")", rc);
                 }
@@ -144,7 +144,7 @@ public final class Phoenix {
 
     /** The version of the libphoenix actually loaded, "major.minor" (phxfs_version). */
     public String version() {
-        int v = NativeLibrary.version();
+        int v = DeviceCalls.version();
         return v / 1000 + "." + (v % 1000) / 10;
     }
 

@@ -59,7 +59,7 @@ public final class RegisteredBuffer implements AutoCloseable {
         long target;
         try (Arena tmp = Arena.ofConfined()) {
             MemorySegment out = tmp.allocate(ADDRESS);
-            int rc = NativeLibrary.regmem(dev, ptr, size, out);
+            int rc = MemoryCalls.regmem(dev, ptr, size, out);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_regmem(device " + dev + ", 0x"
                         + Long.toHexString(ptr.address()) + ", " + size + " bytes)", rc);
@@ -195,7 +195,7 @@ public final class RegisteredBuffer implements AutoCloseable {
     }
 
     private void closeDevice() {
-        int rc = NativeLibrary.deregmem(deviceId, base, size);
+        int rc = MemoryCalls.deregmem(deviceId, base, size);
         if (rc < 0) {
             PhoenixException e = PhoenixException.fromNative("phxfs_deregmem(" + this + ")", rc);
             gate.abortClose();
@@ -211,7 +211,7 @@ public final class RegisteredBuffer implements AutoCloseable {
             }
         }
         if (kind == Kind.DEVICE_OWNED) {
-            rc = NativeLibrary.memFree(deviceId, base);
+            rc = MemoryCalls.memFree(deviceId, base);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_mem_free(" + this + ")", rc);
             }
