@@ -50,6 +50,7 @@ public final class Device {
     private final String connector;
     private final String name;
     private final String why;
+    private volatile boolean closed;
 
     private Device(int id, MemorySegment info) {
         this.id = id;
@@ -76,6 +77,29 @@ public final class Device {
                 throw PhoenixException.fromNative("phxfs_get_device_info(device " + id + ")", rc);
             }
             return new Device(id, info);
+        }
+    }
+
+    /** phxfs_close for the phxfs_open of {@link #open}; a second call does nothing. Called by {@link Phoenix#close()}. */
+    synchronized void close() {
+        if (closed) {
+            return;
+        }
+        int rc = DeviceCalls.close(id);
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_close(device " + id + ")", rc);
+        }
+        closed = true;
+    }
+
+    /** True once the {@link Phoenix} that opened it has been closed. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed (its Phoenix was closed)");
         }
     }
 
@@ -167,6 +191,7 @@ public final class Device {
         if (bytes <= 0) {
             throw new IllegalArgumentException("allocate: bytes must be > 0, was " + bytes);
         }
+        checkOpen();
         MemorySegment ptr;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
@@ -204,6 +229,7 @@ public final class Device {
         if (!range.isNative()) {
             throw new IllegalArgumentException("register: a heap segment has no stable address");
         }
+        checkOpen();
         return RegisteredBuffer.registerDevice(this, range, range.byteSize(), false);
     }
 
@@ -276,6 +302,7 @@ public final class Device {
 
     /** A new stream for stream-ordered I/O ({@link PhxFile#readAsync}). */
     public DeviceStream createStream() {
+        checkOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             int rc = StreamCalls.streamCreate(id, out);
