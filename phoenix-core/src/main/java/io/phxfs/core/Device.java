@@ -233,6 +233,30 @@ public final class Device {
         return RegisteredBuffer.registerDevice(this, range, range.byteSize(), false);
     }
 
+    /**
+     * Uses a caller's device pointer (memory of another framework) as an I/O buffer: checks
+     * with phxfs_check_device_pointer that {@code [devicePtr, devicePtr + bytes)} is memory of
+     * this device, then registers it. Closing the buffer deregisters it and frees nothing: the
+     * caller keeps the memory alive until the buffer is closed. Only the address of
+     * {@code devicePtr} is used; Java never dereferences it.
+     *
+     * @throws PhoenixException EINVAL, with libphoenix's message naming what the memory is
+     *                          instead (host memory, another device's memory, unknown)
+     */
+    public RegisteredBuffer wrap(MemorySegment devicePtr, long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("wrap: bytes must be > 0, was " + bytes);
+        }
+        checkOpen();
+        MemorySegment ptr = MemorySegment.ofAddress(devicePtr.address());
+        int rc = MemoryCalls.checkDevicePointer(id, ptr, bytes);
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_check_device_pointer(device " + id + ", 0x"
+                    + Long.toHexString(ptr.address()) + ", " + bytes + " bytes)", rc);
+        }
+        return RegisteredBuffer.registerDevice(this, ptr, bytes, false);
+    }
+
     /** Copies {@code dst.byteSize()} bytes from {@code src} at {@code srcOffset} into host memory. */
     public void copyToHost(RegisteredBuffer src, long srcOffset, MemorySegment dst) {
         checkOwn(src, "copyToHost");

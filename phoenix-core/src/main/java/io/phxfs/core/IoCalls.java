@@ -6,12 +6,13 @@ import java.lang.invoke.MethodHandle;
 
 import static io.phxfs.core.NativeLibrary.CAPTURE_ERRNO;
 import static io.phxfs.core.NativeLibrary.downcall;
+import static io.phxfs.core.NativeLibrary.downcallIfPresent;
 import static io.phxfs.core.NativeLibrary.rethrow;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-/** phoenix.h: synchronous I/O and batches. */
+/** phoenix.h: synchronous I/O, batches, asynchronous batches and their completion callback. */
 final class IoCalls {
     private static final FunctionDescriptor IO_SYNC = FunctionDescriptor.of(JAVA_LONG,
             JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG);
@@ -30,6 +31,14 @@ final class IoCalls {
     private static final MethodHandle BATCH_BYTES_DONE = downcall("phxfs_batch_bytes_done",
             FunctionDescriptor.of(JAVA_LONG, ADDRESS));
     private static final MethodHandle BATCH_DESTROY = downcall("phxfs_batch_destroy", ON_BATCH);
+
+    // core-2 calls (phoenix.h 394b48f): linked only if present, see downcallIfPresent.
+    private static final MethodHandle BATCH_SUBMIT = downcallIfPresent("phxfs_batch_submit",
+            FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS), CAPTURE_ERRNO);
+    private static final MethodHandle BATCH_CANCEL = downcallIfPresent("phxfs_batch_cancel", ON_BATCH);
+
+    /** phxfs_batch_done_fn: void (*)(phxfs_batch_t *batch, int result, void *arg). */
+    static final FunctionDescriptor BATCH_DONE_FN = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS);
 
     private IoCalls() {
     }
@@ -109,6 +118,24 @@ final class IoCalls {
     static int batchDestroy(MemorySegment batch) {
         try {
             return (int) BATCH_DESTROY.invokeExact(batch);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** phxfs_batch_submit: ops and done may be NULL; returns NULL with errno in {@code capture} on failure. */
+    static MemorySegment batchSubmit(MemorySegment capture, MemorySegment reqs, MemorySegment ops, int n,
+                                     MemorySegment done, MemorySegment arg) {
+        try {
+            return (MemorySegment) BATCH_SUBMIT.invokeExact(capture, reqs, ops, n, done, arg);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int batchCancel(MemorySegment batch) {
+        try {
+            return (int) BATCH_CANCEL.invokeExact(batch);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -5,18 +5,21 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 
 import static io.phxfs.core.NativeLibrary.downcall;
+import static io.phxfs.core.NativeLibrary.downcallIfPresent;
 import static io.phxfs.core.NativeLibrary.rethrow;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
-/** phoenix.h: registration, device memory, copies. */
+/** phoenix.h: registration, device memory, pinned host memory, copies, pointer checks. */
 final class MemoryCalls {
     private static final FunctionDescriptor DEV_PTR = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS);
     private static final FunctionDescriptor DEV_PTR_LEN = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG);
     private static final FunctionDescriptor ALLOC = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS);
     private static final FunctionDescriptor MEMCPY = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS,
             JAVA_LONG);
+    private static final FunctionDescriptor MEMCPY_ASYNC = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS,
+            JAVA_LONG, ADDRESS);
 
     private static final MethodHandle REGMEM = downcall("phxfs_regmem",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
@@ -26,6 +29,17 @@ final class MemoryCalls {
     private static final MethodHandle MEM_FREE = downcall("phxfs_mem_free", DEV_PTR);
     private static final MethodHandle MEMCPY_TO_HOST = downcall("phxfs_memcpy_to_host", MEMCPY);
     private static final MethodHandle MEMCPY_TO_DEVICE = downcall("phxfs_memcpy_to_device", MEMCPY);
+    // core-2 calls (phoenix.h 394b48f): linked only if present, see downcallIfPresent.
+    private static final MethodHandle HOST_ALLOC_PINNED = downcallIfPresent("phxfs_host_alloc_pinned",
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+    private static final MethodHandle HOST_FREE_PINNED = downcallIfPresent("phxfs_host_free_pinned",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final MethodHandle MEMCPY_TO_DEVICE_ASYNC = downcallIfPresent("phxfs_memcpy_to_device_async",
+            MEMCPY_ASYNC);
+    private static final MethodHandle MEMCPY_TO_HOST_ASYNC = downcallIfPresent("phxfs_memcpy_to_host_async",
+            MEMCPY_ASYNC);
+    private static final MethodHandle CHECK_DEVICE_POINTER = downcallIfPresent("phxfs_check_device_pointer",
+            DEV_PTR_LEN);
 
     private MemoryCalls() {
     }
@@ -81,6 +95,46 @@ final class MemoryCalls {
     static int memcpyToDevice(int dev, MemorySegment dst, MemorySegment src, long len) {
         try {
             return (int) MEMCPY_TO_DEVICE.invokeExact(dev, dst, src, len);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int hostAllocPinned(long len, MemorySegment ptrOut) {
+        try {
+            return (int) HOST_ALLOC_PINNED.invokeExact(len, ptrOut);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int hostFreePinned(MemorySegment ptr) {
+        try {
+            return (int) HOST_FREE_PINNED.invokeExact(ptr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memcpyToDeviceAsync(int dev, MemorySegment dst, MemorySegment src, long len, MemorySegment stream) {
+        try {
+            return (int) MEMCPY_TO_DEVICE_ASYNC.invokeExact(dev, dst, src, len, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memcpyToHostAsync(int dev, MemorySegment dst, MemorySegment src, long len, MemorySegment stream) {
+        try {
+            return (int) MEMCPY_TO_HOST_ASYNC.invokeExact(dev, dst, src, len, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int checkDevicePointer(int dev, MemorySegment ptr, long len) {
+        try {
+            return (int) CHECK_DEVICE_POINTER.invokeExact(dev, ptr, len);
         } catch (Throwable t) {
             throw rethrow(t);
         }

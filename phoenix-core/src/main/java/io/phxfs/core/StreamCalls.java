@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 
 import static io.phxfs.core.NativeLibrary.downcall;
+import static io.phxfs.core.NativeLibrary.downcallIfPresent;
 import static io.phxfs.core.NativeLibrary.rethrow;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -20,6 +21,8 @@ final class StreamCalls {
     private static final MethodHandle STREAM_DESTROY = downcall("phxfs_stream_destroy", DEV_PTR);
     private static final MethodHandle READ_STREAM = downcall("phxfs_read_stream", IO_STREAM);
     private static final MethodHandle WRITE_STREAM = downcall("phxfs_write_stream", IO_STREAM);
+    // core-2 call (phoenix.h 394b48f): linked only if present, see downcallIfPresent.
+    private static final MethodHandle CHECK_STREAM = downcallIfPresent("phxfs_check_stream", DEV_PTR);
 
     private StreamCalls() {
     }
@@ -43,6 +46,14 @@ final class StreamCalls {
     static int streamDestroy(int dev, MemorySegment stream) {
         try {
             return (int) STREAM_DESTROY.invokeExact(dev, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int checkStream(int dev, MemorySegment stream) {
+        try {
+            return (int) CHECK_STREAM.invokeExact(dev, stream);
         } catch (Throwable t) {
             throw rethrow(t);
         }
