@@ -82,6 +82,13 @@ static void release_request(phx_req_state_t *rs)
     rs->alt_fd = -1;
 }
 
+/* Once, whoever gets here first: the finisher (callback batches) or the first waiter. */
+static void release_all(phx_batch_state_t *b)
+{
+    if (atomic_exchange(&b->released, 1)) return;
+    for (int i = 0; i < b->n; i++) release_request(&b->rs[i]);
+}
+
 static void batch_unref(phx_batch_state_t *b)
 {
     if (atomic_fetch_sub(&b->refs, 1) != 1) return;
@@ -104,8 +111,10 @@ void phx_batch_finish(phx_batch_state_t *b)
         } else {
             rs->req->result = (ssize_t)(atomic_load(&rs->end) - (int64_t)rs->req->f_offset);
         }
-        release_request(rs);
     }
+    /* A handle someone will wait on keeps its registrations and devices until that wait
+     * (phoenix.h); a batch with a callback has no such wait, so it lets go now. */
+    if (b->cb) release_all(b);
     pthread_mutex_lock(&b->lock);
     if (failed && !b->msg[0]) {
         phxfs_io_req_t *r = b->rs[first_i].req;
@@ -251,6 +260,7 @@ int phx_batch_state_wait(phx_batch_state_t *b)
     int r = b->result;
     if (r && b->msg[0]) phx_fail(EIO, "%s", b->msg);
     pthread_mutex_unlock(&b->lock);
+    release_all(b);
     return r;
 }
 
@@ -262,5 +272,6 @@ void phx_batch_state_free(phx_batch_state_t *b)
     pthread_mutex_lock(&b->lock);
     while (!b->done) pthread_cond_wait(&b->cond, &b->lock);
     pthread_mutex_unlock(&b->lock);
+    release_all(b);
     batch_unref(b);
 }

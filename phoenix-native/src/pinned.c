@@ -13,6 +13,11 @@ struct phx_flag_chunk {
     phx_flag_chunk_t *next;
 };
 
+/* Chunks whose flags a stream may still poll (a launch failed after the wait was queued)
+ * outlive their pool here: a few bytes, and only after an accelerator refused a launch. */
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static phx_flag_chunk_t *retired;
+
 int phx_pinned_pool_init(phx_pinned_pool_t *p, size_t bytes, size_t slot_bytes)
 {
     memset(p, 0, sizeof *p);
@@ -51,8 +56,13 @@ void phx_pinned_pool_destroy(phx_pinned_pool_t *p)
     free(p->free_slots);
     for (phx_flag_chunk_t *c = p->chunks, *next; c; c = next) {
         next = c->next;
-        /* a flag still out may be polled by a stream that never got past its wait */
-        if (p->flags_out) continue;
+        if (p->flags_out) {
+            pthread_mutex_lock(&retired_lock);
+            c->next = retired;
+            retired = c;
+            pthread_mutex_unlock(&retired_lock);
+            continue;
+        }
         phx_conn->host_unregister(c->words);
         free(c->words);
         free(c);

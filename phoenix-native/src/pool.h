@@ -38,6 +38,7 @@ struct phx_batch_state {
     atomic_size_t remaining;
     _Atomic int64_t bytes_done;
     atomic_int refs;       /* the owner's handle + the finisher's */
+    atomic_int released;   /* the requests' holds and device uses are given back */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int done, result;      /* under lock */

@@ -5,13 +5,20 @@ import java.util.Arrays;
 /** The per-request outcome of an {@link IoBatch} run: bytes moved or a negative errno each. */
 public final class BatchResult {
     private final boolean write;
+    /** Per-request direction of a batch of reads and writes; null when all go one way. */
+    private final boolean[] writes;
     private final long[] results;
     /** Descriptions of failed requests only, indexed like {@link #results}; null where it succeeded. */
     private final String[] failures;
     private final int failed;
 
     BatchResult(boolean write, long[] results, String[] failures) {
+        this(write, results, failures, null);
+    }
+
+    BatchResult(boolean write, long[] results, String[] failures, boolean[] writes) {
         this.write = write;
+        this.writes = writes;
         this.results = results;
         this.failures = failures;
         int f = 0;
@@ -38,8 +45,14 @@ public final class BatchResult {
         return failed;
     }
 
+    /** True when every request of the batch was a write. */
     public boolean isWrite() {
         return write;
+    }
+
+    /** True when request {@code i} was a write. */
+    public boolean isWrite(int i) {
+        return writes != null ? writes[i] : write;
     }
 
     /** Sum of the bytes moved by the requests that succeeded. */
@@ -74,7 +87,7 @@ public final class BatchResult {
 
     @Override
     public String toString() {
-        return "BatchResult[" + (write ? "write" : "read") + ", " + results.length + " requests, " + failed
+        return "BatchResult[" + (writes != null ? "read and write" : write ? "write" : "read") + ", " + results.length + " requests, " + failed
                 + " failed, " + totalBytes() + " bytes" + (results.length <= 16 ? ", " + Arrays.toString(results) : "")
                 + "]";
     }

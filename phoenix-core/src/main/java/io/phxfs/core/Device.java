@@ -50,6 +50,7 @@ public final class Device {
     private final String connector;
     private final String name;
     private final String why;
+    private volatile boolean closed;
 
     private Device(int id, MemorySegment info) {
         this.id = id;
@@ -65,17 +66,40 @@ public final class Device {
     }
 
     static Device open(int id) {
-        int rc = NativeLibrary.open(id);
+        int rc = DeviceCalls.open(id);
         if (rc < 0) {
             throw PhoenixException.fromNative("phxfs_open(device " + id + ")", rc);
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment info = arena.allocate(INFO_LAYOUT);
-            rc = NativeLibrary.getDeviceInfo(id, info);
+            rc = DeviceCalls.getDeviceInfo(id, info);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_get_device_info(device " + id + ")", rc);
             }
             return new Device(id, info);
+        }
+    }
+
+    /** phxfs_close for the phxfs_open of {@link #open}; a second call does nothing. Called by {@link Phoenix#close()}. */
+    synchronized void close() {
+        if (closed) {
+            return;
+        }
+        int rc = DeviceCalls.close(id);
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_close(device " + id + ")", rc);
+        }
+        closed = true;
+    }
+
+    /** True once the {@link Phoenix} that opened it has been closed. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException(this + " is closed (its Phoenix was closed)");
         }
     }
 
@@ -167,10 +191,11 @@ public final class Device {
         if (bytes <= 0) {
             throw new IllegalArgumentException("allocate: bytes must be > 0, was " + bytes);
         }
+        checkOpen();
         MemorySegment ptr;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            int rc = zeroed ? NativeLibrary.memAlloc(id, bytes, out) : NativeLibrary.memAllocUninit(id, bytes, out);
+            int rc = zeroed ? MemoryCalls.memAlloc(id, bytes, out) : MemoryCalls.memAllocUninit(id, bytes, out);
             if (rc < 0) {
                 throw PhoenixException.fromNative((zeroed ? "phxfs_mem_alloc" : "phxfs_mem_alloc_uninit")
                         + "(device " + id + ", " + bytes + " bytes)", rc);
@@ -180,7 +205,7 @@ public final class Device {
         try {
             return RegisteredBuffer.registerDevice(this, ptr, bytes, true);
         } catch (RuntimeException | Error e) {
-            int rc = NativeLibrary.memFree(id, ptr);
+            int rc = MemoryCalls.memFree(id, ptr);
             if (rc < 0) {
                 e.addSuppressed(PhoenixException.fromNative(
                         "phxfs_mem_free(device " + id + ", 0x" + Long.toHexString(ptr.address()) + ")", rc));
@@ -204,7 +229,32 @@ public final class Device {
         if (!range.isNative()) {
             throw new IllegalArgumentException("register: a heap segment has no stable address");
         }
+        checkOpen();
         return RegisteredBuffer.registerDevice(this, range, range.byteSize(), false);
+    }
+
+    /**
+     * Uses a caller's device pointer (memory of another framework) as an I/O buffer: checks
+     * with phxfs_check_device_pointer that {@code [devicePtr, devicePtr + bytes)} is memory of
+     * this device, then registers it. Closing the buffer deregisters it and frees nothing: the
+     * caller keeps the memory alive until the buffer is closed. Only the address of
+     * {@code devicePtr} is used; Java never dereferences it.
+     *
+     * @throws PhoenixException EINVAL, with libphoenix's message naming what the memory is
+     *                          instead (host memory, another device's memory, unknown)
+     */
+    public RegisteredBuffer wrap(MemorySegment devicePtr, long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("wrap: bytes must be > 0, was " + bytes);
+        }
+        checkOpen();
+        MemorySegment ptr = MemorySegment.ofAddress(devicePtr.address());
+        int rc = MemoryCalls.checkDevicePointer(id, ptr, bytes);
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_check_device_pointer(device " + id + ", 0x"
+                    + Long.toHexString(ptr.address()) + ", " + bytes + " bytes)", rc);
+        }
+        return RegisteredBuffer.registerDevice(this, ptr, bytes, false);
     }
 
     /** Copies {@code dst.byteSize()} bytes from {@code src} at {@code srcOffset} into host memory. */
@@ -234,7 +284,7 @@ public final class Device {
     }
 
     private void copyToHost(RegisteredBuffer src, long srcOffset, MemorySegment dst, MemorySegment from, long len) {
-        int rc = NativeLibrary.memcpyToHost(id, dst, from, len);
+        int rc = MemoryCalls.memcpyToHost(id, dst, from, len);
         if (rc < 0) {
             throw PhoenixException.fromNative("phxfs_memcpy_to_host(device " + id + ", " + src
                     + " offset " + srcOffset + ", " + len + " bytes)", rc);
@@ -267,7 +317,7 @@ public final class Device {
     }
 
     private void copyToDevice(MemorySegment src, RegisteredBuffer dst, long dstOffset, MemorySegment to, long len) {
-        int rc = NativeLibrary.memcpyToDevice(id, to, src, len);
+        int rc = MemoryCalls.memcpyToDevice(id, to, src, len);
         if (rc < 0) {
             throw PhoenixException.fromNative("phxfs_memcpy_to_device(device " + id + ", " + dst
                     + " offset " + dstOffset + ", " + len + " bytes)", rc);
@@ -276,9 +326,10 @@ public final class Device {
 
     /** A new stream for stream-ordered I/O ({@link PhxFile#readAsync}). */
     public DeviceStream createStream() {
+        checkOpen();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            int rc = NativeLibrary.streamCreate(id, out);
+            int rc = StreamCalls.streamCreate(id, out);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_stream_create(device " + id + ")", rc);
             }

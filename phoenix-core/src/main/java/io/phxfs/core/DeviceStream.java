@@ -9,7 +9,9 @@ import java.util.List;
  * on it run in order, interleaved correctly with other work on the same stream;
  * {@link #synchronize()} waits for all of them and publishes their results.
  *
- * <p>Closing synchronises first, so that no operation outlives the buffers it writes.
+ * <p>Closing synchronises first, so that no operation outlives the buffers it writes, then
+ * destroys the stream if this object created it ({@link Device#createStream}); a caller's
+ * stream ({@link #wrap}) is left to the caller.
  */
 public final class DeviceStream implements AutoCloseable {
     /** Issues one native enqueue call given the stream handle. */
@@ -19,12 +21,48 @@ public final class DeviceStream implements AutoCloseable {
 
     private final Device device;
     private final MemorySegment handle;
+    private final boolean owned;
     private final List<StreamOp> pending = new ArrayList<>();
+    /** Buffers of queued copies, released when the stream has been synchronised past them. */
+    private final List<RegisteredBuffer> held = new ArrayList<>();
     private boolean closed;
 
     DeviceStream(Device device, MemorySegment handle) {
+        this(device, handle, true);
+    }
+
+    private DeviceStream(Device device, MemorySegment handle, boolean owned) {
         this.device = device;
         this.handle = handle;
+        this.owned = owned;
+    }
+
+    /**
+     * Wraps a caller's stream (a CUstream for cuda) so that stream-ordered reads, writes and
+     * copies can be queued on it, ordered with the caller's own work. The stream is checked
+     * with phxfs_check_stream; it is not owned: {@link #close()} synchronises it but leaves
+     * destroying it to the caller, who keeps it alive until then.
+     *
+     * @throws IllegalArgumentException for a NULL stream (libphoenix reads NULL as "run now")
+     * @throws PhoenixException         EINVAL when the stream does not belong to {@code device}
+     */
+    public static DeviceStream wrap(Device device, MemorySegment stream) {
+        if (stream.address() == 0) {
+            throw new IllegalArgumentException("wrap: NULL stream (libphoenix runs NULL-stream work at once;"
+                    + " use Device.createStream() for a stream of its own)");
+        }
+        MemorySegment h = MemorySegment.ofAddress(stream.address());
+        int rc = StreamCalls.checkStream(device.id(), h);
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_check_stream(device " + device.id() + ", 0x"
+                    + Long.toHexString(h.address()) + ")", rc);
+        }
+        return new DeviceStream(device, h, false);
+    }
+
+    /** False for a caller's stream ({@link #wrap}), which close leaves alive. */
+    public boolean ownsStream() {
+        return owned;
     }
 
     public Device device() {
@@ -60,6 +98,83 @@ public final class DeviceStream implements AutoCloseable {
         pending.add(op);
     }
 
+    /**
+     * Queues a copy of {@code n} bytes from host memory {@code src} at {@code srcOffset} to
+     * {@code dst} (memory of this stream's device) at {@code dstOffset}
+     * (phxfs_memcpy_to_device_async). It is asynchronous when {@code src} is pinned
+     * ({@link Host#allocatePinned}). Both buffers stay in use, and cannot be closed, until the
+     * stream has been synchronised.
+     *
+     * @throws IndexOutOfBoundsException when a range falls outside its buffer
+     */
+    public void copyToDevice(RegisteredBuffer src, long srcOffset, RegisteredBuffer dst, long dstOffset, long n) {
+        copy(true, src, srcOffset, dst, dstOffset, n);
+    }
+
+    /**
+     * Queues a copy of {@code n} bytes from {@code src} (memory of this stream's device) at
+     * {@code srcOffset} to host memory {@code dst} at {@code dstOffset}
+     * (phxfs_memcpy_to_host_async); the bytes are there once the stream has been
+     * synchronised. See {@link #copyToDevice}.
+     */
+    public void copyToHost(RegisteredBuffer src, long srcOffset, RegisteredBuffer dst, long dstOffset, long n) {
+        copy(false, src, srcOffset, dst, dstOffset, n);
+    }
+
+    private synchronized void copy(boolean toDevice, RegisteredBuffer src, long srcOffset, RegisteredBuffer dst,
+                                   long dstOffset, long n) {
+        String call = toDevice ? "copyToDevice" : "copyToHost";
+        checkOpen();
+        RegisteredBuffer host = toDevice ? src : dst;
+        RegisteredBuffer dev = toDevice ? dst : src;
+        if (!host.isHost()) {
+            throw new IllegalArgumentException(call + ": " + host + " is not host memory");
+        }
+        if (dev.deviceId() != device.id()) {
+            throw new IllegalArgumentException(call + ": " + dev + " is not on the stream's device " + device.id());
+        }
+        checkBounds(call, "source", src, srcOffset, n);
+        checkBounds(call, "destination", dst, dstOffset, n);
+        if (n == 0) {
+            return;
+        }
+        src.acquire();
+        try {
+            dst.acquire();
+        } catch (RuntimeException e) {
+            src.release();
+            throw e;
+        }
+        MemorySegment to = MemorySegment.ofAddress(dst.address() + dstOffset);
+        MemorySegment from = MemorySegment.ofAddress(src.address() + srcOffset);
+        int rc;
+        try {
+            rc = toDevice ? MemoryCalls.memcpyToDeviceAsync(device.id(), to, from, n, handle)
+                    : MemoryCalls.memcpyToHostAsync(device.id(), to, from, n, handle);
+        } catch (RuntimeException | Error e) {
+            // Refused before the call (e.g. libphoenix lacks the symbol): nothing was queued.
+            dst.release();
+            src.release();
+            throw e;
+        }
+        // Held until the next synchronize even on failure: as with stream I/O, do not bet the
+        // buffers' lives on nothing having been queued.
+        held.add(src);
+        held.add(dst);
+        if (rc < 0) {
+            throw PhoenixException.fromNative((toDevice ? "phxfs_memcpy_to_device_async" : "phxfs_memcpy_to_host_async")
+                    + "(device " + device.id() + ", " + src + " offset " + srcOffset + " -> " + dst + " offset "
+                    + dstOffset + ", " + n + " bytes)", rc);
+        }
+    }
+
+    private static void checkBounds(String call, String which, RegisteredBuffer buf, long offset, long n) {
+        if (offset < 0 || n < 0 || offset > buf.size() || n > buf.size() - offset) {
+            throw new IndexOutOfBoundsException(call + ": " + which + " range [" + offset + ", " + offset + " + " + n
+                    + ") is outside " + buf + " (" + buf.size() + " bytes)");
+        }
+    }
+
     /** Waits until every operation enqueued so far has run; their {@link StreamOp#bytesDone()} are then set. */
     public synchronized void synchronize() {
         checkOpen();
@@ -67,7 +182,7 @@ public final class DeviceStream implements AutoCloseable {
     }
 
     private void syncAndComplete() {
-        int rc = NativeLibrary.streamSynchronize(device.id(), handle);
+        int rc = StreamCalls.streamSynchronize(device.id(), handle);
         if (rc < 0) {
             throw PhoenixException.fromNative("phxfs_stream_synchronize(device " + device.id() + ")", rc);
         }
@@ -75,6 +190,10 @@ public final class DeviceStream implements AutoCloseable {
             op.complete();
         }
         pending.clear();
+        for (RegisteredBuffer b : held) {
+            b.release();
+        }
+        held.clear();
     }
 
     public synchronized boolean isClosed() {
@@ -101,7 +220,7 @@ public final class DeviceStream implements AutoCloseable {
             // files and buffers stay held (leaked) rather than freed under them.
             failure = e;
         }
-        int rc = NativeLibrary.streamDestroy(device.id(), handle);
+        int rc = owned ? StreamCalls.streamDestroy(device.id(), handle) : 0;
         if (rc < 0) {
             PhoenixException e = PhoenixException.fromNative("phxfs_stream_destroy(device " + device.id() + ")", rc);
             if (failure != null) {
@@ -116,6 +235,7 @@ public final class DeviceStream implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "DeviceStream[device " + device.id() + ", 0x" + Long.toHexString(handle.address()) + "]";
+        return "DeviceStream[device " + device.id() + ", 0x" + Long.toHexString(handle.address())
+                + (owned ? "" : ", caller's") + "]";
     }
 }

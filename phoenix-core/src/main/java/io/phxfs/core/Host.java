@@ -107,4 +107,31 @@ public final class Host {
         }
         return HugePageMemory.allocate(bytes);
     }
+
+    /**
+     * Pinned (page-locked, accelerator-registered) host memory for the caller's own
+     * asynchronous copies ({@link DeviceStream#copyToDevice}, {@link DeviceStream#copyToHost});
+     * outside the devices' pinned pools. On a machine without an accelerator it is ordinary
+     * page-aligned memory. The buffer owns it: closing frees it (phxfs_host_free_pinned).
+     */
+    public RegisteredBuffer allocatePinned(long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("allocatePinned: bytes must be > 0, was " + bytes);
+        }
+        MemorySegment ptr;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(java.lang.foreign.ValueLayout.ADDRESS);
+            int rc = MemoryCalls.hostAllocPinned(bytes, out);
+            if (rc < 0) {
+                throw PhoenixException.fromNative("phxfs_host_alloc_pinned(" + bytes + " bytes)", rc);
+            }
+            ptr = out.get(java.lang.foreign.ValueLayout.ADDRESS, 0);
+        }
+        try {
+            return RegisteredBuffer.hostPinned(ptr, bytes);
+        } catch (RuntimeException | Error e) {
+            MemoryCalls.hostFreePinned(ptr);
+            throw e;
+        }
+    }
 }

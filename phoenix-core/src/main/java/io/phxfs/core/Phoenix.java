@@ -19,9 +19,12 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Configuration (the PHX_* environment variables, e.g. {@code "engine"}, {@code "mode"},
  * {@code "workers"}) is read once when the library initialises; {@link #setConfig} changes it
- * for devices opened afterwards. Devices stay open for the life of the process.
+ * for devices opened afterwards.
+ *
+ * <p>Devices stay open until {@link #close()}, which closes every device this instance
+ * opened; {@link #open()} then starts a fresh instance.
  */
-public final class Phoenix {
+public final class Phoenix implements AutoCloseable {
     /** The C API version these bindings were written against (PHXFS_VERSION_MAJOR.MINOR). */
     public static final int API_VERSION_MAJOR = 0;
     public static final int API_VERSION_MINOR = 1;
@@ -31,6 +34,8 @@ public final class Phoenix {
 
     private final ConcurrentHashMap<Integer, Device> devices = new ConcurrentHashMap<>();
     private final Host host = new Host();
+    /** Set under this instance's lock once every device is closed; device()'s fast path reads it without. */
+    private volatile boolean closed;
 
     private Phoenix() {
     }
@@ -49,7 +54,7 @@ public final class Phoenix {
         synchronized (LOCK) {
             if (instance == null) {
                 NativeLibrary.ensureLoaded();
-                int rc = NativeLibrary.init();
+                int rc = DeviceCalls.init();
                 if (rc < 0) {
                     throw PhoenixException.fromNative("phxfs_init", rc);
                 }
@@ -70,32 +75,93 @@ public final class Phoenix {
     public void prelinkDeviceCalls() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            NativeLibrary.memAlloc(-1, 0, out);
-            NativeLibrary.memAllocUninit(-1, 0, out);
-            NativeLibrary.regmem(-1, MemorySegment.NULL, 0, out);
-            NativeLibrary.deregmem(-1, MemorySegment.NULL, 0);
-            NativeLibrary.memFree(-1, MemorySegment.NULL);
-            NativeLibrary.memcpyToDevice(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
-            NativeLibrary.memcpyToHost(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
+            MemoryCalls.memAlloc(-1, 0, out);
+            MemoryCalls.memAllocUninit(-1, 0, out);
+            MemoryCalls.regmem(-1, MemorySegment.NULL, 0, out);
+            MemoryCalls.deregmem(-1, MemorySegment.NULL, 0);
+            MemoryCalls.memFree(-1, MemorySegment.NULL);
+            MemoryCalls.memcpyToDevice(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
+            MemoryCalls.memcpyToHost(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
         }
     }
 
     /** Number of devices the selected connector sees; at least 1 (a CPU-only machine has a host device). */
     public int deviceCount() {
-        int n = NativeLibrary.deviceCount();
+        int n = DeviceCalls.deviceCount();
         if (n < 0) {
             throw PhoenixException.fromNative("phxfs_device_count", n);
         }
         return n;
     }
 
-    /** The device with this id, opened on first use and cached. */
+    /**
+     * The device with this id, opened on first use and cached.
+     *
+     * @throws IllegalStateException after {@link #close()}
+     */
     public Device device(int id) {
         Device d = devices.get(id);
-        if (d != null) {
+        if (d != null && !closed) {
             return d;
         }
-        return devices.computeIfAbsent(id, Device::open);
+        // Opening takes the lock that close holds, so that no device is opened behind its back.
+        synchronized (this) {
+            checkOpen();
+            return devices.computeIfAbsent(id, Device::open);
+        }
+    }
+
+    /**
+     * Closes every device this instance opened (phxfs_close once for each phxfs_open); a
+     * device's pinned pool is released when its last open is closed. A second call does
+     * nothing. Afterwards {@link #device} throws IllegalStateException and {@link #open()}
+     * returns a fresh instance; buffers, streams and batches should be closed first, since
+     * they no longer work on a closed device.
+     *
+     * @throws PhoenixException when a device refuses to close (EBUSY: batches in flight). The
+     *                          devices that closed stay closed; the others stay open and this
+     *                          instance stays usable, so that close can be retried.
+     */
+    @Override
+    public void close() {
+        synchronized (LOCK) {
+            synchronized (this) {
+                if (closed) {
+                    return;
+                }
+                PhoenixException failure = null;
+                for (var it = devices.values().iterator(); it.hasNext(); ) {
+                    Device d = it.next();
+                    try {
+                        d.close();
+                        it.remove();
+                    } catch (PhoenixException e) {
+                        if (failure == null) {
+                            failure = e;
+                        } else {
+                            failure.addSuppressed(e);
+                        }
+                    }
+                }
+                if (failure != null) {
+                    throw failure;
+                }
+                closed = true;
+                if (instance == this) {
+                    instance = null;
+                }
+            }
+        }
+    }
+
+    public boolean isClosed() {
+        return closed;
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("Phoenix is closed; Phoenix.open() returns a fresh instance");
+        }
     }
 
     /** Plain host memory (device id -1): needs no registration. */
@@ -105,7 +171,7 @@ public final class Phoenix {
 
     /** libphoenix's registration granularity (bytes). */
     public long pageSize() {
-        return NativeLibrary.getPageSize();
+        return DeviceCalls.getPageSize();
     }
 
     /**
@@ -124,7 +190,7 @@ public final class Phoenix {
      */
     public void setConfig(String key, String value) {
         try (Arena arena = Arena.ofConfined()) {
-            int rc = NativeLibrary.setConfig(arena.allocateFrom(key), arena.allocateFrom(value));
+            int rc = DeviceCalls.setConfig(arena.allocateFrom(key), arena.allocateFrom(value));
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_set_config(" + key + "=" + value + ")", rc);
             }
@@ -138,7 +204,7 @@ public final class Phoenix {
             long len = 256;
             for (;;) {
                 MemorySegment buf = arena.allocate(len);
-                int rc = NativeLibrary.getConfig(k, buf, len);
+                int rc = DeviceCalls.getConfig(k, buf, len);
                 if (rc < 0) {
                     throw PhoenixException.fromNative("phxfs_get_config(" + key + ")", rc);
                 }
@@ -153,7 +219,7 @@ public final class Phoenix {
 
     /** The version of the libphoenix actually loaded, "major.minor" (phxfs_version). */
     public String version() {
-        int v = NativeLibrary.version();
+        int v = DeviceCalls.version();
         return v / 1000 + "." + (v % 1000) / 10;
     }
 

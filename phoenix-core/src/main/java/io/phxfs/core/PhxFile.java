@@ -60,7 +60,7 @@ public final class PhxFile implements AutoCloseable {
         Phoenix.open();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment isDirect = arena.allocate(JAVA_INT);
-            int rc = NativeLibrary.fileOpen(arena.allocateFrom(path.toString()), flags, CREATE_MODE,
+            int rc = FileCalls.fileOpen(arena.allocateFrom(path.toString()), flags, CREATE_MODE,
                     wantDirect ? 1 : 0, isDirect);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_file_open(" + path + ", " + set + ")", rc);
@@ -94,7 +94,7 @@ public final class PhxFile implements AutoCloseable {
     public double cachedFraction() {
         gate.acquire(this);
         try {
-            int r = NativeLibrary.fileCachedPermille(fd);
+            int r = FileCalls.fileCachedPermille(fd);
             if (r < 0) {
                 throw PhoenixException.fromNative("phxfs_file_cached_permille(" + path + ")", r);
             }
@@ -108,7 +108,7 @@ public final class PhxFile implements AutoCloseable {
     public long size() {
         gate.acquire(this);
         try {
-            long n = NativeLibrary.fileSize(fd);
+            long n = FileCalls.fileSize(fd);
             if (n < 0) {
                 throw new PhoenixException("lseek(" + path + ", 0, SEEK_END)", (int) -n);
             }
@@ -137,8 +137,8 @@ public final class PhxFile implements AutoCloseable {
         checkFileOffset(fileOffset);
         acquire(buf);
         try {
-            long rc = write ? NativeLibrary.write(fd, buf.deviceId(), buf.base(), bufOffset, nbytes, fileOffset)
-                    : NativeLibrary.read(fd, buf.deviceId(), buf.base(), bufOffset, nbytes, fileOffset);
+            long rc = write ? IoCalls.write(fd, buf.deviceId(), buf.base(), bufOffset, nbytes, fileOffset)
+                    : IoCalls.read(fd, buf.deviceId(), buf.base(), bufOffset, nbytes, fileOffset);
             if (rc < 0) {
                 throw PhoenixException.fromNative(describe(write ? "phxfs_write" : "phxfs_read", buf, bufOffset, nbytes,
                         fileOffset), rc);
@@ -186,9 +186,9 @@ public final class PhxFile implements AutoCloseable {
         }
         stream.enqueue(op, s -> {
             int rc = write
-                    ? NativeLibrary.writeStream(fd, buf.deviceId(), buf.base(), op.nbytesCell(),
+                    ? StreamCalls.writeStream(fd, buf.deviceId(), buf.base(), op.nbytesCell(),
                             op.bufOffsetCell(), op.fileOffsetCell(), op.bytesDoneCell(), s)
-                    : NativeLibrary.readStream(fd, buf.deviceId(), buf.base(), op.nbytesCell(),
+                    : StreamCalls.readStream(fd, buf.deviceId(), buf.base(), op.nbytesCell(),
                             op.bufOffsetCell(), op.fileOffsetCell(), op.bytesDoneCell(), s);
             if (rc < 0) {
                 throw PhoenixException.fromNative(describe(call, buf, bufOffset, nbytes, fileOffset), rc);
@@ -232,7 +232,7 @@ public final class PhxFile implements AutoCloseable {
         if (!gate.beginClose(this)) {
             return;
         }
-        int rc = NativeLibrary.closeFd(fd);
+        int rc = FileCalls.closeFd(fd);
         // After close(2) fails the descriptor is released anyway on Linux; retrying could close
         // a descriptor another thread has just been given, so the file counts as closed.
         if (rc < 0) {

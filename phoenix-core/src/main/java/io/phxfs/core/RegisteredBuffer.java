@@ -8,7 +8,8 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 
 /**
  * Memory that libphoenix may read into or write from: registered device memory
- * ({@link Device#allocate}, {@link Device#register}) or host memory ({@link Host}).
+ * ({@link Device#allocate}, {@link Device#register}, {@link Device#wrap}) or host memory
+ * ({@link Host}, including pinned host memory from {@link Host#allocatePinned}).
  *
  * <p>Closing releases what the buffer owns (deregisters, frees); a second close does nothing.
  * Closing while an I/O operation still uses the buffer (an async batch, a stream op not yet
@@ -24,7 +25,9 @@ public final class RegisteredBuffer implements AutoCloseable {
         /** Host memory from our own arena: close frees it. */
         HOST_OWNED,
         /** Caller's host memory: close only forgets it. */
-        HOST_WRAPPED
+        HOST_WRAPPED,
+        /** Pinned host memory from phxfs_host_alloc_pinned: close frees it with phxfs_host_free_pinned. */
+        HOST_PINNED
     }
 
     private final Kind kind;
@@ -59,7 +62,7 @@ public final class RegisteredBuffer implements AutoCloseable {
         long target;
         try (Arena tmp = Arena.ofConfined()) {
             MemorySegment out = tmp.allocate(ADDRESS);
-            int rc = NativeLibrary.regmem(dev, ptr, size, out);
+            int rc = MemoryCalls.regmem(dev, ptr, size, out);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_regmem(device " + dev + ", 0x"
                         + Long.toHexString(ptr.address()) + ", " + size + " bytes)", rc);
@@ -78,6 +81,14 @@ public final class RegisteredBuffer implements AutoCloseable {
 
     static RegisteredBuffer hostOwned(Arena arena, MemorySegment seg) {
         return new RegisteredBuffer(Kind.HOST_OWNED, -1, seg.address(), seg.byteSize(), seg, seg.address(), seg, arena);
+    }
+
+    @SuppressWarnings("restricted") // phxfs_host_alloc_pinned returned exactly this many bytes
+    static RegisteredBuffer hostPinned(MemorySegment ptr, long size) {
+        // The view dies with the buffer, so Java cannot touch the memory once it is freed.
+        Arena viewArena = Arena.ofShared();
+        MemorySegment view = MemorySegment.ofAddress(ptr.address()).reinterpret(size, viewArena, null);
+        return new RegisteredBuffer(Kind.HOST_PINNED, -1, ptr.address(), size, view, ptr.address(), view, viewArena);
     }
 
     static RegisteredBuffer hostWrapped(MemorySegment seg) {
@@ -189,13 +200,28 @@ public final class RegisteredBuffer implements AutoCloseable {
                     throw new PhoenixException("close " + this + ": segment in use", Errno.EBUSY, e.getMessage());
                 }
             }
+            case HOST_PINNED -> closePinned();
             case HOST_WRAPPED -> {
             }
         }
     }
 
+    private void closePinned() {
+        try {
+            arena.close();
+        } catch (IllegalStateException e) {
+            gate.abortClose();
+            throw new PhoenixException("close " + this + ": segment in use", Errno.EBUSY, e.getMessage());
+        }
+        int rc = MemoryCalls.hostFreePinned(MemorySegment.ofAddress(address));
+        if (rc < 0) {
+            // The view is gone, so the buffer cannot be reopened: report and leak.
+            throw PhoenixException.fromNative("phxfs_host_free_pinned(" + this + ")", rc);
+        }
+    }
+
     private void closeDevice() {
-        int rc = NativeLibrary.deregmem(deviceId, base, size);
+        int rc = MemoryCalls.deregmem(deviceId, base, size);
         if (rc < 0) {
             PhoenixException e = PhoenixException.fromNative("phxfs_deregmem(" + this + ")", rc);
             gate.abortClose();
@@ -211,7 +237,7 @@ public final class RegisteredBuffer implements AutoCloseable {
             }
         }
         if (kind == Kind.DEVICE_OWNED) {
-            rc = NativeLibrary.memFree(deviceId, base);
+            rc = MemoryCalls.memFree(deviceId, base);
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_mem_free(" + this + ")", rc);
             }

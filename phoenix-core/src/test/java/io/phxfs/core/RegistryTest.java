@@ -35,7 +35,7 @@ class RegistryTest {
         dev = dev0();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            assertEquals(0, NativeLibrary.memAlloc(dev.id(), 8 * PAGE, out));
+            assertEquals(0, MemoryCalls.memAlloc(dev.id(), 8 * PAGE, out));
             raw = out.get(ADDRESS, 0);
         }
     }
@@ -45,7 +45,7 @@ class RegistryTest {
         for (int i = opened.size() - 1; i >= 0; i--) {
             opened.get(i).close();
         }
-        assertEquals(0, NativeLibrary.memFree(dev.id(), raw));
+        assertEquals(0, MemoryCalls.memFree(dev.id(), raw));
     }
 
     @SuppressWarnings("restricted")
@@ -92,7 +92,7 @@ class RegistryTest {
             Fixtures.assertBytes(data, 0, Fixtures.contents(first, 0, (int) (4 * PAGE)), "read into a shared range");
 
             first.close();
-            assertEquals(-Errno.EINVAL, NativeLibrary.deregmem(dev.id(), first.base(), first.size()),
+            assertEquals(-Errno.EINVAL, MemoryCalls.deregmem(dev.id(), first.base(), first.size()),
                     "the last close removed the registration");
         }
     }
@@ -112,13 +112,13 @@ class RegistryTest {
             }
 
             // Once the last reference goes, the same memory is no longer a legal target.
-            assertEquals(0, NativeLibrary.deregmem(dev.id(), b.base(), b.size()));
+            assertEquals(0, MemoryCalls.deregmem(dev.id(), b.base(), b.size()));
             PhoenixException e = assertThrows(PhoenixException.class, () -> f.read(b, 0, 16, 0));
             assertEquals(Errno.EFAULT, e.errno());
-            assertEquals(-Errno.EINVAL, NativeLibrary.deregmem(dev.id(), b.base(), b.size()),
+            assertEquals(-Errno.EINVAL, MemoryCalls.deregmem(dev.id(), b.base(), b.size()),
                     "deregistering an unregistered range");
             try (Arena arena = Arena.ofConfined()) {
-                assertEquals(0, NativeLibrary.regmem(dev.id(), b.base(), b.size(), arena.allocate(ADDRESS)));
+                assertEquals(0, MemoryCalls.regmem(dev.id(), b.base(), b.size(), arena.allocate(ADDRESS)));
             }
         }
     }
@@ -136,13 +136,13 @@ class RegistryTest {
             reqs.set(java.lang.foreign.ValueLayout.JAVA_LONG, 24, 4 * PAGE);
             reqs.set(java.lang.foreign.ValueLayout.JAVA_LONG, 32, 0L);
             MemorySegment capture = arena.allocate(NativeLibrary.CAPTURE_LAYOUT);
-            MemorySegment h = NativeLibrary.batchSubmitRead(capture, reqs, 1);
+            MemorySegment h = IoCalls.batchSubmitRead(capture, reqs, 1);
             assertTrue(!h.equals(MemorySegment.NULL), "submit: errno " + NativeLibrary.captured(capture));
             // Until wait returns, the handle holds the registration, finished or not.
-            assertEquals(-Errno.EBUSY, NativeLibrary.deregmem(dev.id(), b.base(), b.size()));
-            assertEquals(0, NativeLibrary.batchWait(h));
+            assertEquals(-Errno.EBUSY, MemoryCalls.deregmem(dev.id(), b.base(), b.size()));
+            assertEquals(0, IoCalls.batchWait(h));
             assertEquals(4 * PAGE, reqs.get(java.lang.foreign.ValueLayout.JAVA_LONG, 40));
-            assertEquals(0, NativeLibrary.batchDestroy(h));
+            assertEquals(0, IoCalls.batchDestroy(h));
         }
         b.close();
     }

@@ -1,0 +1,141 @@
+package io.phxfs.core;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
+
+import static io.phxfs.core.NativeLibrary.downcall;
+import static io.phxfs.core.NativeLibrary.rethrow;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/** phoenix.h: registration, device memory, pinned host memory, copies, pointer checks. */
+final class MemoryCalls {
+    private static final FunctionDescriptor DEV_PTR = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS);
+    private static final FunctionDescriptor DEV_PTR_LEN = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG);
+    private static final FunctionDescriptor ALLOC = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS);
+    private static final FunctionDescriptor MEMCPY = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS,
+            JAVA_LONG);
+    private static final FunctionDescriptor MEMCPY_ASYNC = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS,
+            JAVA_LONG, ADDRESS);
+
+    private static final MethodHandle REGMEM = downcall("phxfs_regmem",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
+    private static final MethodHandle DEREGMEM = downcall("phxfs_deregmem", DEV_PTR_LEN);
+    private static final MethodHandle MEM_ALLOC = downcall("phxfs_mem_alloc", ALLOC);
+    private static final MethodHandle MEM_ALLOC_UNINIT = downcall("phxfs_mem_alloc_uninit", ALLOC);
+    private static final MethodHandle MEM_FREE = downcall("phxfs_mem_free", DEV_PTR);
+    private static final MethodHandle MEMCPY_TO_HOST = downcall("phxfs_memcpy_to_host", MEMCPY);
+    private static final MethodHandle MEMCPY_TO_DEVICE = downcall("phxfs_memcpy_to_device", MEMCPY);
+    // core-2 calls
+    private static final MethodHandle HOST_ALLOC_PINNED = downcall("phxfs_host_alloc_pinned",
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+    private static final MethodHandle HOST_FREE_PINNED = downcall("phxfs_host_free_pinned",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS));
+    private static final MethodHandle MEMCPY_TO_DEVICE_ASYNC = downcall("phxfs_memcpy_to_device_async",
+            MEMCPY_ASYNC);
+    private static final MethodHandle MEMCPY_TO_HOST_ASYNC = downcall("phxfs_memcpy_to_host_async",
+            MEMCPY_ASYNC);
+    private static final MethodHandle CHECK_DEVICE_POINTER = downcall("phxfs_check_device_pointer",
+            DEV_PTR_LEN);
+
+    private MemoryCalls() {
+    }
+
+    static int regmem(int dev, MemorySegment addr, long len, MemorySegment targetOut) {
+        try {
+            return (int) REGMEM.invokeExact(dev, addr, len, targetOut);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int deregmem(int dev, MemorySegment addr, long len) {
+        try {
+            return (int) DEREGMEM.invokeExact(dev, addr, len);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memAlloc(int dev, long len, MemorySegment ptrOut) {
+        try {
+            return (int) MEM_ALLOC.invokeExact(dev, len, ptrOut);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memAllocUninit(int dev, long len, MemorySegment ptrOut) {
+        try {
+            return (int) MEM_ALLOC_UNINIT.invokeExact(dev, len, ptrOut);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memFree(int dev, MemorySegment ptr) {
+        try {
+            return (int) MEM_FREE.invokeExact(dev, ptr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memcpyToHost(int dev, MemorySegment dst, MemorySegment src, long len) {
+        try {
+            return (int) MEMCPY_TO_HOST.invokeExact(dev, dst, src, len);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memcpyToDevice(int dev, MemorySegment dst, MemorySegment src, long len) {
+        try {
+            return (int) MEMCPY_TO_DEVICE.invokeExact(dev, dst, src, len);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int hostAllocPinned(long len, MemorySegment ptrOut) {
+        try {
+            return (int) HOST_ALLOC_PINNED.invokeExact(len, ptrOut);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int hostFreePinned(MemorySegment ptr) {
+        try {
+            return (int) HOST_FREE_PINNED.invokeExact(ptr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memcpyToDeviceAsync(int dev, MemorySegment dst, MemorySegment src, long len, MemorySegment stream) {
+        try {
+            return (int) MEMCPY_TO_DEVICE_ASYNC.invokeExact(dev, dst, src, len, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memcpyToHostAsync(int dev, MemorySegment dst, MemorySegment src, long len, MemorySegment stream) {
+        try {
+            return (int) MEMCPY_TO_HOST_ASYNC.invokeExact(dev, dst, src, len, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int checkDevicePointer(int dev, MemorySegment ptr, long len) {
+        try {
+            return (int) CHECK_DEVICE_POINTER.invokeExact(dev, ptr, len);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+}
