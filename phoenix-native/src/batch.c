@@ -160,6 +160,34 @@ static phx_host_xfer_t *inline_xfer(void)
     return x;
 }
 
+/* Buffered writes to one file serialise on its inode lock (ext4, xfs, tmpfs), so workers
+ * taking a write batch's tasks in file order would all queue on the first request's file:
+ * 8 files were written at 4.7 GB/s on the H200 host, where 8 threads writing them in
+ * parallel reach 28. Writes are dealt round-robin over the requests instead. */
+static void interleave_writes(phx_batch_state_t *b, int n)
+{
+    int writes = 0;
+    for (int i = 0; i < n; i++) writes |= b->rs[i].is_write;
+    if (!writes || n < 2 || b->ntasks < 2) return;
+    phx_task_t *out = malloc(b->ntasks * sizeof *out);
+    size_t *at = malloc((size_t)n * 2 * sizeof *at);
+    if (!out || !at) { free(out); free(at); return; } /* file order still works */
+    /* each request's tasks are contiguous: [at[2i], at[2i+1]) */
+    for (int i = 0; i < n; i++) at[2 * i] = at[2 * i + 1] = 0;
+    for (size_t t = b->ntasks; t-- > 0;) {
+        int i = (int)(b->tasks[t].rs - b->rs);
+        if (at[2 * i + 1] == 0) at[2 * i + 1] = t + 1;
+        at[2 * i] = t;
+    }
+    size_t k = 0;
+    while (k < b->ntasks)
+        for (int i = 0; i < n; i++)
+            if (at[2 * i] < at[2 * i + 1]) out[k++] = b->tasks[at[2 * i]++];
+    free(b->tasks);
+    b->tasks = out;
+    free(at);
+}
+
 phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int n, int is_write, int may_inline,
                                    phx_batch_cb cb, void *cb_arg, int *err)
 {
@@ -223,6 +251,7 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int
     }
     b->ntasks = ntasks;
     atomic_init(&b->remaining, ntasks);
+    interleave_writes(b, n);
     if (ntasks == 0 && !cb) {
         phx_batch_finish(b);
         return b;

@@ -20,6 +20,7 @@ typedef struct {
     uintptr_t target;
     uintptr_t hold_base;
     phx_device_t *dev;     /* with a use taken, until the batch finishes */
+    int cancel_counted;    /* pool lock */
 } phx_req_state_t;
 
 typedef struct {

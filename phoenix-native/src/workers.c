@@ -134,10 +134,10 @@ int phx_pool_cancel(phx_batch_state_t *b)
     int count = 0;
     if (!b->cancelled) {
         b->cancelled = 1;
-        phx_req_state_t *last = NULL;
+        /* tasks of a request need not be adjacent (writes are interleaved): count each once */
         for (size_t i = b->next; i < b->ntasks; i++)
-            if (b->tasks[i].rs != last) {
-                last = b->tasks[i].rs;
+            if (!b->tasks[i].rs->cancel_counted) {
+                b->tasks[i].rs->cancel_counted = 1;
                 count++;
             }
     }

@@ -22,7 +22,7 @@ step "C tests on the host connector and fake device (ctest)"
 (cd build/gpu && ctest -j 8 2>&1 | tail -3) || status=1
 
 step "C tests on the GPU (cuda connector, bounce mode)"
-for t in test_registry test_io test_batch test_stream test_eintr; do
+for t in test_registry test_io test_batch test_stream test_eintr test_async test_cuda_ctx; do
   PHX_CONNECTOR=cuda PHX_ENGINE=sync build/gpu/$t || status=1
   PHX_CONNECTOR=cuda build/gpu/$t || status=1
 done
@@ -30,6 +30,10 @@ done
 step "CUDA test: batches, async, writes, stream ordering with kernels"
 nvcc -O2 -arch=sm_90 -Iphoenix-native/include phoenix-native/tests/gpu/test_gpu.cu \
   -Lbuild/gpu -lphoenix -Xlinker -rpath="$root/build/gpu" -o build/gpu/test_gpu && build/gpu/test_gpu /tmp || status=1
+
+step "device <-> page cache, both directions on the same bytes (rw_bench, ${RW_GIB:=4} GiB)"
+gcc -O2 -Iphoenix-native/include phoenix-native/tests/gpu/rw_bench.c -Lbuild/gpu -lphoenix -lpthread \
+  -Wl,-rpath="$root/build/gpu" -o build/gpu/rw_bench && build/gpu/rw_bench /tmp "$RW_GIB" | tee "$out/rw-bench.txt" || status=1
 
 step "Java tests on the GPU (JUnit console, cuda connector)"
 jt=.gpu/java-tests

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Run ON THE GPU MACHINE (after scripts/gpu/prepare.sh here): the core-2 checks with a
+# time limit on every step, each step's output kept in $OUT: the C tests on the cuda
+# connector (context test included), the CUDA stream-ordering test, the read/write
+# benchmark, the Java tests on the GPU and the device bench.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out=${OUT:-gpu-results}; mkdir -p "$out"
+root=$PWD; status=0
+bash scripts/gpu/build.sh || exit 1
+b=build/gpu
+{
+  for t in test_registry test_io test_batch test_stream test_async test_cuda_ctx test_eintr; do
+    PHX_CONNECTOR=cuda timeout 60 $b/$t 2>&1 | tail -2 || status=1
+  done
+  nvcc -O2 -arch=sm_90 -Iphoenix-native/include phoenix-native/tests/gpu/test_gpu.cu -L$b -lphoenix \
+    -Xlinker -rpath="$root/$b" -o $b/test_gpu && timeout 60 $b/test_gpu /tmp 2>&1 | tail -3 || status=1
+} 2>&1 | tee "$out/c-tests.txt"
+gcc -O2 -Iphoenix-native/include phoenix-native/tests/gpu/rw_bench.c -L$b -lphoenix -lpthread \
+  -Wl,-rpath="$root/$b" -o $b/rw_bench && timeout 200 $b/rw_bench /tmp "${RW_GIB:-4}" 2>&1 | tee "$out/rw-bench.txt" || status=1
+jt=.gpu/java-tests
+PHX_CONNECTOR=cuda PHX_LIBRARY_PATH="$root/$b/libphoenix.so" timeout 180 .gpu/jre/bin/java --enable-native-access=ALL-UNNAMED \
+  -jar $jt/junit-platform-console-standalone-*.jar execute --class-path "$jt/classes:$(ls $jt/lib/*.jar | tr '\n' ':')" \
+  --select-package io.phxfs.core --details=summary --disable-banner 2>&1 | tail -30 | tee "$out/java-core.txt" || status=1
+export PHX_JAVA_HOME="$root/.gpu/jre" PHX_LIBRARY_PATH="$root/$b/libphoenix.so"
+mkdir -p samples/target && cp .gpu/phoenix-cli.jar samples/target/phoenix-cli.jar
+timeout 120 ./phoenix bench --device 0 --size 4g --dir /tmp --threads 8 --json 2>&1 | tee "$out/bench-device.json" || status=1
+echo "core2.sh status $status"
+exit $status
