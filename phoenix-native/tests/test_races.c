@@ -30,7 +30,7 @@ static void *opener(void *arg)
 
 /* Registrations outlive a close, so reads into g_buf either run (device open) or are
  * refused with ENODEV (closed) while the opener tears the device down and sets it up. */
-static unsigned char *g_buf;
+static void *g_buf;
 static void *reader(void *arg)
 {
     off_t mine = (off_t)(intptr_t)arg * 8192; /* each its own bytes: only the library may race */
@@ -63,8 +63,10 @@ int main(void)
     char path[256];
     snprintf(path, sizeof path, "%s", th_make_file(1u << 20, 13));
     g_fd = th_open(path, 0);
-    g_buf = aligned_alloc(65536, 65536);
     if (g_dev != 0) CHECK_EQ(phxfs_open(g_dev), 0);
+    void *mem = NULL;
+    CHECK_EQ(phxfs_mem_alloc(g_dev, 65536, &mem), 0);
+    g_buf = mem;
     CHECK_EQ(phxfs_regmem(g_dev, g_buf, 65536, NULL), 0);
     if (g_dev != 0) CHECK_EQ(phxfs_close(g_dev), 0);
     pthread_t o, r[3], c;
@@ -89,8 +91,8 @@ int main(void)
            atomic_load(&refused_reads));
     if (g_dev != 0) CHECK_EQ(phxfs_open(g_dev), 0);
     CHECK_EQ(phxfs_deregmem(g_dev, g_buf, 65536), 0);
+    CHECK_EQ(phxfs_mem_free(g_dev, g_buf), 0);
     if (g_dev != 0) CHECK_EQ(phxfs_close(g_dev), 0);
-    free(g_buf);
     char v[32];
     CHECK(phxfs_get_config("queue_depth", v, sizeof v) > 0);
     CHECK(strcmp(v, "4") != 0);
