@@ -31,6 +31,9 @@ final class InfoCommand implements Callable<Integer> {
             out.printf("  connector %s, mode %s, engine %s, %d workers, %s slots x %d per worker, page %s%n",
                     d.connector(), d.mode().name().toLowerCase(), d.engine().name().toLowerCase(), d.workers(),
                     Sizes.format(d.slotBytes()), d.slotsPerWorker(), Sizes.format(d.pageSize()));
+            if (d.mode() == io.phxfs.core.Mode.BOUNCE) {
+                out.printf("  pinned pool %s MiB (PHX_PINNED_MB), shared by every transfer on the device%n", phx.getConfig("pinned_mb"));
+            }
             if (!d.whyNotFaster().isEmpty()) {
                 out.printf("  not faster because: %s%n", d.whyNotFaster());
             }

@@ -152,8 +152,9 @@ final class LoadBenchCommand implements Callable<Integer> {
                 dd.runs()[r] = dd(size);
             }
         }
-        long bounce = device == null || device.isHostMemory() ? 0
-                : device.slotBytes() * device.slotsPerWorker() * device.workers();
+        // the device's pinned pool, allocated when it opened: the most pinned memory its I/O uses
+        long bounce = device == null || device.isHostMemory() || device.mode() != io.phxfs.core.Mode.BOUNCE ? 0
+                : Long.parseLong(Phoenix.open().getConfig("pinned_mb")) << 20;
         Report report = new Report(targetName, size, phoenix, copy, channel, mmap, dd, hwmBefore, hwmAfterLoad, rssAfterLoad,
                 ProcStatus.peakRss(), bounce, verified);
         if (json) {
