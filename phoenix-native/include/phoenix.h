@@ -14,10 +14,11 @@
  * context current need not restore anything.
  *
  * Pinned memory: each open device owns one pool of pinned host memory
- * ("pinned_mb", default 128 MiB), shared by the workers, by stream-ordered I/O
- * and by every caller thread. Transfers wait for a free slot rather than pin
- * more; the pool is released when the device's last phxfs_open is matched by
- * phxfs_close.
+ * ("pinned_mb", default 128 MiB; whole bounce slots, never more than that),
+ * shared by the workers, by stream-ordered I/O and by every caller thread.
+ * Transfers wait for a free slot rather than pin more; the pool is released
+ * when the device's last phxfs_open is matched by phxfs_close. A pool smaller
+ * than one slot fails phxfs_open with -EINVAL.
  */
 #ifndef PHOENIX_H
 #define PHOENIX_H
@@ -141,9 +142,11 @@ int phxfs_batch_destroy(phxfs_batch_t *batch);  /* waits first if needed */
 typedef void (*phxfs_batch_done_fn)(phxfs_batch_t *batch, int result, void *arg);
 phxfs_batch_t *phxfs_batch_submit(phxfs_io_req_t *reqs, const uint8_t *ops, int n, phxfs_batch_done_fn done,
                                   void *arg);
-/* Cancels what has not started: those requests finish with -ECANCELED (parts
- * already moved stay moved). Returns the number of requests that will report
- * -ECANCELED; the batch still completes (wait, callback) as usual. */
+/* Cancels what has not started: requests with work no worker has taken yet
+ * finish with -ECANCELED (parts already moved stay moved; a request whose
+ * started part failed reports that failure instead). Returns the number of
+ * requests that had work not yet started; the batch still completes (wait,
+ * callback) as usual. */
 int phxfs_batch_cancel(phxfs_batch_t *batch);
 
 /* Stream-ordered I/O on an accelerator stream (CUstream for cuda). The values
@@ -152,10 +155,11 @@ int phxfs_batch_cancel(phxfs_batch_t *batch);
  * -errno; the stream always proceeds, also after a failure. Destination bytes
  * past a short read keep their previous contents. stream NULL: runs now.
  * The cells behind the pointers must stay valid until the stream has passed
- * the operation. An error return means nothing was queued, except when part
- * of a large operation was already queued (-ENOMEM or an accelerator error
- * midway): that part still runs and *bytes_done receives the error, so keep
- * the cells until the stream is synchronised in every case. */
+ * the operation. An error return means the operation will not touch the
+ * buffer or the cells after the call returns: either nothing was queued, or
+ * the part that was queued has been called off (or had already run) before
+ * the call returned; *bytes_done then holds the error. Bytes move through the
+ * device's pinned pool as the stream reaches the operation, never before. */
 int phxfs_read_stream(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
                       const off_t *f_offset, ssize_t *bytes_done, void *stream);
 int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes,

@@ -23,9 +23,10 @@ typedef struct phx_connector {
     void (*leave)(void);
     int (*mem_alloc)(int dev, size_t len, void **ptr);
     int (*mem_free)(int dev, void *ptr);
-    /* pinned and mapped into the device address space (for wait_flag) */
-    int (*host_register)(void *p, size_t len);
-    int (*host_unregister)(void *p);
+    /* pinned and mapped into the device address space (for wait_flag), portable to every
+     * context; made in dev's context (dev < 0: the current one, else device 0's) */
+    int (*host_register)(int dev, void *p, size_t len);
+    int (*host_unregister)(int dev, void *p);
     int (*stream_create)(int dev, void **s);
     int (*stream_destroy)(void *s);
     int (*stream_sync)(void *s);

@@ -141,7 +141,10 @@ static int device_setup(phx_device_t *d)
     rc = phx_conn->device_name(d->id, d->name, sizeof d->name);
     d->engine = phx_pool_engine();
     if (rc || !phx_conn->is_accelerator) return rc;
-    rc = phx_pinned_pool_init(&d->pinned, params.pinned_bytes, params.slot_bytes);
+    if (params.pinned_bytes < params.slot_bytes)
+        return phx_fail(EINVAL, "device %d: the pinned pool (pinned_mb %zu MiB) is smaller than one bounce slot (%zu KiB); "
+                        "raise PHX_PINNED_MB or lower PHX_SLOT_MB/PHX_SLOT_KB", d->id, params.pinned_bytes >> 20, params.slot_bytes >> 10);
+    rc = phx_pinned_pool_init(&d->pinned, d->id, params.pinned_bytes, params.slot_bytes);
     if (!rc) {
         d->wctx = calloc((size_t)phx_pool_workers(), sizeof *d->wctx);
         if (!d->wctx) rc = phx_fail(ENOMEM, "device %d: out of memory", d->id);
@@ -179,8 +182,13 @@ int phxfs_close(int dev)
         rc = phx_fail(EINVAL, "close: device %d is not open", dev);
     } else if (n > 1) {
         atomic_fetch_sub(&d->open_count, 1);
+    } else if (atomic_load(&d->users) > 0) {
+        rc = phx_fail(EBUSY, "close: device %d has %d batch(es), stream operation(s) or call(s) in flight", dev,
+                      atomic_load(&d->users));
     } else {
         atomic_store(&d->open_count, 0);
+        /* a use that raced in before the store is seen here; one that comes after sees the
+         * device closed and takes the slow path in acquire, which waits for this lock */
         int users = atomic_load(&d->users);
         if (users > 0) {
             atomic_store(&d->open_count, 1);
@@ -201,12 +209,17 @@ phx_device_t *phx_device_acquire(int dev, int *err)
     }
     phx_device_t *d = &devices[dev];
     atomic_fetch_add(&d->users, 1);
-    if (atomic_load(&d->open_count) == 0) {
-        atomic_fetch_sub(&d->users, 1);
-        *err = phx_fail(ENODEV, "device %d is not open (call phxfs_open first)", dev);
-        return NULL;
-    }
-    return d;
+    if (atomic_load(&d->open_count) > 0) return d;
+    /* Closed, or a close that will be refused is between its two stores: ask under the lock
+     * close holds throughout, so a device that stays open is never reported closed. */
+    atomic_fetch_sub(&d->users, 1);
+    pthread_mutex_lock(&dev_lock);
+    int open = atomic_load(&d->open_count) > 0;
+    if (open) atomic_fetch_add(&d->users, 1);
+    pthread_mutex_unlock(&dev_lock);
+    if (open) return d;
+    *err = phx_fail(ENODEV, "device %d is not open (call phxfs_open first)", dev);
+    return NULL;
 }
 
 void phx_device_release(phx_device_t *d) { atomic_fetch_sub(&d->users, 1); }

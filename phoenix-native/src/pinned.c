@@ -18,14 +18,14 @@ struct phx_flag_chunk {
 static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 static phx_flag_chunk_t *retired;
 
-int phx_pinned_pool_init(phx_pinned_pool_t *p, size_t bytes, size_t slot_bytes)
+int phx_pinned_pool_init(phx_pinned_pool_t *p, int dev, size_t bytes, size_t slot_bytes)
 {
     memset(p, 0, sizeof *p);
+    p->dev = dev;
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->cond, NULL);
     p->slot_bytes = slot_bytes;
     p->nslots = (int)(bytes / slot_bytes);
-    if (p->nslots < 1) p->nslots = 1;
     p->bytes = (size_t)p->nslots * slot_bytes;
     p->free_slots = calloc((size_t)p->nslots, sizeof *p->free_slots);
     p->base = aligned_alloc(PHX_ALIGN, p->bytes);
@@ -35,7 +35,7 @@ int phx_pinned_pool_init(phx_pinned_pool_t *p, size_t bytes, size_t slot_bytes)
         p->base = NULL;
         return phx_fail(ENOMEM, "pinned pool: cannot allocate %zu bytes", p->bytes);
     }
-    int rc = phx_conn->host_register(p->base, p->bytes);
+    int rc = phx_conn->host_register(dev, p->base, p->bytes);
     if (rc < 0) {
         free(p->free_slots);
         free(p->base);
@@ -50,7 +50,7 @@ int phx_pinned_pool_init(phx_pinned_pool_t *p, size_t bytes, size_t slot_bytes)
 void phx_pinned_pool_destroy(phx_pinned_pool_t *p)
 {
     if (p->base) {
-        phx_conn->host_unregister(p->base);
+        phx_conn->host_unregister(p->dev, p->base);
         free(p->base);
     }
     free(p->free_slots);
@@ -63,7 +63,7 @@ void phx_pinned_pool_destroy(phx_pinned_pool_t *p)
             pthread_mutex_unlock(&retired_lock);
             continue;
         }
-        phx_conn->host_unregister(c->words);
+        phx_conn->host_unregister(p->dev, c->words);
         free(c->words);
         free(c);
     }
@@ -101,7 +101,7 @@ phx_flag_t *phx_flag_take(phx_pinned_pool_t *p)
          * bounded by memory, not by a fixed count that could stall a caller's stream */
         phx_flag_chunk_t *c = calloc(1, sizeof *c);
         uint32_t *w = aligned_alloc(PHX_ALIGN, PHX_ALIGN);
-        if (!c || !w || phx_conn->host_register(w, PHX_ALIGN) < 0) {
+        if (!c || !w || phx_conn->host_register(p->dev, w, PHX_ALIGN) < 0) {
             free(c);
             free(w);
             pthread_mutex_unlock(&p->lock);
@@ -148,7 +148,8 @@ char *phx_pinned_alloc(size_t len)
     size_t n = phx_align_up(len, PHX_ALIGN);
     char *p = aligned_alloc(PHX_ALIGN, n);
     if (!p) return NULL;
-    if (phx_conn->host_register(p, n) < 0) {
+    /* -1: whatever context is current, else device 0's; PORTABLE makes it usable from all */
+    if (phx_conn->host_register(-1, p, n) < 0) {
         free(p);
         return NULL;
     }
@@ -159,7 +160,7 @@ void phx_pinned_free(char *p, size_t len)
 {
     (void)len;
     if (!p) return;
-    phx_conn->host_unregister(p);
+    phx_conn->host_unregister(-1, p);
     free(p);
 }
 

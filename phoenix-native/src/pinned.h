@@ -19,6 +19,7 @@ typedef struct phx_flag {
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    int dev;                  /* registrations are made in this device's context */
     char *base;
     size_t bytes, slot_bytes;
     int nslots, nfree, waiters;
@@ -28,7 +29,8 @@ typedef struct {
     int flags_out;            /* flags handed out and not yet returned */
 } phx_pinned_pool_t;
 
-int phx_pinned_pool_init(phx_pinned_pool_t *p, size_t bytes, size_t slot_bytes);
+/* Exactly bytes / slot_bytes slots (the caller checks bytes >= slot_bytes): never more than bytes. */
+int phx_pinned_pool_init(phx_pinned_pool_t *p, int dev, size_t bytes, size_t slot_bytes);
 /* Releases the pool; flags still out (a stream that never passed its wait) keep their chunk. */
 void phx_pinned_pool_destroy(phx_pinned_pool_t *p);
 /* A free slot, or NULL: wait=0 never blocks, wait=1 blocks until one is returned. */

@@ -27,12 +27,27 @@ typedef struct {
     ssize_t result;
     int enqueue_err;         /* set by the enqueuer before it drops its reference */
     int release_queued, wait_queued;
+    /* The wait could not be queued: nothing on the stream would hold later work (or the
+     * caller's synchronize) back from this I/O, so the kick must not start it, and the
+     * enqueuer waits until the kick has run before it reports. */
+    atomic_int abandoned;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int kick_over;
 } stream_op_t;
 
 typedef struct {
     phx_device_t *dev;
     phx_flag_t *flag;
 } release_t;
+
+static void kick_over(stream_op_t *op)
+{
+    pthread_mutex_lock(&op->lock);
+    op->kick_over = 1;
+    pthread_cond_broadcast(&op->cond);
+    pthread_mutex_unlock(&op->lock);
+}
 
 static void op_unref(stream_op_t *op)
 {
@@ -45,6 +60,8 @@ static void op_unref(stream_op_t *op)
         if (!op->wait_queued) phx_flag_give(&op->dev->pinned, op->flag);
         phx_device_release(op->dev);
     }
+    pthread_mutex_destroy(&op->lock);
+    pthread_cond_destroy(&op->cond);
     free(op);
 }
 
@@ -54,17 +71,25 @@ static void op_done(phx_batch_state_t *b, int result, void *arg)
     stream_op_t *op = arg;
     op->result = op->req.result;
     phx_batch_state_free(b);
+    kick_over(op);
     op_unref(op);
 }
 
 static void kick(void *arg)
 {
     stream_op_t *op = arg;
+    if (atomic_load(&op->abandoned)) {
+        op->result = -ECANCELED;
+        kick_over(op);
+        op_unref(op);
+        return;
+    }
     op->req.f_offset = *op->f_offset_p;
     int err = 0;
     phx_batch_state_t *b = phx_batch_start(&op->req, NULL, 1, op->is_write, 0, op_done, op, &err);
     if (!b) {
         op->result = err;
+        kick_over(op);
         op_unref(op);
     }
 }
@@ -131,12 +156,23 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
     op->flag = flag;
     *rel = (release_t){d, flag};
     atomic_init(&op->refs, 2);
+    pthread_mutex_init(&op->lock, NULL);
+    pthread_cond_init(&op->cond, NULL);
     rc = phx_conn->launch_host_fn(stream, kick, op);
     if (rc) {
         atomic_fetch_sub(&op->refs, 1); /* the kick will never run */
     } else {
         rc = phx_conn->wait_flag(stream, flag->word);
         op->wait_queued = rc == 0;
+        if (rc) {
+            /* the kick is queued but nothing holds the stream for its I/O: call it off and wait
+             * for it to have run (it then touches neither the buffer nor the cells), so the
+             * caller may free both once this returns */
+            atomic_store(&op->abandoned, 1);
+            pthread_mutex_lock(&op->lock);
+            while (!op->kick_over) pthread_cond_wait(&op->cond, &op->lock);
+            pthread_mutex_unlock(&op->lock);
+        }
         if (!rc) rc = phx_conn->launch_host_fn(stream, release, rel);
         op->release_queued = rc == 0;
     }

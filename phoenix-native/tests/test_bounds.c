@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static long status_kb(const char *key)
@@ -47,6 +48,8 @@ int main(void)
     /* glibc reserves a 64 MiB arena for each new thread that allocates, which would hide
      * the library's own growth in VmData */
     mallopt(M_ARENA_MAX, 2);
+    /* the baseline is taken before the device opens, so the pool itself is counted */
+    long rss_start = status_kb("VmRSS"), data_start = status_kb("VmData"), threads_start = status_kb("Threads");
     CHECK_EQ(phxfs_open(0), 0);
     char pinned[32];
     CHECK(phxfs_get_config("pinned_mb", pinned, sizeof pinned) > 0);
@@ -63,6 +66,7 @@ int main(void)
     void *s;
     CHECK_EQ(phxfs_stream_create(0, &s), 0);
     long rss0 = status_kb("VmRSS"), data0 = status_kb("VmData");
+    long size_kb = (long)(size >> 10);
     size_t n = size;
     off_t bo = 0, fo = 0;
     ssize_t done = -1;
@@ -73,6 +77,18 @@ int main(void)
     CHECK_EQ(done, (ssize_t)size);
     CHECK(rss_grow <= pool_kb + slack_kb);
     CHECK(data_grow <= pool_kb + slack_kb);
+    /* from before the open: the buffer, the pool and the worker streams, nothing else */
+    long rss_all = status_kb("VmRSS") - rss_start - size_kb, data_all = status_kb("VmData") - data_start - size_kb;
+    /* VmData also counts the stacks reserved for the library's threads (workers; on the fake
+     * device its streams are threads too): untouched reservations, not memory in use */
+    struct rlimit rl;
+    getrlimit(RLIMIT_STACK, &rl);
+    long stack_kb = rl.rlim_cur == RLIM_INFINITY ? 8192 : (long)(rl.rlim_cur >> 10);
+    long thread_stacks_kb = (status_kb("Threads") - threads_start) * (stack_kb + 4);
+    printf("since before open, less the 1 GiB buffer: RSS +%ld KiB, VmData +%ld KiB (%ld KiB of it thread stacks)\n",
+           rss_all, data_all, thread_stacks_kb);
+    CHECK(rss_all <= pool_kb + slack_kb);
+    CHECK(data_all <= pool_kb + thread_stacks_kb + slack_kb);
     unsigned char ref[4096], got[4096];
     th_fill(ref, sizeof ref, 7, size - 4096);
     CHECK_EQ(phxfs_memcpy_to_host(0, got, (char *)dmem + size - 4096, 4096), 0);

@@ -17,6 +17,7 @@ int main(void)
     }
     setenv("PHX_FAKE_FAIL_LAUNCH", "1,5", 1);
     setenv("PHX_FAKE_FAIL_COPY", "1", 1);
+    setenv("PHX_FAKE_FAIL_WAIT", "4", 1);
     CHECK_EQ(phxfs_open(0), 0);
     size_t fsize = 1u << 20;
     char path[256];
@@ -41,6 +42,17 @@ int main(void)
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d3, s), -EIO);
     /* and the stream goes on */
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d4, s), 0);
+    /* wait 4 fails: the kick is queued but nothing holds the stream for it. The call returns
+     * only when the kick can no longer touch the cells, so they may be freed at once (ASan
+     * reports a write after the free otherwise). */
+    size_t *n5 = malloc(sizeof *n5);
+    off_t *bo5 = malloc(sizeof *bo5), *fo5 = malloc(sizeof *fo5);
+    ssize_t *d5 = malloc(sizeof *d5);
+    *n5 = fsize; *bo5 = 0; *fo5 = 0; *d5 = -999;
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, n5, bo5, fo5, d5, s), -EIO);
+    CHECK_EQ(*d5, -EIO);
+    free(n5); free(bo5); free(fo5); free(d5);
+    usleep(100000);
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
     CHECK_EQ(d1, -EIO);
     CHECK_EQ(d2, -EIO);

@@ -184,8 +184,22 @@ static int c_alloc(int dev, size_t len, void **p)
 static int c_free(int dev, void *p) { IN_CTX(dev, NULL, cu.MemFree((CUdeviceptr)(uintptr_t)p), "cuMemFree"); return 0; }
 
 /* PORTABLE: usable from every context; DEVICEMAP: the stream can wait on words in it */
-static int c_reg(void *p, size_t len) { IN_CTX(0, NULL, cu.MemHostRegister(p, len, 0x1 | 0x2), "cuMemHostRegister"); return 0; }
-static int c_unreg(void *p) { IN_CTX(0, NULL, cu.MemHostUnregister(p), "cuMemHostUnregister"); return 0; }
+/* dev < 0 (caller-owned pinned memory): the caller's current context when there is one, so
+ * a process that only uses device 3 never creates a context on device 0 */
+static int reg_dev(int dev)
+{
+    if (dev >= 0) return dev;
+    void *cur = NULL;
+    int d = 0;
+    if (!cu.CtxGetCurrent(&cur) && cur && !cu.CtxGetDevice(&d)) return d;
+    return 0;
+}
+static int c_reg(int dev, void *p, size_t len)
+{
+    IN_CTX(reg_dev(dev), NULL, cu.MemHostRegister(p, len, 0x1 | 0x2), "cuMemHostRegister");
+    return 0;
+}
+static int c_unreg(int dev, void *p) { IN_CTX(reg_dev(dev), NULL, cu.MemHostUnregister(p), "cuMemHostUnregister"); return 0; }
 
 static int c_screate(int dev, void **s) { IN_CTX(dev, NULL, cu.StreamCreate(s, 1 /* NON_BLOCKING */), "cuStreamCreate"); return 0; }
 static int c_sdestroy(void *s) { IN_CTX(-1, s, cu.StreamDestroy(s), "cuStreamDestroy"); return 0; }

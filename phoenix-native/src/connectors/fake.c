@@ -40,11 +40,12 @@ typedef struct fake_stream {
 static int fake_count;
 
 /* Fault injection for the error paths a GPU rarely shows: PHX_FAKE_FAIL_LAUNCH and
- * PHX_FAKE_FAIL_COPY list the 1-based calls (host-function launches; async copies)
+ * PHX_FAKE_FAIL_COPY and PHX_FAKE_FAIL_WAIT list the 1-based calls (host-function launches;
+ * async copies; stream waits)
  * that fail with -EIO, e.g. "1,5". */
 #define MAX_FAULTS 16
-static long fail_launch[MAX_FAULTS], fail_copy[MAX_FAULTS];
-static atomic_long launch_calls, copy_calls;
+static long fail_launch[MAX_FAULTS], fail_copy[MAX_FAULTS], fail_wait[MAX_FAULTS];
+static atomic_long launch_calls, copy_calls, wait_calls;
 
 static void parse_faults(const char *env, long *out)
 {
@@ -70,6 +71,7 @@ static int f_init(int fake_devices, char *why, size_t n)
     fake_count = fake_devices > 0 ? fake_devices : 1;
     parse_faults("PHX_FAKE_FAIL_LAUNCH", fail_launch);
     parse_faults("PHX_FAKE_FAIL_COPY", fail_copy);
+    parse_faults("PHX_FAKE_FAIL_WAIT", fail_wait);
     return fake_count;
 }
 
@@ -135,8 +137,8 @@ static int f_check(int dev, const void *p, size_t len, char *why, size_t n)
     if (found != dev) { snprintf(why, n, "memory of device %d, not of device %d", found, dev); return -EINVAL; }
     return 0;
 }
-static int f_reg(void *p, size_t len) { (void)p; (void)len; return 0; }
-static int f_unreg(void *p) { (void)p; return 0; }
+static int f_reg(int dev, void *p, size_t len) { (void)dev; (void)p; (void)len; return 0; }
+static int f_unreg(int dev, void *p) { (void)dev; (void)p; return 0; }
 
 static void *stream_main(void *arg)
 {
@@ -253,6 +255,7 @@ static int f_launch(void *s, phx_host_fn fn, void *arg)
 
 static int f_wait(void *s, volatile uint32_t *flag)
 {
+    if (injected(fail_wait, &wait_calls)) return -EIO;
     fake_op_t *op = calloc(1, sizeof *op);
     if (!op) return -ENOMEM;
     op->kind = OP_WAIT; op->flag = flag;

@@ -19,8 +19,8 @@ static int h_alloc(int dev, size_t len, void **p)
     return *p ? 0 : -ENOMEM;
 }
 static int h_free(int dev, void *p) { (void)dev; free(p); return 0; }
-static int h_reg(void *p, size_t len) { (void)p; (void)len; return 0; }
-static int h_unreg(void *p) { (void)p; return 0; }
+static int h_reg(int dev, void *p, size_t len) { (void)dev; (void)p; (void)len; return 0; }
+static int h_unreg(int dev, void *p) { (void)dev; (void)p; return 0; }
 static int h_screate(int dev, void **s) { (void)dev; *s = &stream_token; return 0; }
 static int h_sdestroy(void *s) { (void)s; return 0; }
 static int h_ssync(void *s) { (void)s; return 0; }

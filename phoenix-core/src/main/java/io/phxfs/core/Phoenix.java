@@ -18,8 +18,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * }</pre>
  *
  * <p>Configuration (the PHX_* environment variables, e.g. {@code "engine"}, {@code "mode"},
- * {@code "workers"}) is read once when the library initialises; {@link #setConfig} changes it
- * for devices opened afterwards.
+ * {@code "workers"}) is read once and frozen when the library initialises, which
+ * {@link #open()} does: afterwards {@link #setConfig} changes only {@code "mode"} (for devices
+ * opened later) and {@code "max_io_bytes"}; every other key fails with EBUSY, so set it in the
+ * environment.
  *
  * <p>Devices stay open until {@link #close()}, which closes every device this instance
  * opened; {@link #open()} then starts a fresh instance.
