@@ -10,9 +10,6 @@ import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -32,7 +29,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * batch that is {@link #clear()}ed and refilled allocates nothing per request.
  * {@link #run()} blocks; {@link #submitAsync()} returns at once and its future is completed
  * by libphoenix's completion callback, holding no thread while the batch runs;
- * {@link #submit()} does the same with a waiter thread per batch. While a submitted batch is
+ * {@link #submit()} is the same call. While a submitted batch is
  * in flight it cannot be changed or rerun, and the files and buffers it names cannot be
  * closed ({@link Errno#EBUSY}); {@link #cancel()} stops what has not started.
  *
@@ -63,20 +60,6 @@ public final class IoBatch implements AutoCloseable {
     private static final byte OP_READ = 0;  // PHXFS_OP_READ
     private static final byte OP_WRITE = 1; // PHXFS_OP_WRITE
 
-    /**
-     * phxfs_batch_wait blocks in native code, so each waiter of {@link #submit()} needs a
-     * platform thread of its own; daemon threads so that a forgotten batch never keeps the
-     * JVM alive.
-     */
-    private static final ExecutorService WAITERS = Executors.newCachedThreadPool(new ThreadFactory() {
-        private final AtomicInteger next = new AtomicInteger();
-
-        @Override
-        public Thread newThread(Runnable r) {
-            return Thread.ofPlatform().daemon(true).name("phoenix-batch-waiter-" + next.incrementAndGet())
-                    .unstarted(r);
-        }
-    });
 
     /**
      * The completion callback of {@link #submitAsync()}: one upcall stub for all batches. Its
@@ -247,16 +230,14 @@ public final class IoBatch implements AutoCloseable {
     }
 
     /**
-     * Starts the batch and returns at once; a waiter thread per batch waits for it. Prefer
-     * {@link #submitAsync()}, which holds no thread. The future completes with the
-     * per-request results, or exceptionally with a {@link PhoenixException} when the batch
-     * as a whole failed; by then the batch may be changed or resubmitted, and its buffers
-     * closed.
+     * The same as {@link #submitAsync()}: starts the batch and returns at once, holding no
+     * thread while it runs (it used to park a platform thread per batch in
+     * {@code phxfs_batch_wait}, which a server with many batches in flight cannot afford).
      *
      * @throws PhoenixException when libphoenix refuses to start it
      */
     public CompletableFuture<BatchResult> submit() {
-        return start(false);
+        return start();
     }
 
     /**
@@ -274,10 +255,10 @@ public final class IoBatch implements AutoCloseable {
      * @throws PhoenixException when libphoenix refuses to start it
      */
     public CompletableFuture<BatchResult> submitAsync() {
-        return start(true);
+        return start();
     }
 
-    private CompletableFuture<BatchResult> start(boolean callback) {
+    private CompletableFuture<BatchResult> start() {
         int n;
         int w;
         synchronized (this) {
@@ -293,20 +274,13 @@ public final class IoBatch implements AutoCloseable {
         // No lock is held across the native submit: the completion may run on a library
         // thread before it returns, and it takes this batch's lock to finish.
         Submission s = new Submission(n, w);
-        long id = 0;
+        long id = Callback.NEXT_ID.incrementAndGet();
         MemorySegment h;
         try {
-            if (callback) {
-                id = Callback.NEXT_ID.incrementAndGet();
-                Callback.IN_FLIGHT.put(id, s);
-                h = submitNative(n, w, Callback.STUB, id);
-            } else {
-                h = submitNative(n, w, MemorySegment.NULL, 0);
-            }
+            Callback.IN_FLIGHT.put(id, s);
+            h = submitNative(n, w, Callback.STUB, id);
         } catch (RuntimeException | Error e) {
-            if (callback) {
-                Callback.IN_FLIGHT.remove(id);
-            }
+            Callback.IN_FLIGHT.remove(id);
             synchronized (this) {
                 finish(n);
             }
@@ -320,15 +294,6 @@ public final class IoBatch implements AutoCloseable {
             }
         }
         s.release(); // the submitter's hold
-        if (!callback) {
-            Runnable waiter = () -> s.complete(h, IoCalls.batchWait(h), false);
-            try {
-                WAITERS.execute(waiter);
-            } catch (RuntimeException | OutOfMemoryError e) {
-                // No waiter thread could be had: wait here rather than leave the batch unreaped.
-                waiter.run();
-            }
-        }
         return s.future;
     }
 

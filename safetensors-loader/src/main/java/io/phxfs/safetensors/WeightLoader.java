@@ -466,7 +466,7 @@ public final class WeightLoader {
 
     /** Submits the batch and reports its moved bytes until it completes. */
     private BatchResult awaitWithProgress(IoBatch batch, long total) {
-        CompletableFuture<BatchResult> f = batch.submit();
+        CompletableFuture<BatchResult> f = batch.submitAsync();
         boolean interrupted = false;
         try {
             while (true) {
