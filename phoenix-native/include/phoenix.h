@@ -133,10 +133,12 @@ int phxfs_batch_destroy(phxfs_batch_t *batch);  /* waits first if needed */
 /* Mixed batches with a completion callback. ops[i] is PHXFS_OP_READ or
  * PHXFS_OP_WRITE for reqs[i] (ops NULL: all reads); requests run in no
  * particular order, also when they touch the same bytes. done (may be NULL)
- * runs exactly once, on a library thread, after every result is filled in,
- * with the batch's result (as phxfs_batch_wait returns it); it must not block
- * for long and must not wait for this batch, but may call phxfs_batch_destroy
- * on it. No thread of the caller's is held while the batch runs. */
+ * runs exactly once, on the library's one completion thread (never an I/O
+ * worker), after every result is filled in, with the batch's result (as
+ * phxfs_batch_wait returns it); callbacks run one at a time, so one that
+ * blocks delays the others (not the I/O); it must not wait for this batch, but
+ * may call phxfs_batch_destroy on it and may start and wait for other I/O. No
+ * thread of the caller's is held while the batch runs. */
 #define PHXFS_OP_READ 0
 #define PHXFS_OP_WRITE 1
 typedef void (*phxfs_batch_done_fn)(phxfs_batch_t *batch, int result, void *arg);

@@ -247,10 +247,11 @@ public final class IoBatch implements AutoCloseable {
      * {@link PhoenixException} when the batch as a whole failed. By then the batch may be
      * changed or resubmitted, and its buffers closed.
      *
-     * <p>The future completes on a libphoenix thread, and dependent stages added with the
-     * non-async methods ({@code thenApply}, {@code whenComplete}, ...) run on it: they must
-     * not block (use the {@code ...Async} variants for work that may), or they stall
-     * libphoenix's completions.
+     * <p>The future completes on libphoenix's one completion thread (never an I/O worker), and
+     * dependent stages added with the non-async methods ({@code thenApply}, {@code
+     * whenComplete}, ...) run on it, one batch after another: a stage that blocks delays the
+     * completion of other batches (not their I/O); use the {@code ...Async} variants for
+     * work that may block.
      *
      * @throws PhoenixException when libphoenix refuses to start it
      */
