@@ -49,8 +49,9 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--file", description = "File to read (default: a generated file of --size bytes in --dir).")
     Path file;
 
-    @Option(names = "--size", defaultValue = "1g", description = "Size of the generated file (default: ${DEFAULT-VALUE}).")
-    String size;
+    @Option(names = "--size", defaultValue = "1g", converter = Sizes.Converter.class,
+            description = "Size of the generated file, e.g. 64m, 1g, 4GiB (default: ${DEFAULT-VALUE}).")
+    long size;
 
     @Option(names = "--dir", description = "Where the generated file lives (default: java.io.tmpdir).")
     Path dir;
@@ -58,17 +59,17 @@ final class BenchCommand implements Callable<Integer> {
     @ArgGroup(exclusive = true)
     TargetOptions target = new TargetOptions();
 
-    @Option(names = "--sizes", split = ",", defaultValue = "4k,64k,1m,8m,64m",
+    @Option(names = "--sizes", split = ",", defaultValue = "4k,64k,1m,8m,64m", converter = Sizes.Converter.class,
             description = "I/O sizes of the sweep (default: ${DEFAULT-VALUE}).")
-    List<String> ioSizes;
+    List<Long> ioSizes;
 
     @Option(names = "--depths", split = ",", defaultValue = "1,8,32",
             description = "Queue depths of the sweep (default: ${DEFAULT-VALUE}).")
     List<Integer> depths;
 
-    @Option(names = "--sweep-bytes", defaultValue = "256m",
+    @Option(names = "--sweep-bytes", defaultValue = "256m", converter = Sizes.Converter.class,
             description = "Bytes read per sweep point, at most the file (default: ${DEFAULT-VALUE}).")
-    String sweepBytes;
+    long sweepBytes;
 
     @Option(names = "--repeat", defaultValue = "3", description = "Whole-file runs of each reader; the median is reported (default: ${DEFAULT-VALUE}).")
     int repeat;
@@ -97,8 +98,8 @@ final class BenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         if (repeat < 1) throw new IllegalArgumentException("--repeat must be >= 1, was " + repeat);
         for (int d : depths) if (d < 1 || d > 4096) throw new IllegalArgumentException("--depths: " + d + " is not in 1..4096");
-        long[] sizes = ioSizes.stream().mapToLong(Sizes::parse).toArray();
-        long sweepLimit = Sizes.parse(sweepBytes);
+        long[] sizes = ioSizes.stream().mapToLong(Long::longValue).toArray();
+        long sweepLimit = sweepBytes;
         Progress progress = new Progress(spec.commandLine().getErr(), quiet);
         Phoenix phx = Phoenix.open();
 
@@ -106,7 +107,7 @@ final class BenchCommand implements Callable<Integer> {
         Device device = target.resolve(phx, false);
         Path path = file;
         if (path == null) {
-            path = BenchFile.ensure(dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir")), Sizes.parse(size), progress);
+            path = BenchFile.ensure(dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir")), size, progress);
         } else if (!Files.isRegularFile(path)) {
             throw new IllegalArgumentException("--file " + path + ": not a regular file");
         }

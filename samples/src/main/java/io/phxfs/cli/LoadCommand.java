@@ -168,8 +168,8 @@ final class LoadCommand implements Callable<Integer> {
 
     private static void writeText(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
                                   double seconds, Map<String, String> sha) {
-        out.printf(Locale.ROOT, "loaded %d tensors, %s (%d bytes) from %d file(s) into %s (mode %s) in %.3f s: %.2f GB/s%n",
-                m.tensors().size(), human(m.bytes()), m.bytes(), m.fileCount(),
+        out.printf(Locale.ROOT, "loaded %d tensor%s, %s (%d bytes) from %d file(s) into %s (mode %s) in %.3f s: %.2f GB/s%n",
+                m.tensors().size(), m.tensors().size() == 1 ? "" : "s", human(m.bytes()), m.bytes(), m.fileCount(),
                 device == null ? "host memory" : "device " + device.id(), mode, seconds, m.bytes() / seconds / 1e9);
         for (LoadedTensor t : new TreeMap<>(m.tensors()).values()) {
             out.printf(Locale.ROOT, "  %-50s %-8s %-20s %12d  %s%s%n", t.name(), t.dtype().headerName(),

@@ -120,6 +120,10 @@ class LoadCommandTest {
         assertTrue(r.out().startsWith("loaded 21 tensors"), r.out());
         Map<String, Fixtures.RefTensor> ref = new TreeMap<>(Fixtures.reference().get("tiny-llama/model.safetensors").tensors());
         ref.values().forEach(t -> assertTrue(r.out().contains(t.sha256())));
+
+        Cli one = Cli.run("load", Fixtures.file("tiny-llama").toString(), "--only", "^model\\.norm\\.weight$");
+        assertEquals(0, one.exit(), one.toString());
+        assertTrue(one.out().startsWith("loaded 1 tensor, "), one.out());
     }
 
     @ParameterizedTest(name = "{0}")
