@@ -146,5 +146,6 @@ class BenchCommandTest {
         assertEquals(0, r.exit(), r.toString());
         assertTrue(r.out().contains("device 0:") && r.out().contains("mode "), r.out());
         assertTrue(r.out().contains("not faster because") || r.out().contains("mode p2p"), r.out());
+        assertEquals(io.phxfs.core.Phoenix.open().device(0).isHostMemory(), r.out().contains("no accelerator"), r.out());
     }
 }
