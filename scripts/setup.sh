@@ -4,13 +4,24 @@
 set -euo pipefail
 
 need=()
-command -v cmake >/dev/null || need+=(cmake)
-command -v gcc >/dev/null || need+=(gcc)
-command -v mvn >/dev/null || need+=(maven)
-[ -f /usr/include/liburing.h ] && ls /usr/lib/*/liburing.a >/dev/null 2>&1 || need+=(liburing-dev)
+why=()
+command -v cmake >/dev/null || { need+=(cmake); why+=("cmake: builds libphoenix"); }
+command -v gcc >/dev/null || { need+=(gcc); why+=("gcc: compiles libphoenix"); }
+command -v mvn >/dev/null || { need+=(maven); why+=("maven: builds the Java modules"); }
+[ -f /usr/include/liburing.h ] && ls /usr/lib/*/liburing.a >/dev/null 2>&1 \
+  || { need+=(liburing-dev); why+=("liburing-dev: libphoenix's io_uring engine, linked statically"); }
 if [ ${#need[@]} -gt 0 ]; then
-  echo "setup: installing ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  # said before anything runs: sudo may ask for a password, and a user should know what for
+  {
+    echo "setup: the build needs packages this machine lacks:"
+    for w in "${why[@]}"; do echo "setup:   $w"; done
+    echo "setup: running: ${SUDO:+$SUDO }apt-get update && ${SUDO:+$SUDO }apt-get install -y ${need[*]}"
+  } >&2
+  if ! command -v apt-get >/dev/null; then
+    echo "setup: no apt-get here: install ${need[*]} with your package manager, then run this again" >&2
+    exit 1
+  fi
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >&2
 fi

@@ -109,6 +109,16 @@ public final class LoadedModel implements AutoCloseable {
         return Optional.ofNullable(buffers.get(target));
     }
 
+    /**
+     * True when the host-placed tensors are read-only views of the files mapped into memory
+     * (the default for page-cache-warm files): writing through their segments throws. False
+     * when they were copied into writable memory ({@link WeightLoader.Builder#writable}), or
+     * no tensor is in host memory.
+     */
+    public boolean hostMapped() {
+        return owned.stream().anyMatch(HostMapping.class::isInstance);
+    }
+
     /** Every buffer, by target. */
     public SortedMap<Integer, RegisteredBuffer> buffers() {
         return buffers;

@@ -1,9 +1,11 @@
 package io.phxfs.safetensors;
 
 /**
- * Told how many of the plan's bytes have arrived: once with 0 before the first read, then as
- * parts complete, finally with {@code done == total}. Calls come from I/O completion threads,
- * one at a time, with {@code done} never decreasing.
+ * Told how many of the load's bytes are in place: first with what is there before the first
+ * read (0, or the tensor bytes of a host mapping, which is complete once made), then as reads
+ * complete, finally with {@code done == total}. A load with nothing to read (all of it mapped)
+ * makes one call with {@code done == total}; only a load of no bytes at all reports (0, 0).
+ * Calls come from I/O completion threads, one at a time, with {@code done} never decreasing.
  */
 @FunctionalInterface
 public interface ProgressListener {

@@ -53,6 +53,7 @@ public final class WeightLoader {
     private final TensorSelector selector;
     private final Boolean direct;
     private final Boolean mapHost;
+    private final boolean writable;
     private final ReadPlan.Options options;
     private final SafetensorsParser parser;
     private final ProgressListener progress;
@@ -64,6 +65,7 @@ public final class WeightLoader {
         this.selector = b.selector;
         this.direct = b.direct;
         this.mapHost = b.mapHost;
+        this.writable = b.writable;
         this.options = b.options;
         this.parser = b.parser;
         this.progress = b.progress;
@@ -81,6 +83,7 @@ public final class WeightLoader {
         private TensorSelector selector = TensorSelector.all();
         private Boolean direct;
         private Boolean mapHost;
+        private boolean writable;
         private ReadPlan.Options options = ReadPlan.Options.defaults();
         private SafetensorsParser parser = SafetensorsParser.standard();
         private ProgressListener progress;
@@ -169,6 +172,20 @@ public final class WeightLoader {
             return this;
         }
 
+        /**
+         * Whether host-placed tensors must be writable. false (the default): a load of
+         * page-cache-warm files may map them ({@link #mapHost}), and the tensors are then
+         * read-only views of the page cache: no bytes are copied, and writing through
+         * {@link LoadedTensor#segment()} throws. true: they are always copied into private,
+         * writable host memory, as tensors in device memory always are, at the cost of the
+         * copy (and of faulting in fresh memory). {@link LoadedModel#hostMapped()} tells which
+         * a load did. Excludes {@code mapHost(true)}.
+         */
+        public Builder writable(boolean writable) {
+            this.writable = writable;
+            return this;
+        }
+
         public Builder planOptions(ReadPlan.Options options) {
             this.options = Objects.requireNonNull(options);
             return this;
@@ -185,6 +202,9 @@ public final class WeightLoader {
         }
 
         public WeightLoader build() {
+            if (writable && Boolean.TRUE.equals(mapHost)) {
+                throw new IllegalStateException("writable(true) and mapHost(true) exclude each other: a mapping is read-only");
+            }
             return new WeightLoader(this);
         }
     }
@@ -260,7 +280,10 @@ public final class WeightLoader {
                             r.neededLength(), uninitialized.get(r.target())));
                 }
             }
-            read(reads, false);
+            // a mapping's bytes are in place once it is made (populated): progress counts them as done
+            long mapped = mapping == null ? 0 : plan.tensors().values().stream()
+                    .filter(p -> p.target() == Placement.HOST).mapToLong(ReadPlan.PlannedTensor::nbytes).sum();
+            read(reads, false, mapped);
             long tEnd = System.nanoTime();
             long nanos = tEnd - t0;
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
@@ -329,7 +352,7 @@ public final class WeightLoader {
                 }
             }
             long tRead = System.nanoTime();
-            read(reads, true);
+            read(reads, true, 0);
             long tEnd = System.nanoTime();
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
@@ -390,6 +413,9 @@ public final class WeightLoader {
     }
 
     private boolean shouldMap(ReadPlan plan) {
+        if (writable) {
+            return false;
+        }
         if (mapHost != null) {
             return mapHost;
         }
@@ -435,11 +461,15 @@ public final class WeightLoader {
         }
     }
 
-    /** Runs {@code reads} as one batch; {@code buffered}: open files through the page cache whatever {@link #direct} says. */
-    private void read(List<Read> reads, boolean buffered) {
-        long total = reads.stream().mapToLong(Read::length).sum();
+    /**
+     * Runs {@code reads} as one batch; {@code buffered}: open files through the page cache
+     * whatever {@link #direct} says; {@code inPlace}: bytes already in place (mapped), which
+     * progress reports as done from the start.
+     */
+    private void read(List<Read> reads, boolean buffered, long inPlace) {
+        long total = inPlace + reads.stream().mapToLong(Read::length).sum();
         if (progress != null) {
-            progress.onProgress(0, total);
+            progress.onProgress(inPlace, total);
         }
         if (reads.isEmpty()) {
             return;
@@ -450,7 +480,7 @@ public final class WeightLoader {
                 files.computeIfAbsent(r.file(), h -> buffered ? PhxFile.open(h.file(), OpenMode.READ) : open(h.file()));
             }
             try (IoBatch batch = batch(reads, files)) {
-                BatchResult result = progress == null ? batch.run() : awaitWithProgress(batch, total);
+                BatchResult result = progress == null ? batch.run() : awaitWithProgress(batch, inPlace, total);
                 check(reads, result);
                 zeroShortTails(reads, result);
                 if (progress != null) {
@@ -465,7 +495,7 @@ public final class WeightLoader {
     }
 
     /** Submits the batch and reports its moved bytes until it completes. */
-    private BatchResult awaitWithProgress(IoBatch batch, long total) {
+    private BatchResult awaitWithProgress(IoBatch batch, long inPlace, long total) {
         CompletableFuture<BatchResult> f = batch.submitAsync();
         boolean interrupted = false;
         try {
@@ -474,7 +504,7 @@ public final class WeightLoader {
                     return f.get(PROGRESS_PERIOD_MS, TimeUnit.MILLISECONDS);
                 } catch (TimeoutException e) {
                     try {
-                        progress.onProgress(Math.min(batch.bytesDone(), total), total);
+                        progress.onProgress(Math.min(inPlace + batch.bytesDone(), total), total);
                     } catch (RuntimeException listenerFailure) {
                         f.handle((r, x) -> null).join(); // the buffers stay in use until the batch ends
                         throw listenerFailure;

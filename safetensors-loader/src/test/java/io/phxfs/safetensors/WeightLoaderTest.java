@@ -19,6 +19,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import static io.phxfs.safetensors.TestFiles.spec;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -72,6 +73,42 @@ class WeightLoaderTest {
             assertEquals(total, last);
             assertContents(m);
         }
+    }
+
+    @Test
+    void aMappedLoadReportsItsBytesAsDoneNotZeroOfZero() throws IOException {
+        Path f = model("mapped", 4, 50_000);
+        List<long[]> calls = new ArrayList<>();
+        try (LoadedModel m = WeightLoader.builder().toHost().mapHost(true)
+                .progress((done, total) -> calls.add(new long[] {done, total})).build().load(f)) {
+            assertTrue(m.hostMapped());
+            assertFalse(calls.isEmpty());
+            for (long[] c : calls) {
+                assertEquals(m.bytes(), c[1], "total: the mapped tensor bytes");
+                assertEquals(m.bytes(), c[0], "a populated mapping is complete once made");
+            }
+        }
+    }
+
+    @Test
+    void writableCopiesHostTensorsIntoWritableMemoryEvenWhenMappingWouldDo() throws IOException {
+        Path f = model("w", 3, 10_000);
+        try (LoadedModel mapped = WeightLoader.builder().toHost().mapHost(true).build().load(f);
+             LoadedModel copied = WeightLoader.builder().toHost().writable(true).build().load(f)) {
+            assertTrue(mapped.hostMapped());
+            assertFalse(copied.hostMapped());
+            for (LoadedTensor t : mapped.tensors().values()) {
+                assertTrue(t.segment().orElseThrow().isReadOnly(), t.toString());
+            }
+            for (LoadedTensor t : copied.tensors().values()) {
+                java.lang.foreign.MemorySegment seg = t.segment().orElseThrow();
+                assertFalse(seg.isReadOnly(), t.toString());
+                seg.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) 7);
+                assertEquals(7, seg.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
+            }
+            assertContents(mapped);
+        }
+        assertThrows(IllegalStateException.class, () -> WeightLoader.builder().writable(true).mapHost(true).build());
     }
 
     @Test

@@ -40,35 +40,43 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = {"Measures read throughput into device or host memory, Phoenix beside plain pread loops on the same file.",
-                "Target: device 0 unless --device N or --host."})
+                "Target: device 0 unless --device N or --host; host memory where there is no accelerator.",
+                "A generated file is kept in --dir for later runs (the last line says where); --clean deletes them."})
 final class BenchCommand implements Callable<Integer> {
     private static final long WHOLE_FILE_REQUEST = 64L << 20;
     private static final int CEILING_CHUNK = 8 << 20;
     private static final long WARM_UP_NANOS = 100_000_000L;
+    /** Below this a whole-file read takes too little time for its rate to mean anything. */
+    static final long MIN_RELIABLE_BYTES = 64L << 20;
 
     @Option(names = "--file", description = "File to read (default: a generated file of --size bytes in --dir).")
     Path file;
 
-    @Option(names = "--size", defaultValue = "1g", description = "Size of the generated file (default: ${DEFAULT-VALUE}).")
-    String size;
+    @Option(names = "--size", defaultValue = "1g", converter = Sizes.Converter.class,
+            description = "Size of the generated file, e.g. 64m, 1g, 4GiB (default: ${DEFAULT-VALUE}).")
+    long size;
 
-    @Option(names = "--dir", description = "Where the generated file lives (default: java.io.tmpdir).")
+    @Option(names = "--dir", description = {"An existing directory for the generated file (default: java.io.tmpdir).",
+            "The file (phoenix-bench-<bytes>.bin) is kept there for later runs; --clean removes it."})
     Path dir;
+
+    @Option(names = "--clean", description = "Delete the cached phoenix-bench-*.bin files in --dir, print what went, and exit.")
+    boolean clean;
 
     @ArgGroup(exclusive = true)
     TargetOptions target = new TargetOptions();
 
-    @Option(names = "--sizes", split = ",", defaultValue = "4k,64k,1m,8m,64m",
+    @Option(names = "--sizes", split = ",", defaultValue = "4k,64k,1m,8m,64m", converter = Sizes.Converter.class,
             description = "I/O sizes of the sweep (default: ${DEFAULT-VALUE}).")
-    List<String> ioSizes;
+    List<Long> ioSizes;
 
     @Option(names = "--depths", split = ",", defaultValue = "1,8,32",
             description = "Queue depths of the sweep (default: ${DEFAULT-VALUE}).")
     List<Integer> depths;
 
-    @Option(names = "--sweep-bytes", defaultValue = "256m",
+    @Option(names = "--sweep-bytes", defaultValue = "256m", converter = Sizes.Converter.class,
             description = "Bytes read per sweep point, at most the file (default: ${DEFAULT-VALUE}).")
-    String sweepBytes;
+    long sweepBytes;
 
     @Option(names = "--repeat", defaultValue = "3", description = "Whole-file runs of each reader; the median is reported (default: ${DEFAULT-VALUE}).")
     int repeat;
@@ -91,27 +99,52 @@ final class BenchCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    record Point(long ioSize, int depth, double phoenixGbps, double iops, double baselineGbps) {}
+    /**
+     * One sweep point: Phoenix with {@code depth} reads of {@code ioSize} per batch, against
+     * {@code depth} threads each with one pread (+ copy) of {@code ioSize} in flight (the same
+     * concurrency), and for reference the single-thread loop.
+     */
+    record Point(long ioSize, int depth, double phoenixGbps, double iops, double baselineGbps, double singleThreadGbps) {}
 
     @Override
     public Integer call() throws Exception {
         if (repeat < 1) throw new IllegalArgumentException("--repeat must be >= 1, was " + repeat);
         for (int d : depths) if (d < 1 || d > 4096) throw new IllegalArgumentException("--depths: " + d + " is not in 1..4096");
-        long[] sizes = ioSizes.stream().mapToLong(Sizes::parse).toArray();
-        long sweepLimit = Sizes.parse(sweepBytes);
-        Progress progress = new Progress(spec.commandLine().getErr(), quiet);
+        long[] sizes = ioSizes.stream().mapToLong(Long::longValue).toArray();
+        long sweepLimit = sweepBytes;
+        PrintWriter err = spec.commandLine().getErr();
+        Progress progress = new Progress(err, quiet);
+        Path cacheDir = dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir"));
+        if (!Files.isDirectory(cacheDir)) {
+            // created on demand, a typo in --dir would leave a directory of 1 GiB files behind
+            throw new IllegalArgumentException("--dir " + cacheDir + ": " + (Files.exists(cacheDir) ? "not a directory"
+                    : "no such directory (create it first)"));
+        }
+        if (clean) {
+            return clean(cacheDir);
+        }
         Phoenix phx = Phoenix.open();
 
         // the target first: a wrong --device should not cost a generated file
         Device device = target.resolve(phx, false);
         Path path = file;
-        if (path == null) {
-            path = BenchFile.ensure(dir != null ? dir : Path.of(System.getProperty("java.io.tmpdir")), Sizes.parse(size), progress);
-        } else if (!Files.isRegularFile(path)) {
+        if (path != null && !Files.isRegularFile(path)) {
             throw new IllegalArgumentException("--file " + path + ": not a regular file");
+        }
+        target.announce(err);
+        if (path == null) {
+            path = BenchFile.ensure(cacheDir, size, progress);
         }
         long fileSize = Files.size(path);
         if (fileSize == 0) throw new IllegalArgumentException("--file " + path + ": the file is empty");
+        boolean reliable = fileSize >= MIN_RELIABLE_BYTES;
+        if (!reliable) {
+            // a file of a few KiB is read in microseconds: thread start-up and batch set-up
+            // dominate, and the ratios say nothing about throughput
+            err.printf("phoenix: bench: warning: %s is too small to measure throughput (under %s); rates and ratios are unreliable%n",
+                    Sizes.format(fileSize), Sizes.format(MIN_RELIABLE_BYTES));
+            err.flush();
+        }
 
 
         int ceilingThreads = threads != null ? threads : (device != null ? device.workers() : Integer.parseInt(phx.getConfig("workers")));
@@ -142,7 +175,7 @@ final class BenchCommand implements Callable<Integer> {
                 progress.step("whole file, run %d/%d: phoenix", r + 1, repeat);
                 ours[r] = phoenixWholeFile(pf, buf, fileSize);
                 progress.step("whole file, run %d/%d: single-thread pread%s", r + 1, repeat, needsCopy(device) ? " + copy" : "");
-                base[r] = baseline(path, device, buf, staging, fileSize, CEILING_CHUNK, fileSize);
+                base[r] = baseline(path, device, buf, staging, fileSize, CEILING_CHUNK);
             }
             progress.step("verifying what phoenix reads against %s", file == null ? "the generator" : "a plain read of the file");
             String mismatch = verify(pf, path, file == null, device, buf, fileSize, staging);
@@ -158,31 +191,53 @@ final class BenchCommand implements Callable<Integer> {
                         k += depths.size();
                         continue;
                     }
-                    progress.step("sweep %s: single-thread pread%s baseline", Sizes.format(bs), needsCopy(device) ? " + copy" : "");
                     // untimed first, for 0.1 s: a point of 4 KiB reads is a few ten thousand calls,
                     // too few for the JIT to have compiled the loop before the clock starts
                     long warm = Math.min(bytes, Math.max(bs, 2048 * bs));
-                    for (long until = System.nanoTime() + WARM_UP_NANOS; System.nanoTime() < until; ) {
-                        baseline(path, device, buf, staging, warm, bs, fileSize);
-                    }
-                    double b = baseline(path, device, buf, staging, bytes, bs, fileSize);
+                    double single = Double.NaN;
                     for (int qd : depths) {
-                        progress.step("sweep [%d/%d] %s at queue depth %d", ++k, total, Sizes.format(bs), qd);
+                        progress.step("sweep [%d/%d] %s at queue depth %d: %d thread%s of pread%s, then phoenix", ++k, total,
+                                Sizes.format(bs), qd, qd, qd == 1 ? "" : "s", needsCopy(device) ? " + copy" : "");
+                        for (long until = System.nanoTime() + WARM_UP_NANOS; System.nanoTime() < until; ) {
+                            baselineThreads(path, device, buf, staging, warm, bs, qd);
+                        }
+                        double b = baselineThreads(path, device, buf, staging, bytes, bs, qd);
+                        if (Double.isNaN(single)) {
+                            single = qd == 1 ? b : baseline(path, device, buf, staging, bytes, bs);
+                        }
                         for (long until = System.nanoTime() + WARM_UP_NANOS; System.nanoTime() < until; ) {
                             phoenixSweep(pf, buf, bs, qd, warm);
                         }
                         double secs = phoenixSweep(pf, buf, bs, qd, bytes);
-                        sweep.add(new Point(bs, qd, bytes / secs / 1e9, bytes / bs / secs, b));
+                        sweep.add(new Point(bs, qd, bytes / secs / 1e9, bytes / bs / secs, b, single));
                     }
                 }
             }
-            report(spec.commandLine().getOut(), path, fileSize, targetName, ceilingThreads, median(ceil), median(ours), median(base), ceil, ours, base, sweep, device, mismatch);
+            report(spec.commandLine().getOut(), path, fileSize, targetName, ceilingThreads, median(ceil), median(ours),
+                    median(base), ceil, ours, base, sweep, device, mismatch, reliable, file == null ? path : null);
             if (mismatch != null) {
                 spec.commandLine().getErr().println("phoenix: bench: " + mismatch);
                 spec.commandLine().getErr().flush();
                 return 1;
             }
         }
+        return 0;
+    }
+
+    /** Deletes the cached bench files in {@code d}, naming each; they are regenerated on demand. */
+    private int clean(Path d) throws IOException {
+        PrintWriter out = spec.commandLine().getOut();
+        long bytes = 0;
+        List<Path> files = BenchFile.all(d);
+        for (Path f : files) {
+            long n = Files.size(f);
+            Files.deleteIfExists(f);
+            bytes += n;
+            out.printf("removed %s (%s)%n", f, Sizes.format(n));
+        }
+        out.printf("%d cached bench file%s removed from %s, %s freed%n", files.size(), files.size() == 1 ? "" : "s", d,
+                LoadCommand.human(bytes));
+        out.flush();
         return 0;
     }
 
@@ -259,29 +314,69 @@ final class BenchCommand implements Callable<Integer> {
         }
     }
 
-    /** The plain loop a user writes: one thread, pread of bs, then a copy to the device. GB/s. */
-    private double baseline(Path p, Device device, RegisteredBuffer buf, MemorySegment staging, long bytes, long bs,
-                            long fileSize) throws IOException {
-        boolean copy = needsCopy(device);
-        MemorySegment host = copy ? null : buf.segment().orElseThrow();
+    /**
+     * The plain loop a user writes: one thread, pread of bs into the target (host) or into a
+     * staging buffer and then {@link Device#copyToDevice} (device). That copy goes through
+     * libphoenix's own copy stream, one copy at a time, not a cudaMemcpy of the user's. GB/s.
+     */
+    private double baseline(Path p, Device device, RegisteredBuffer buf, MemorySegment staging, long bytes, long bs)
+            throws IOException {
         try (FileChannel ch = channel(p)) {
             long t0 = System.nanoTime();
             for (long off = 0; off < bytes; off += bs) {
-                long n = Math.min(bs, bytes - off);
-                long rn = direct ? (n + 4095) & ~4095L : n;
-                if (copy) {
-                    for (long done = 0; done < n; ) {
-                        long chunk = Math.min(n - done, staging.byteSize());
-                        ByteBuffer bb = staging.asSlice(0, direct ? Math.min((chunk + 4095) & ~4095L, staging.byteSize()) : chunk).asByteBuffer();
-                        readFully(ch, bb, off + done);
-                        device.copyToDevice(staging.asSlice(0, chunk), buf, off + done);
-                        done += chunk;
-                    }
-                } else {
-                    readFully(ch, host.asSlice(off, rn).asByteBuffer(), off);
-                }
+                copyRange(ch, device, buf, staging, off, Math.min(bs, bytes - off));
             }
             return bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+        }
+    }
+
+    /**
+     * The sweep's like-for-like baseline: {@code threads} threads, each with one read of bs
+     * (and its copy) in flight, taking the next offset as they finish: as many reads in flight
+     * as Phoenix's batch of {@code depth}. One thread is {@link #baseline}. GB/s.
+     */
+    private double baselineThreads(Path p, Device device, RegisteredBuffer buf, MemorySegment staging, long bytes, long bs,
+                                   int threads) throws Exception {
+        if (threads == 1) {
+            return baseline(p, device, buf, staging, bytes, bs);
+        }
+        AtomicLong next = new AtomicLong();
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        try (FileChannel ch = channel(p)) {
+            Thread[] ts = new Thread[threads];
+            long t0 = System.nanoTime();
+            for (int i = 0; i < threads; i++) {
+                ts[i] = Thread.ofPlatform().start(() -> {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment own = needsCopy(device) ? arena.allocate(Math.min(bs, CEILING_CHUNK) + 4096, 4096) : null;
+                        for (long off; (off = next.getAndAdd(bs)) < bytes; ) {
+                            copyRange(ch, device, buf, own, off, Math.min(bs, bytes - off));
+                        }
+                    } catch (Exception e) {
+                        failure.compareAndSet(null, e);
+                    }
+                });
+            }
+            for (Thread t : ts) t.join();
+            if (failure.get() != null) throw failure.get();
+            return bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+        }
+    }
+
+    /** n bytes at off: pread straight into host memory, or pread into staging and copy to the device. */
+    private void copyRange(FileChannel ch, Device device, RegisteredBuffer buf, MemorySegment staging, long off, long n)
+            throws IOException {
+        if (needsCopy(device)) {
+            for (long done = 0; done < n; ) {
+                long chunk = Math.min(n - done, staging.byteSize());
+                ByteBuffer bb = staging.asSlice(0, direct ? Math.min((chunk + 4095) & ~4095L, staging.byteSize()) : chunk).asByteBuffer();
+                readFully(ch, bb, off + done);
+                device.copyToDevice(staging.asSlice(0, chunk), buf, off + done);
+                done += chunk;
+            }
+        } else {
+            long rn = direct ? (n + 4095) & ~4095L : n;
+            readFully(ch, buf.segment().orElseThrow().asSlice(off, rn).asByteBuffer(), off);
         }
     }
 
@@ -339,13 +434,24 @@ final class BenchCommand implements Callable<Integer> {
 
     private void report(PrintWriter out, Path path, long fileSize, String targetName, int n, double ceil, double ours,
                         double base, double[] ceilRuns, double[] oursRuns, double[] baseRuns, List<Point> sweep,
-                        Device device, String mismatch) throws IOException {
+                        Device device, String mismatch, boolean reliable, Path cached) throws IOException {
+        // each row says what it measures: the ceiling has Phoenix's thread count and is the
+        // headline; the single-thread loop is what a plain program gets, not a like-for-like
+        // rival, and the device copy in it is libphoenix's serialised one
+        String phoenixWhat = n + " workers, one batch of 64 MiB requests, into " + (device == null ? "host memory" : "device " + device.id());
+        String ceilingWhat = n + " threads pread 8 MiB chunks into host memory (no copy to the target)";
         String baseName = needsCopy(device) ? "pread+copy, 1 thread" : "pread, 1 thread";
+        String baseWhat = needsCopy(device)
+                ? "1 thread: pread 8 MiB into a host buffer, then Device.copyToDevice (libphoenix's serialised copy stream)"
+                : "1 thread: pread 8 MiB chunks into the same host buffer";
+        String sweepBaseWhat = "per point: as many threads as the depth, each with one pread"
+                + (needsCopy(device) ? " + Device.copyToDevice" : "") + " of the io size in flight";
         if (json) {
             try (JsonGenerator g = new JsonFactory().configure(JsonGenerator.Feature.AUTO_CLOSE_TARGET, false).createGenerator(out)) {
                 g.useDefaultPrettyPrinter();
                 g.writeStartObject();
                 g.writeStringField("file", path.toString());
+                if (cached != null) g.writeStringField("cached_file", cached.toString());
                 g.writeNumberField("bytes", fileSize);
                 g.writeStringField("target", targetName);
                 g.writeStringField("io", direct ? "O_DIRECT" : "page cache");
@@ -353,17 +459,26 @@ final class BenchCommand implements Callable<Integer> {
                 g.writeNumberField("repeat", repeat);
                 g.writeBooleanField("verified", mismatch == null);
                 if (mismatch != null) g.writeStringField("verify_error", mismatch);
+                g.writeBooleanField("reliable", reliable);
+                if (!reliable) {
+                    g.writeStringField("unreliable_because", "the file is under " + Sizes.format(MIN_RELIABLE_BYTES)
+                            + ": set-up costs dominate its read time, so rates and ratios are unreliable");
+                }
                 g.writeObjectFieldStart("whole_file");
                 g.writeNumberField("ceiling_gbps", round(ceil));
+                g.writeStringField("ceiling", ceilingWhat);
                 g.writeNumberField("phoenix_gbps", round(ours));
+                g.writeStringField("phoenix", phoenixWhat);
                 g.writeNumberField("baseline_gbps", round(base));
                 g.writeStringField("baseline", baseName);
+                g.writeStringField("baseline_measures", baseWhat);
                 g.writeNumberField("phoenix_vs_ceiling", round(ours / ceil));
                 g.writeNumberField("phoenix_vs_baseline", round(ours / base));
                 writeRuns(g, "ceiling_runs_gbps", ceilRuns);
                 writeRuns(g, "phoenix_runs_gbps", oursRuns);
                 writeRuns(g, "baseline_runs_gbps", baseRuns);
                 g.writeEndObject();
+                g.writeStringField("sweep_baseline", sweepBaseWhat);
                 g.writeArrayFieldStart("sweep");
                 for (Point p : sweep) {
                     g.writeStartObject();
@@ -372,6 +487,8 @@ final class BenchCommand implements Callable<Integer> {
                     g.writeNumberField("phoenix_gbps", round(p.phoenixGbps()));
                     g.writeNumberField("iops", Math.round(p.iops()));
                     g.writeNumberField("baseline_gbps", round(p.baselineGbps()));
+                    g.writeNumberField("baseline_threads", p.depth());
+                    g.writeNumberField("single_thread_gbps", round(p.singleThreadGbps()));
                     g.writeNumberField("phoenix_vs_baseline", round(p.phoenixGbps() / p.baselineGbps()));
                     g.writeEndObject();
                 }
@@ -384,16 +501,26 @@ final class BenchCommand implements Callable<Integer> {
         }
         out.printf("file %s (%s, %s), target %s%n", path, Sizes.format(fileSize), direct ? "O_DIRECT" : "page cache", targetName);
         out.printf("verified: %s%n", mismatch == null ? "every byte phoenix read is the file's" : "NO, " + mismatch);
+        if (!reliable) {
+            out.printf("UNRELIABLE: the file is under %s; set-up costs dominate, so the rates and ratios below mean little%n",
+                    Sizes.format(MIN_RELIABLE_BYTES));
+        }
         out.printf("whole file, median of %d runs:%n", repeat);
-        out.printf("  %-34s %8.2f GB/s%n", "ceiling (" + n + " threads pread, host)", ceil);
-        out.printf("  %-34s %8.2f GB/s   %.2fx ceiling, %.2fx baseline%n", "phoenix", ours, ours / ceil, ours / base);
-        out.printf("  %-34s %8.2f GB/s%n", "baseline (" + baseName + ")", base);
+        out.printf("  %-9s %8.2f GB/s  %.2fx ceiling    %s%n", "phoenix", ours, ours / ceil, phoenixWhat);
+        out.printf("  %-9s %8.2f GB/s                  %s%n", "ceiling", ceil, ceilingWhat);
+        out.printf("  %-9s %8.2f GB/s  phoenix %.2fx   %s%n", "baseline", base, ours / base, baseWhat);
         if (!sweep.isEmpty()) {
-            out.printf("%n%-9s %5s %12s %12s %14s %9s%n", "io size", "depth", "phoenix GB/s", "IOPS", "baseline GB/s", "ratio");
+            out.printf("%nsweep: phoenix with <depth> reads of <io size> per batch; baseline: %s%n", sweepBaseWhat);
+            out.printf("%-9s %5s %12s %12s %14s %9s %14s%n", "io size", "depth", "phoenix GB/s", "IOPS", "baseline GB/s",
+                    "ratio", "1 thread GB/s");
             for (Point p : sweep) {
-                out.printf("%-9s %5d %12.3f %12.0f %14.3f %8.2fx%n", Sizes.format(p.ioSize()), p.depth(), p.phoenixGbps(),
-                        p.iops(), p.baselineGbps(), p.phoenixGbps() / p.baselineGbps());
+                out.printf("%-9s %5d %12.3f %12.0f %14.3f %8.2fx %14.3f%n", Sizes.format(p.ioSize()), p.depth(), p.phoenixGbps(),
+                        p.iops(), p.baselineGbps(), p.phoenixGbps() / p.baselineGbps(), p.singleThreadGbps());
             }
+        }
+        if (cached != null) {
+            out.printf("%nthe generated file stays for later runs: %s (%s); phoenix bench --clean%s removes it%n", cached,
+                    Sizes.format(fileSize), dir == null ? "" : " --dir " + dir);
         }
         out.flush();
     }

@@ -6,40 +6,67 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.SplittableRandom;
+import java.util.stream.Stream;
 
 /** The file a benchmark reads: generated once with incompressible bytes, then reused. */
 final class BenchFile {
     private BenchFile() {}
 
+    static final String PREFIX = "phoenix-bench-";
+
+    /** Where a generated file of {@code size} bytes is cached in {@code dir}. */
+    static Path cached(Path dir, long size) {
+        return dir.resolve(PREFIX + size + ".bin");
+    }
+
+    /**
+     * The cached file of {@code size} bytes in {@code dir}, written first when missing. It is
+     * kept for the next run on purpose (writing 1 GiB costs more than benchmarking it); the
+     * half-written ".tmp" of an interrupted or failed write is not.
+     */
     static Path ensure(Path dir, long size, Progress progress) throws IOException {
-        Files.createDirectories(dir);
-        Path file = dir.resolve("phoenix-bench-" + size + ".bin");
+        Path file = cached(dir, size);
         if (Files.isRegularFile(file) && Files.size(file) == size) {
             progress.step("reusing %s (%s)", file, Sizes.format(size));
             return file;
         }
-        Path tmp = dir.resolve(file.getFileName() + ".tmp");
-        progress.step("writing %s of random bytes to %s", Sizes.format(size), file);
-        Content content = new Content();
-        byte[] block = new byte[Content.BLOCK];
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-                StandardOpenOption.WRITE)) {
-            long pos = 0;
-            long next = size / 10;
-            while (pos < size) {
-                int n = (int) Math.min(block.length, size - pos);
-                content.get(pos, block, n);
-                ByteBuffer bb = ByteBuffer.wrap(block, 0, n);
-                while (bb.hasRemaining()) pos += ch.write(bb, pos);
-                if (pos >= next && pos < size) {
-                    progress.step("  %d%%", pos * 100 / size);
-                    next += size / 10;
+        Path tmp = TempFiles.track(dir.resolve(file.getFileName() + ".tmp"), Thread.currentThread());
+        try {
+            progress.step("writing %s of random bytes to %s", Sizes.format(size), file);
+            Content content = new Content();
+            byte[] block = new byte[Content.BLOCK];
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                    StandardOpenOption.WRITE)) {
+                long pos = 0;
+                long next = size / 10;
+                while (pos < size) {
+                    int n = (int) Math.min(block.length, size - pos);
+                    content.get(pos, block, n);
+                    ByteBuffer bb = ByteBuffer.wrap(block, 0, n);
+                    while (bb.hasRemaining()) pos += ch.write(bb, pos);
+                    if (pos >= next && pos < size) {
+                        progress.step("  %d%%", pos * 100 / size);
+                        next += size / 10;
+                    }
                 }
             }
+            Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } finally {
+            TempFiles.delete(tmp); // gone already after the rename; a partial file after a failure
         }
-        Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         return file;
+    }
+
+    /** The cached files (and leftover ".tmp" files) in {@code dir}, which {@code bench --clean} deletes. */
+    static List<Path> all(Path dir) throws IOException {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.filter(p -> {
+                String n = p.getFileName().toString();
+                return n.startsWith(PREFIX) && (n.endsWith(".bin") || n.endsWith(".bin.tmp")) && Files.isRegularFile(p);
+            }).sorted().toList();
+        }
     }
 
     /**

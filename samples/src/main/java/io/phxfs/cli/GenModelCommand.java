@@ -34,8 +34,8 @@ final class GenModelCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "DIR", description = "Directory to write model.safetensors (or the shards and index) into.")
     Path dir;
 
-    @Option(names = "--size", defaultValue = "4g", description = "Target size; layers are added while they fit (default: ${DEFAULT-VALUE}).")
-    String size;
+    @Option(names = "--size", defaultValue = "4g", converter = Sizes.Converter.class, description = "Target size; layers are added while they fit (default: ${DEFAULT-VALUE}).")
+    long size;
 
     @Option(names = "--shards", defaultValue = "1", description = "Number of shard files; >1 also writes model.safetensors.index.json (default: ${DEFAULT-VALUE}).")
     int shards;
@@ -63,7 +63,7 @@ final class GenModelCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        long target = Sizes.parse(size);
+        long target = size;
         if (hidden < 1 || intermediate < 1 || vocab < 1 || heads < 1 || kvHeads < 1 || hidden % heads != 0
                 || heads % kvHeads != 0) {
             throw new IllegalArgumentException("dimensions: --hidden must divide by --heads, --heads by --kv-heads, all > 0");

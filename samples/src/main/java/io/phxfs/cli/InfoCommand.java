@@ -34,6 +34,11 @@ final class InfoCommand implements Callable<Integer> {
             if (d.mode() == io.phxfs.core.Mode.BOUNCE) {
                 out.printf("  pinned pool %s MiB (PHX_PINNED_MB), shared by every transfer on the device%n", phx.getConfig("pinned_mb"));
             }
+            if (d.isHostMemory()) {
+                // the host connector's device is host memory reached by copying, so the commands
+                // default to the host path; a user reading "device 0" should not expect a GPU
+                out.printf("  no accelerator: this device is host memory; load and bench use the host path unless --device %d%n", i);
+            }
             if (!d.whyNotFaster().isEmpty()) {
                 out.printf("  not faster because: %s%n", d.whyNotFaster());
             }

@@ -9,22 +9,23 @@ import io.phxfs.safetensors.LoadedModel;
 import io.phxfs.safetensors.LoadedTensor;
 import io.phxfs.safetensors.ModelFiles;
 import io.phxfs.safetensors.SafetensorsHeader;
-import io.phxfs.safetensors.SafetensorsParser;
 import io.phxfs.safetensors.WeightLoader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -38,22 +39,27 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code phoenix load-bench FILE}: in one run on one file (page cache warmed first), the rate
- * of {@code dd bs=16M}, of a plain FileChannel read loop, of an mmap + copy loop, and of the
- * WeightLoader, each into fresh memory of the target, with the process's peak RSS after the
- * first load. With {@code --device N} the Java loops copy through a 16 MiB host buffer into
- * device memory, and the peak RSS shows whether host memory stayed bounded (bounce slots).
- * Every rate is file bytes per second; each run includes allocating the destination.
+ * {@code phoenix load-bench PATH}: in one run on one model (page cache warmed first), the
+ * WeightLoader beside the loops a user would write, each row labelled with what it measures
+ * and compared only with rows that do the same work: a mapping (the host default for warm
+ * files: no bytes copied) against mmap + a touch of every page, copies into fresh memory
+ * against copies into fresh memory (allocated the same way as the loader's). With
+ * {@code --device N} the Java loops copy through a 16 MiB host buffer into device memory, and
+ * the peak RSS shows whether host memory stayed bounded (bounce slots). Every rate is file
+ * bytes per second; each run includes allocating the destination.
  */
 @Command(name = "load-bench", mixinStandardHelpOptions = true,
-        description = {"Compares loading a .safetensors file with dd, a FileChannel loop and an mmap+copy loop; reports peak RSS.",
+        description = {"Compares loading safetensors weights with the WeightLoader against dd, a FileChannel loop and mmap"
+                + " loops, like with like (mappings with mappings, copies with copies); reports peak RSS.",
+                "PATH is what load accepts: a .safetensors file, a model directory or an index file.",
                 "Target: host memory unless --device N."})
 final class LoadBenchCommand implements Callable<Integer> {
     private static final int CHUNK = 16 << 20;
     private static final long MAP_WINDOW = 1L << 30;
+    private static final int PAGE = 4096;
 
-    @Parameters(index = "0", paramLabel = "FILE", description = "A .safetensors file.")
-    Path file;
+    @Parameters(index = "0", paramLabel = "PATH", description = "A .safetensors file, a model directory or an index file.")
+    Path path;
 
     @ArgGroup(exclusive = true)
     TargetOptions target = new TargetOptions();
@@ -76,12 +82,22 @@ final class LoadBenchCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    /** One reader's runs, in GB/s. */
-    record Reader(String key, String label, double[] runs) {
+    /** Keeps the page touches of the mmap + touch reader from being optimised away. */
+    static volatile long touched;
+
+    /** The work a reader does: rows are compared only within one kind. */
+    enum Kind { MAPPING, COPY }
+
+    /** One reader's runs, in GB/s, and what it measures. */
+    record Reader(String key, String label, Kind kind, double[] runs) {
         double median() {
             double[] s = runs.clone();
             Arrays.sort(s);
             return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+        }
+
+        Reader as(String newLabel, Kind newKind) {
+            return new Reader(key, newLabel, newKind, runs);
         }
     }
 
@@ -90,37 +106,43 @@ final class LoadBenchCommand implements Callable<Integer> {
         if (repeat < 1) {
             throw new IllegalArgumentException("--repeat must be >= 1, was " + repeat);
         }
-        if (!Files.isRegularFile(file)) {
-            throw new IllegalArgumentException(file + ": not a regular file");
-        }
         PrintWriter out = spec.commandLine().getOut();
         Progress progress = new Progress(spec.commandLine().getErr(), quiet);
-        SafetensorsHeader header = SafetensorsParser.standard().parse(file);
-        long size = header.fileSize();
+        ModelFiles model = ModelFiles.open(path);
+        List<SafetensorsHeader> files = model.files();
+        long size = files.stream().mapToLong(SafetensorsHeader::fileSize).sum();
         Phoenix phx = Phoenix.open();
         Device device = target.resolve(phx, true);
         String targetName = device == null ? "host memory" : "device " + device.id() + " (" + device.name() + ", mode "
                 + device.mode().name().toLowerCase(Locale.ROOT) + ")";
-        progress.step("%s: %s, %d tensors; target %s", file, LoadCommand.human(size), header.tensors().size(), targetName);
+        progress.step("%s: %s in %d file%s, %d tensors; target %s", path, LoadCommand.human(size), files.size(),
+                files.size() == 1 ? "" : "s", model.names().size(), targetName);
 
         if (!direct) {
             progress.step("warming the page cache");
-            warm(file, size);
+            for (SafetensorsHeader h : files) {
+                warm(h.file(), h.fileSize());
+            }
         }
         long hwmBefore = ProcStatus.peakRss();
         long hwmAfterLoad = -1;
         long rssAfterLoad = -1;
         boolean verified = false;
-        Reader phoenix = new Reader("phoenix", "phoenix load (WeightLoader)", new double[repeat]);
-        Reader channel = new Reader("filechannel", "FileChannel read loop, 1 thread", new double[repeat]);
-        Reader mmap = new Reader("mmap", "mmap + copy loop, 1 thread", new double[repeat]);
-        Reader dd = noDd ? null : new Reader("dd", "dd bs=16M", new double[repeat]);
-        // host: the default maps page-cache-warm files; this row is the same load copied
-        Reader copy = device == null ? new Reader("phoenix_copy", "phoenix load, copied (no mapping)", new double[repeat]) : null;
-        WeightLoader copyLoader = WeightLoader.builder().toHost().direct(direct).mapHost(false).build();
+        boolean mapped = false;
+        String into = device == null ? "fresh host memory" : "device " + device.id();
+        Reader phoenix = new Reader("phoenix", "phoenix load (WeightLoader) into " + into, Kind.COPY, new double[repeat]);
+        Reader copy = null;
+        Reader touch = null;
+        Reader channel = new Reader("filechannel", device == null ? "FileChannel read loop into fresh host memory, 1 thread"
+                : "FileChannel read + Device.copyToDevice loop, 1 thread", Kind.COPY, new double[repeat]);
+        Reader mmap = new Reader("mmap", device == null ? "mmap + copy loop into fresh host memory, 1 thread"
+                : "mmap + Device.copyToDevice loop, 1 thread", Kind.COPY, new double[repeat]);
+        // dd copies each block into the same buffer and drops it: no destination is allocated
+        Reader dd = noDd ? null : new Reader("dd", "dd bs=16M to /dev/null (one reused buffer, no destination)", Kind.COPY,
+                new double[repeat]);
+        WeightLoader copyLoader = WeightLoader.builder().toHost().direct(direct).writable(true).build();
         WeightLoader loader = (device == null ? WeightLoader.builder().toHost() : WeightLoader.builder().toDevice(device))
                 .direct(direct).build();
-        ModelFiles model = ModelFiles.of(header);
         for (int r = 0; r < repeat; r++) {
             // Phoenix first: the peak RSS after its first load is not yet raised by the Java loops
             progress.step("run %d/%d: phoenix", r + 1, repeat);
@@ -130,9 +152,19 @@ final class LoadBenchCommand implements Callable<Integer> {
                 if (r == 0) {
                     hwmAfterLoad = ProcStatus.peakRss();
                     rssAfterLoad = ProcStatus.rss();
-                    verified = verify(m, header);
+                    verified = verify(m, files);
                     if (!verified) {
-                        throw new IllegalStateException("data loaded by Phoenix differs from " + file);
+                        throw new IllegalStateException("data loaded by Phoenix differs from " + path);
+                    }
+                    mapped = m.hostMapped();
+                    if (mapped) {
+                        // a mapping moves no bytes: its rivals are another mapping, and the
+                        // loader's own copy stands beside the other copies
+                        phoenix = phoenix.as("phoenix load, mapped read-only (the default for warm files)", Kind.MAPPING);
+                        touch = new Reader("mmap_touch", "mmap + read of one byte per 4 KiB page, 1 thread", Kind.MAPPING,
+                                new double[repeat]);
+                        copy = new Reader("phoenix_copy", "phoenix load --copy into fresh writable host memory", Kind.COPY,
+                                new double[repeat]);
                     }
                 }
             }
@@ -143,19 +175,29 @@ final class LoadBenchCommand implements Callable<Integer> {
                     copy.runs()[r] = gbps(size, t1);
                 }
             }
+            if (touch != null) {
+                progress.step("run %d/%d: mmap + touch", r + 1, repeat);
+                touch.runs()[r] = mmapTouch(files, size);
+            }
             progress.step("run %d/%d: FileChannel loop", r + 1, repeat);
-            channel.runs()[r] = fileChannelLoop(device, size);
+            channel.runs()[r] = fileChannelLoop(phx, device, files, size);
             progress.step("run %d/%d: mmap + copy loop", r + 1, repeat);
-            mmap.runs()[r] = mmapLoop(device, size);
+            mmap.runs()[r] = mmapLoop(phx, device, files, size);
             if (dd != null) {
                 progress.step("run %d/%d: dd", r + 1, repeat);
-                dd.runs()[r] = dd(size);
+                dd.runs()[r] = dd(files, size);
             }
         }
         // the device's pinned pool, allocated when it opened: the most pinned memory its I/O uses
         long bounce = device == null || device.isHostMemory() || device.mode() != io.phxfs.core.Mode.BOUNCE ? 0
                 : Long.parseLong(Phoenix.open().getConfig("pinned_mb")) << 20;
-        Report report = new Report(targetName, size, phoenix, copy, channel, mmap, dd, hwmBefore, hwmAfterLoad, rssAfterLoad,
+        List<Reader> readers = new ArrayList<>();
+        for (Reader x : new Reader[] {touch, phoenix, dd, channel, mmap, copy}) {
+            if (x != null && !Double.isNaN(x.median())) {
+                readers.add(x);
+            }
+        }
+        Report report = new Report(targetName, size, files.size(), mapped, readers, hwmBefore, hwmAfterLoad, rssAfterLoad,
                 ProcStatus.peakRss(), bounce, verified);
         if (json) {
             report.json(out);
@@ -185,18 +227,23 @@ final class LoadBenchCommand implements Callable<Integer> {
         }
     }
 
-    /** Compares the first and last bytes (up to 4 KiB each) of up to 64 tensors with the file. */
-    private boolean verify(LoadedModel m, SafetensorsHeader header) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            List<LoadedTensor> all = new ArrayList<>(m.tensors().values());
-            int step = Math.max(1, all.size() / 64);
-            for (int i = 0; i < all.size(); i += step) {
-                LoadedTensor t = all.get(i);
-                long n = Math.min(4096, t.nbytes());
+    /** Compares the first and last bytes (up to 4 KiB each) of up to 64 tensors with their files. */
+    private static boolean verify(LoadedModel m, List<SafetensorsHeader> files) throws IOException {
+        Map<Path, SafetensorsHeader> byPath = new HashMap<>();
+        for (SafetensorsHeader h : files) {
+            byPath.put(h.file(), h);
+        }
+        List<LoadedTensor> all = new ArrayList<>(m.tensors().values());
+        int step = Math.max(1, all.size() / 64);
+        for (int i = 0; i < all.size(); i += step) {
+            LoadedTensor t = all.get(i);
+            SafetensorsHeader header = byPath.get(t.file());
+            long n = Math.min(4096, t.nbytes());
+            if (n == 0) {
+                continue;
+            }
+            try (FileChannel ch = FileChannel.open(t.file(), StandardOpenOption.READ)) {
                 for (long off : new long[] {0, t.nbytes() - n}) {
-                    if (n == 0) {
-                        continue;
-                    }
                     byte[] got = new byte[(int) n];
                     t.copyTo(off, MemorySegment.ofArray(got));
                     ByteBuffer want = ByteBuffer.allocate((int) n);
@@ -213,51 +260,87 @@ final class LoadBenchCommand implements Callable<Integer> {
         return true;
     }
 
+    /**
+     * Host: fresh memory allocated as the loader's copy allocates it, so both pay the same
+     * page faults and neither a zero-fill the other skips. Device: device memory.
+     */
+    private static RegisteredBuffer destination(Phoenix phx, Device device, long size) {
+        return device == null ? phx.host().allocateHuge(size) : device.allocate(size);
+    }
+
     /** The loop a user writes: read 16 MiB at a time into the destination (host) or a staging buffer (device). */
-    private double fileChannelLoop(Device device, long size) throws IOException {
+    private static double fileChannelLoop(Phoenix phx, Device device, List<SafetensorsHeader> files, long size)
+            throws IOException {
         long t0 = System.nanoTime();
-        try (Arena arena = Arena.ofShared(); FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            if (device == null) {
-                MemorySegment dst = arena.allocate(size, 4096);
-                for (long pos = 0; pos < size; pos += CHUNK) {
-                    readFully(ch, dst.asSlice(pos, Math.min(CHUNK, size - pos)).asByteBuffer(), pos);
-                }
-            } else {
-                MemorySegment staging = arena.allocate(CHUNK, 4096);
-                try (RegisteredBuffer dst = device.allocate(size)) {
-                    for (long pos = 0; pos < size; pos += CHUNK) {
-                        MemorySegment s = staging.asSlice(0, Math.min(CHUNK, size - pos));
-                        readFully(ch, s.asByteBuffer(), pos);
-                        device.copyToDevice(s, dst, pos);
+        try (Arena arena = Arena.ofConfined(); RegisteredBuffer dst = destination(phx, device, size)) {
+            MemorySegment staging = device == null ? null : arena.allocate(CHUNK, 4096);
+            long base = 0;
+            for (SafetensorsHeader h : files) {
+                try (FileChannel ch = FileChannel.open(h.file(), StandardOpenOption.READ)) {
+                    for (long pos = 0; pos < h.fileSize(); pos += CHUNK) {
+                        long n = Math.min(CHUNK, h.fileSize() - pos);
+                        if (device == null) {
+                            readFully(ch, dst.segment().orElseThrow().asSlice(base + pos, n).asByteBuffer(), pos);
+                        } else {
+                            MemorySegment s = staging.asSlice(0, n);
+                            readFully(ch, s.asByteBuffer(), pos);
+                            device.copyToDevice(s, dst, base + pos);
+                        }
                     }
                 }
+                base += h.fileSize();
             }
         }
         return gbps(size, t0);
     }
 
     /** FileChannel.map windows copied 16 MiB at a time into the destination. */
-    private double mmapLoop(Device device, long size) throws IOException {
+    private static double mmapLoop(Phoenix phx, Device device, List<SafetensorsHeader> files, long size) throws IOException {
         long t0 = System.nanoTime();
-        try (Arena arena = Arena.ofShared(); FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            MemorySegment host = device == null ? arena.allocate(size, 4096) : null;
-            try (RegisteredBuffer dev = device == null ? null : device.allocate(size)) {
-                for (long win = 0; win < size; win += MAP_WINDOW) {
-                    long wlen = Math.min(MAP_WINDOW, size - win);
-                    try (Arena mapArena = Arena.ofConfined()) {
-                        MemorySegment map = ch.map(FileChannel.MapMode.READ_ONLY, win, wlen, mapArena);
-                        for (long off = 0; off < wlen; off += CHUNK) {
-                            long n = Math.min(CHUNK, wlen - off);
-                            if (host != null) {
-                                MemorySegment.copy(map, off, host, win + off, n);
-                            } else {
-                                device.copyToDevice(map.asSlice(off, n), dev, win + off);
+        try (RegisteredBuffer dst = destination(phx, device, size)) {
+            long base = 0;
+            for (SafetensorsHeader h : files) {
+                try (FileChannel ch = FileChannel.open(h.file(), StandardOpenOption.READ)) {
+                    for (long win = 0; win < h.fileSize(); win += MAP_WINDOW) {
+                        long wlen = Math.min(MAP_WINDOW, h.fileSize() - win);
+                        try (Arena mapArena = Arena.ofConfined()) {
+                            MemorySegment map = ch.map(FileChannel.MapMode.READ_ONLY, win, wlen, mapArena);
+                            for (long off = 0; off < wlen; off += CHUNK) {
+                                long n = Math.min(CHUNK, wlen - off);
+                                if (device == null) {
+                                    MemorySegment.copy(map, off, dst.segment().orElseThrow(), base + win + off, n);
+                                } else {
+                                    device.copyToDevice(map.asSlice(off, n), dst, base + win + off);
+                                }
                             }
                         }
                     }
                 }
+                base += h.fileSize();
             }
         }
+        return gbps(size, t0);
+    }
+
+    /**
+     * The mapping a user writes: map every file and read one byte of each page, so that every
+     * page is in the page table as after the loader's populated mapping; no byte is copied.
+     * The mappings stay until all files are touched, as the loader's stay for the model's life.
+     */
+    private static double mmapTouch(List<SafetensorsHeader> files, long size) throws IOException {
+        long t0 = System.nanoTime();
+        long sum = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            for (SafetensorsHeader h : files) {
+                try (FileChannel ch = FileChannel.open(h.file(), StandardOpenOption.READ)) {
+                    MemorySegment map = ch.map(FileChannel.MapMode.READ_ONLY, 0, h.fileSize(), arena);
+                    for (long off = 0; off < h.fileSize(); off += PAGE) {
+                        sum += map.get(ValueLayout.JAVA_BYTE, off);
+                    }
+                }
+            }
+        }
+        touched = sum;
         return gbps(size, t0);
     }
 
@@ -271,48 +354,45 @@ final class LoadBenchCommand implements Callable<Integer> {
 
     private static final Pattern DD_BYTES = Pattern.compile("^(\\d+) bytes", Pattern.MULTILINE);
 
-    /** dd as a subprocess, timed here; its own byte count must be the file's size. NaN where dd is missing. */
-    private double dd(long size) throws IOException, InterruptedException {
-        List<String> cmd = new ArrayList<>(List.of("dd", "if=" + file, "of=/dev/null", "bs=16M"));
-        if (direct) {
-            cmd.add("iflag=direct");
-        }
-        Process p;
+    /** dd as a subprocess per file, timed here; its byte counts must be the files' sizes. NaN where dd is missing. */
+    private double dd(List<SafetensorsHeader> files, long size) throws IOException, InterruptedException {
         long t0 = System.nanoTime();
-        try {
-            p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-        } catch (IOException e) {
-            return Double.NaN;
+        for (SafetensorsHeader h : files) {
+            List<String> cmd = new ArrayList<>(List.of("dd", "if=" + h.file(), "of=/dev/null", "bs=16M"));
+            if (direct) {
+                cmd.add("iflag=direct");
+            }
+            Process p;
+            try {
+                p = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            } catch (IOException e) {
+                return Double.NaN;
+            }
+            String err;
+            try (InputStream in = p.getErrorStream()) {
+                err = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            }
+            if (!p.waitFor(1, TimeUnit.HOURS) || p.exitValue() != 0) {
+                throw new IOException("dd failed: " + err.trim());
+            }
+            Matcher m = DD_BYTES.matcher(err);
+            if (!m.find() || Long.parseLong(m.group(1)) != h.fileSize()) {
+                throw new IOException("dd did not report reading " + h.fileSize() + " bytes of " + h.file() + ": " + err.trim());
+            }
         }
-        String err;
-        try (InputStream in = p.getErrorStream()) {
-            err = new String(in.readAllBytes(), StandardCharsets.UTF_8);
-        }
-        if (!p.waitFor(1, TimeUnit.HOURS) || p.exitValue() != 0) {
-            throw new IOException("dd failed: " + err.trim());
-        }
-        double rate = gbps(size, t0);
-        Matcher m = DD_BYTES.matcher(err);
-        if (!m.find() || Long.parseLong(m.group(1)) != size) {
-            throw new IOException("dd did not report reading " + size + " bytes: " + err.trim());
-        }
-        return rate;
+        return gbps(size, t0);
     }
 
-    private record Report(String target, long size, Reader phoenix, Reader copy, Reader channel, Reader mmap, Reader dd,
+    private record Report(String target, long size, int fileCount, boolean mapped, List<Reader> readers,
                           long hwmBefore, long hwmAfterLoad, long rssAfterLoad, long hwmEnd, long bounceBytes,
                           boolean verified) {
-        List<Reader> baselines() {
-            List<Reader> l = new ArrayList<>();
-            if (dd != null && !Double.isNaN(dd.median())) {
-                l.add(dd);
-            }
-            l.add(channel);
-            l.add(mmap);
-            if (copy != null) {
-                l.add(copy);
-            }
-            return l;
+        /** The rivals of {@code x}: readers of its kind that are not Phoenix's. */
+        List<Reader> rivals(Reader x) {
+            return readers.stream().filter(b -> b.kind() == x.kind() && !b.key().startsWith("phoenix")).toList();
+        }
+
+        List<Reader> phoenixes() {
+            return readers.stream().filter(b -> b.key().startsWith("phoenix")).toList();
         }
 
         void json(PrintWriter out) throws IOException {
@@ -321,21 +401,30 @@ final class LoadBenchCommand implements Callable<Integer> {
             g.writeStartObject();
             g.writeStringField("target", target);
             g.writeNumberField("bytes", size);
-            g.writeNumberField("repeat", phoenix.runs().length);
+            g.writeNumberField("files", fileCount);
+            g.writeNumberField("repeat", readers.get(0).runs().length);
             g.writeBooleanField("verified", verified);
+            g.writeBooleanField("phoenix_mapped", mapped);
             g.writeObjectFieldStart("gb_per_s");
-            g.writeNumberField("phoenix", r(phoenix.median()));
-            for (Reader b : baselines()) {
+            for (Reader b : readers) {
                 g.writeNumberField(b.key(), r(b.median()));
             }
             g.writeEndObject();
-            g.writeObjectFieldStart("phoenix_vs");
-            for (Reader b : baselines()) {
-                g.writeNumberField(b.key(), r(phoenix.median() / b.median()));
+            g.writeObjectFieldStart("measures");
+            for (Reader b : readers) {
+                g.writeStringField(b.key(), b.label() + " (" + b.kind().name().toLowerCase(Locale.ROOT) + ")");
             }
             g.writeEndObject();
+            // like with like only: phoenix_vs for the loader's default, phoenix_copy_vs for its copy
+            for (Reader p : phoenixes()) {
+                g.writeObjectFieldStart(p.key() + "_vs");
+                for (Reader b : rivals(p)) {
+                    g.writeNumberField(b.key(), r(p.median() / b.median()));
+                }
+                g.writeEndObject();
+            }
             g.writeObjectFieldStart("runs_gb_per_s");
-            for (Reader x : all()) {
+            for (Reader x : readers) {
                 g.writeArrayFieldStart(x.key());
                 for (double v : x.runs()) {
                     g.writeNumber(r(v));
@@ -356,23 +445,27 @@ final class LoadBenchCommand implements Callable<Integer> {
             out.println();
         }
 
-        List<Reader> all() {
-            List<Reader> l = new ArrayList<>(List.of(phoenix));
-            l.addAll(baselines());
-            return l;
-        }
-
         void text(PrintWriter out) {
-            out.printf(Locale.ROOT, "%s, target %s, median of %d runs (file bytes per second, destination allocated each run):%n",
-                    LoadCommand.human(size), target, phoenix.runs().length);
-            for (Reader b : baselines()) {
-                out.printf(Locale.ROOT, "  %-36s %8.2f GB/s%n", b.label(), b.median());
+            out.printf(Locale.ROOT, "%s in %d file%s, target %s, median of %d runs (file bytes per second, destination"
+                            + " allocated each run):%n", LoadCommand.human(size), fileCount, fileCount == 1 ? "" : "s",
+                    target, readers.get(0).runs().length);
+            for (Kind k : Kind.values()) {
+                List<Reader> rows = readers.stream().filter(x -> x.kind() == k).toList();
+                if (rows.isEmpty()) {
+                    continue;
+                }
+                out.println(k == Kind.MAPPING ? " mappings (no bytes copied; every page mapped):"
+                        : " copies (every byte moved into the destination):");
+                for (Reader x : rows) {
+                    StringBuilder ratios = new StringBuilder();
+                    if (x.key().startsWith("phoenix")) {
+                        for (Reader b : rivals(x)) {
+                            ratios.append(String.format(Locale.ROOT, "  %.2fx %s", x.median() / b.median(), b.key()));
+                        }
+                    }
+                    out.printf(Locale.ROOT, "  %-14s %-64s %8.2f GB/s%s%n", x.key(), x.label(), x.median(), ratios);
+                }
             }
-            StringBuilder ratios = new StringBuilder();
-            for (Reader b : baselines()) {
-                ratios.append(String.format(Locale.ROOT, "  %.2fx %s", phoenix.median() / b.median(), b.key()));
-            }
-            out.printf(Locale.ROOT, "  %-36s %8.2f GB/s %s%n", phoenix.label(), phoenix.median(), ratios);
             out.printf(Locale.ROOT, "peak RSS (VmHWM): %s before, %s after the first load (+%s), %s at the end; RSS after load %s%s%n",
                     LoadCommand.human(hwmBefore), LoadCommand.human(hwmAfterLoad),
                     LoadCommand.human(Math.max(0, hwmAfterLoad - hwmBefore)), LoadCommand.human(hwmEnd),

@@ -28,12 +28,15 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code phoenix load PATH [--host | --device N] [--checksums] [--json] [--only REGEX]}: loads
- * safetensors weights with the WeightLoader and reports what arrived. The options and the
- * JSON shape are a contract.
+ * {@code phoenix load PATH [--host | --device N] [--copy] [--checksums] [--json] [--only REGEX]}:
+ * loads safetensors weights with the WeightLoader and reports what arrived. The options and
+ * the JSON shape are a contract.
  */
 @Command(name = "load", mixinStandardHelpOptions = true,
-        description = {"Loads safetensors weights into device or host memory (device 0 unless --device N or --host).",
+        description = {"Loads safetensors weights into device or host memory: device 0 unless --device N or --host;"
+                        + " host memory where there is no accelerator.",
+                "In host memory, tensors of page-cache-warm files are read-only mappings of the files (no copy);"
+                        + " --copy gives writable copies instead.",
                 "PATH is a .safetensors file, a model directory (model.safetensors or model.safetensors.index.json)"
                         + " or an index file.",
                 "Exit status: 0 loaded, 2 invalid input (malformed file, missing path), 1 other failures."})
@@ -59,7 +62,9 @@ final class LoadCommand implements Callable<Integer> {
     @Option(names = "--buffered", hidden = true, description = "Always read through the page cache.")
     boolean buffered;
 
-    @Option(names = "--copy", hidden = true, description = "With --host: copy into anonymous memory, never map the files.")
+    @Option(names = "--copy", description = {"Host tensors writable: copy them into private host memory instead of"
+            + " mapping the files read-only (slower: every byte is copied into freshly faulted memory).",
+            "Device tensors are always copies."})
     boolean copy;
 
     @Spec
@@ -68,16 +73,15 @@ final class LoadCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         TensorSelector selector = selector();
-        Thread warmUp = ParserWarmUp.start();
-        Phoenix phx = Phoenix.open();
-        Device device = target.resolve(phx, false);
-        try {
-            warmUp.join();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        ParserWarmUp warmUp = ParserWarmUp.start();
+        Device device;
+        try {
+            device = target.resolve(Phoenix.open(), false);
+        } finally {
+            warmUp.close(); // also when the target is wrong: its temporary model must be gone
+        }
 
         long t0 = System.nanoTime();
         ModelFiles model = ModelFiles.open(path);
@@ -86,13 +90,14 @@ final class LoadCommand implements Callable<Integer> {
             throw new IllegalArgumentException(path + ": --only " + only + " matches none of its "
                     + model.names().size() + " tensors");
         }
+        target.announce(err);
         WeightLoader.Builder b = WeightLoader.builder().select(selector);
         if (direct || buffered) {
             if (direct && buffered) throw new IllegalArgumentException("--direct and --buffered exclude each other");
             b.direct(direct);
         } // else per file: O_DIRECT when it is not in the page cache
         if (copy) {
-            b.mapHost(false);
+            b.writable(true);
         }
         if (device == null) {
             b.toHost();
@@ -137,6 +142,8 @@ final class LoadCommand implements Callable<Integer> {
         g.writeStartObject();
         g.writeStringField("mode", mode);
         g.writeNumberField("device", device == null ? -1 : device.id());
+        // host tensors of a mapping are read-only; copies (and device memory) are writable
+        g.writeBooleanField("writable", !m.hostMapped());
         g.writeNumberField("files", m.fileCount());
         g.writeNumberField("bytes", m.bytes());
         g.writeNumberField("seconds", round(seconds, 6));
@@ -168,9 +175,10 @@ final class LoadCommand implements Callable<Integer> {
 
     private static void writeText(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
                                   double seconds, Map<String, String> sha) {
-        out.printf(Locale.ROOT, "loaded %d tensors, %s (%d bytes) from %d file(s) into %s (mode %s) in %.3f s: %.2f GB/s%n",
-                m.tensors().size(), human(m.bytes()), m.bytes(), m.fileCount(),
-                device == null ? "host memory" : "device " + device.id(), mode, seconds, m.bytes() / seconds / 1e9);
+        out.printf(Locale.ROOT, "loaded %d tensor%s, %s (%d bytes) from %d file(s) into %s (mode %s%s) in %.3f s: %.2f GB/s%n",
+                m.tensors().size(), m.tensors().size() == 1 ? "" : "s", human(m.bytes()), m.bytes(), m.fileCount(),
+                device == null ? "host memory" : "device " + device.id(), mode,
+                m.hostMapped() ? ", mapped read-only; --copy for writable tensors" : "", seconds, m.bytes() / seconds / 1e9);
         for (LoadedTensor t : new TreeMap<>(m.tensors()).values()) {
             out.printf(Locale.ROOT, "  %-50s %-8s %-20s %12d  %s%s%n", t.name(), t.dtype().headerName(),
                     Arrays.toString(t.shape()), t.nbytes(), model.relativeName(t.file()),

@@ -9,7 +9,6 @@ import io.phxfs.safetensors.Dtype;
 import io.phxfs.safetensors.SafetensorsWriter;
 import io.phxfs.safetensors.SafetensorsWriter.Spec;
 import io.phxfs.safetensors.WeightLoader;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -21,51 +20,74 @@ import java.util.Map;
  * waiter thread cost milliseconds each on first use, several percent of a 5 GB load at 50 GB/s.
  * The user's own model is not touched here: its header is parsed inside the timed load.
  */
-final class ParserWarmUp {
-    private ParserWarmUp() {}
+final class ParserWarmUp implements AutoCloseable {
+    private final Thread thread;
 
-    static Thread start() {
-        return Thread.ofPlatform().daemon().name("phoenix-warm-up").start(() -> {
-            Path dir = null;
-            Path f = null;
+    private ParserWarmUp(Thread thread) {
+        this.thread = thread;
+    }
+
+    static ParserWarmUp start() {
+        return new ParserWarmUp(Thread.ofPlatform().daemon().name("phoenix-warm-up").start(ParserWarmUp::run));
+    }
+
+    /**
+     * Waits for the warm-up to end. Called in a finally block: the warm-up is short (tens of
+     * milliseconds), and a command that fails at once (a wrong --device) would otherwise exit
+     * while this daemon thread is still writing its model under java.io.tmpdir.
+     */
+    @Override
+    public void close() {
+        boolean interrupted = false;
+        while (thread.isAlive()) {
             try {
-                Phoenix.open().prelinkDeviceCalls(); // allocation and registration of the model's buffer
-                dir = Files.createTempDirectory("phoenix-warm-up");
-                f = dir.resolve("model.safetensors");
-                // enough tensors that the per-tensor parsing code is compiled, not interpreted
-                List<Spec> specs = new java.util.ArrayList<>();
-                for (int i = 0; i < 1024; i++) {
-                    specs.add(new Spec("model.layers." + i + ".self_attn.q_proj.weight", Dtype.BF16, new long[] {4, 8}));
-                }
-                SafetensorsWriter.write(f, Map.of("format", "pt"), specs, (t, off, dst) -> {
-                    while (dst.hasRemaining()) dst.put((byte) 0);
-                });
-                // a whole load of the directory (as users name it) into host memory, polled for
-                // progress as the real one is: the batch path's downcalls, its waiter thread and
-                // the model's views get linked here
-                WeightLoader.builder().toHost().mapHost(false).progress((done, total) -> { }).build()
-                        .load(dir).close();
-                // a load adds one request per 64 MiB: filling a batch is interpreted code until it
-                // has run a few thousand times (1 ms for 80 requests in a fresh JVM)
-                try (RegisteredBuffer buf = Phoenix.open().host().allocate(4096);
-                     PhxFile file = PhxFile.open(f, OpenMode.READ);
-                     IoBatch batch = IoBatch.create(4096)) {
-                    for (int i = 0; i < 4096; i++) {
-                        batch.read(file, buf, 0, 64, 0);
-                    }
-                    batch.run();
-                }
-            } catch (Exception | LinkageError e) {
-                // a warm-up only: the real load reports any real problem
-            } finally {
-                for (Path p : new Path[] {f, dir}) {
-                    try {
-                        if (p != null) Files.deleteIfExists(p);
-                    } catch (Exception ignored) {
-                        // a temp file left behind is harmless
-                    }
-                }
+                thread.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
             }
-        });
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void run() {
+        Path dir = null;
+        try {
+            Phoenix.open().prelinkDeviceCalls(); // allocation and registration of the model's buffer
+            dir = TempFiles.createDirectory("phoenix-warm-up");
+            Path f = dir.resolve("model.safetensors");
+            // enough tensors that the per-tensor parsing code is compiled, not interpreted
+            List<Spec> specs = new java.util.ArrayList<>();
+            for (int i = 0; i < 1024; i++) {
+                specs.add(new Spec("model.layers." + i + ".self_attn.q_proj.weight", Dtype.BF16, new long[] {4, 8}));
+            }
+            SafetensorsWriter.write(f, Map.of("format", "pt"), specs, (t, off, dst) -> {
+                while (dst.hasRemaining()) dst.put((byte) 0);
+            });
+            // a whole load of the directory (as users name it) into host memory, polled for
+            // progress as the real one is: the batch path's downcalls, its waiter thread and
+            // the model's views get linked here
+            WeightLoader.builder().toHost().mapHost(false).progress((done, total) -> { }).build()
+                    .load(dir).close();
+            // a load adds one request per 64 MiB: filling a batch is interpreted code until it
+            // has run a few thousand times (1 ms for 80 requests in a fresh JVM)
+            try (RegisteredBuffer buf = Phoenix.open().host().allocate(4096);
+                 PhxFile file = PhxFile.open(f, OpenMode.READ);
+                 IoBatch batch = IoBatch.create(4096)) {
+                // the open file is all the rest needs: the directory goes now, not at the end
+                TempFiles.delete(dir);
+                for (int i = 0; i < 4096; i++) {
+                    batch.read(file, buf, 0, 64, 0);
+                }
+                batch.run();
+            }
+        } catch (Exception | LinkageError e) {
+            // a warm-up only: the real load reports any real problem
+        } finally {
+            if (dir != null) {
+                TempFiles.delete(dir);
+            }
+        }
     }
 }

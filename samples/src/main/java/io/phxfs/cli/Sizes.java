@@ -1,34 +1,54 @@
 package io.phxfs.cli;
 
 import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.TypeConversionException;
 
-/** Byte sizes as people type them ("4k", "64KiB", "1g") and as tables print them. */
+/**
+ * Byte sizes as people type them and as tables print them. The grammar, the same for every
+ * size option: a whole number, then optionally a unit {@code k m g t} (any case), optionally
+ * followed by {@code iB}: {@code 4096}, {@code 4k}, {@code 4K}, {@code 4KiB}, {@code 64m},
+ * {@code 1GiB}; a plain {@code B} suffix is allowed on bare bytes ({@code 512B}). Units are
+ * powers of 1024. {@code KB}, {@code MB}, ... are refused rather than guessed: elsewhere
+ * (dd, disk vendors) they mean powers of 1000, and a benchmark size silently 2.4% off is
+ * worse than an error.
+ */
 final class Sizes {
     private Sizes() {}
 
+    private static final Pattern SIZE = Pattern.compile("(\\d+)(?:([kmgtKMGT])((?i:ib))?|B)?");
+    private static final Pattern DECIMAL_UNIT = Pattern.compile("\\d+[kmgtKMGT][bB]");
+    private static final String HINT = "use a whole number of bytes or one with a unit: 4096, 4k, 64m, 1g, 4KiB";
+
     static long parse(String text) {
-        String s = text.trim().toLowerCase(Locale.ROOT).replace("ib", "").replace("b", "");
-        if (s.isEmpty()) {
-            throw new IllegalArgumentException("empty size");
+        String s = text.strip();
+        Matcher m = SIZE.matcher(s);
+        if (!m.matches()) {
+            if (DECIMAL_UNIT.matcher(s).matches()) {
+                throw new IllegalArgumentException("'" + text + "' is ambiguous (KB can mean 1000 or 1024 bytes): write "
+                        + s.substring(0, s.length() - 1) + " or " + s.substring(0, s.length() - 1).toUpperCase(Locale.ROOT)
+                        + "iB for powers of 1024");
+            }
+            throw new IllegalArgumentException(text.isEmpty() ? "empty size; " + HINT : "not a size: '" + text + "'; " + HINT);
         }
-        long mult = switch (s.charAt(s.length() - 1)) {
-            case 'k' -> 1L << 10;
-            case 'm' -> 1L << 20;
-            case 'g' -> 1L << 30;
-            case 't' -> 1L << 40;
-            default -> 1;
+        int shift = m.group(2) == null ? 0 : switch (Character.toLowerCase(m.group(2).charAt(0))) {
+            case 'k' -> 10;
+            case 'm' -> 20;
+            case 'g' -> 30;
+            default -> 40;
         };
-        String digits = mult == 1 ? s : s.substring(0, s.length() - 1);
         long v;
         try {
-            v = Long.parseLong(digits);
+            v = Long.parseLong(m.group(1));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("not a size: '" + text + "' (use e.g. 4k, 64m, 4g)");
+            v = -1; // more digits than a long holds
         }
-        if (v <= 0 || v > Long.MAX_VALUE / mult) {
-            throw new IllegalArgumentException("size out of range: '" + text + "'");
+        if (v <= 0 || v > (Long.MAX_VALUE >> shift)) {
+            throw new IllegalArgumentException("size out of range: '" + text + "' (must be > 0 and < 8 EiB)");
         }
-        return v * mult;
+        return v << shift;
     }
 
     static String format(long bytes) {
@@ -36,5 +56,21 @@ final class Sizes {
         if (bytes >= 1L << 20 && bytes % (1L << 20) == 0) return (bytes >> 20) + " MiB";
         if (bytes >= 1L << 10 && bytes % (1L << 10) == 0) return (bytes >> 10) + " KiB";
         return bytes + " B";
+    }
+
+    /**
+     * The converter of every size option ({@code converter = Sizes.Converter.class}), so each
+     * accepts the same grammar and a bad value fails while the command line is parsed, with
+     * picocli naming the option.
+     */
+    static final class Converter implements ITypeConverter<Long> {
+        @Override
+        public Long convert(String value) {
+            try {
+                return parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new TypeConversionException(e.getMessage());
+            }
+        }
     }
 }

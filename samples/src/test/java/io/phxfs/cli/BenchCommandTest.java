@@ -31,8 +31,46 @@ class BenchCommandTest {
         assertEquals(4, j.get("sweep").size());
         for (JsonNode p : j.get("sweep")) {
             assertTrue(p.get("iops").asLong() > 0, p.toString());
+            // like with like: as many baseline threads as Phoenix has reads in flight
+            assertEquals(p.get("depth").asInt(), p.get("baseline_threads").asInt(), p.toString());
+            assertTrue(p.get("single_thread_gbps").asDouble() > 0, p.toString());
         }
-        assertTrue(r.err().isEmpty(), "--quiet: " + r.err());
+        assertTrue(j.get("sweep_baseline").asText().contains("as many threads as the depth"), r.out());
+        assertTrue(j.get("whole_file").get("ceiling").asText().contains("threads pread"), r.out());
+        // 8 MiB is under the 64 MiB a rate needs: marked, and warned about even with --quiet
+        assertFalse(j.get("reliable").asBoolean(), r.out());
+        assertTrue(j.get("unreliable_because").asText().contains("64 MiB"), r.out());
+        assertTrue(r.err().strip().lines().allMatch(l -> l.contains("too small to measure")), "--quiet: " + r.err());
+    }
+
+    @Test
+    void aLargeEnoughFileIsNotMarkedUnreliable() {
+        Cli r = Cli.run("bench", "--host", "--size", "64m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1", "--json",
+                "--quiet");
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(r.json().get("reliable").asBoolean(), r.out());
+        assertTrue(r.err().isEmpty(), r.err());
+    }
+
+    @Test
+    void withoutAnAcceleratorTheDefaultTargetIsHostMemoryAndItSaysSo() {
+        boolean noAccelerator = io.phxfs.core.Phoenix.open().device(0).isHostMemory();
+        Cli r = Cli.run("bench", "--size", "1m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1", "--json", "--quiet");
+        assertEquals(0, r.exit(), r.toString());
+        String target = r.json().get("target").asText();
+        if (noAccelerator) {
+            assertTrue(target.startsWith("host memory"), target);
+            assertEquals(1, r.err().lines().filter(l -> l.contains("no accelerator")).count(), r.err());
+        } else {
+            assertTrue(target.startsWith("device 0"), target);
+            assertFalse(r.err().contains("no accelerator"), r.err());
+        }
+        // --device 0 is still device 0 (host memory by another name where there is no accelerator)
+        Cli forced = Cli.run("bench", "--device", "0", "--size", "1m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1",
+                "--json", "--quiet");
+        assertEquals(0, forced.exit(), forced.toString());
+        assertTrue(forced.json().get("target").asText().startsWith("device 0"), forced.out());
+        assertFalse(forced.err().contains("no accelerator"), forced.err());
     }
 
     @Test
@@ -40,6 +78,9 @@ class BenchCommandTest {
         Cli r = Cli.run("bench", "--size", "4m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1");
         assertEquals(0, r.exit(), r.toString());
         assertTrue(r.out().contains("ceiling") && r.out().contains("phoenix") && r.out().contains("baseline"), r.out());
+        assertTrue(r.out().contains("x ceiling") && r.out().contains("1 thread:"), r.out());
+        assertTrue(r.out().contains("UNRELIABLE"), r.out());
+        assertTrue(r.out().contains("phoenix bench --clean --dir " + dir), r.out());
         assertTrue(r.err().contains("whole file, run 1/1"), r.err());
     }
 
@@ -83,11 +124,20 @@ class BenchCommandTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"--device=7", "--sizes=foo", "--depths=0", "--repeat=0", "--file=/nonexistent/file"})
+    @ValueSource(strings = {"--device=7", "--depths=0", "--repeat=0", "--file=/nonexistent/file"})
     void invalidInputExitsTwoWithOneLine(String bad) {
         Cli r = Cli.run("bench", bad, "--size", "1m", "--dir", dir.toString(), "--no-sweep", "--quiet");
         assertEquals(2, r.exit(), r.toString());
         assertEquals(1, r.err().strip().lines().count(), r.err());
+    }
+
+    @Test
+    void anInvalidSizeIsRefusedWhileParsingNamingOptionAndValue() {
+        Cli r = Cli.run("bench", "--sizes=4k,foo", "--dir", dir.toString(), "--no-sweep", "--quiet");
+        assertEquals(2, r.exit(), r.toString());
+        // picocli's first line, then the usage
+        assertTrue(r.err().lines().findFirst().orElseThrow().startsWith("Invalid value for option '--sizes'")
+                && r.err().contains("'foo'"), r.err());
     }
 
     @Test
@@ -96,5 +146,6 @@ class BenchCommandTest {
         assertEquals(0, r.exit(), r.toString());
         assertTrue(r.out().contains("device 0:") && r.out().contains("mode "), r.out());
         assertTrue(r.out().contains("not faster because") || r.out().contains("mode p2p"), r.out());
+        assertEquals(io.phxfs.core.Phoenix.open().device(0).isHostMemory(), r.out().contains("no accelerator"), r.out());
     }
 }

@@ -64,7 +64,7 @@ class GenModelCommandTest {
         g.vocab = 32000;
         g.heads = 32;
         g.kvHeads = 8;
-        g.size = "4g";
+        g.size = 4L << 30;
         List<SafetensorsWriter.Spec> t = g.layout(4L << 30);
         long layers = t.stream().filter(s -> s.name().endsWith("mlp.down_proj.weight")).count();
         assertEquals(8, layers, "8 layers of 436 MB beside 524 MB of embeddings fit 4 GiB");

@@ -120,6 +120,45 @@ class LoadCommandTest {
         assertTrue(r.out().startsWith("loaded 21 tensors"), r.out());
         Map<String, Fixtures.RefTensor> ref = new TreeMap<>(Fixtures.reference().get("tiny-llama/model.safetensors").tensors());
         ref.values().forEach(t -> assertTrue(r.out().contains(t.sha256())));
+
+        Cli one = Cli.run("load", Fixtures.file("tiny-llama").toString(), "--only", "^model\\.norm\\.weight$");
+        assertEquals(0, one.exit(), one.toString());
+        assertTrue(one.out().startsWith("loaded 1 tensor, "), one.out());
+    }
+
+    @Test
+    void withoutAnAcceleratorTheDefaultIsTheHostPathSaidOnce() {
+        String llama = Fixtures.file("tiny-llama").toString();
+        Cli r = Cli.run("load", llama, "--json");
+        assertEquals(0, r.exit(), r.toString());
+        if (io.phxfs.core.Phoenix.open().device(0).isHostMemory()) {
+            assertEquals("host", r.json().path("mode").asText(), r.out());
+            assertEquals(-1, r.json().path("device").asInt(), r.out());
+            assertEquals(List.of("phoenix: no accelerator: using host memory (--device 0 forces a copy into device-0 memory,"
+                    + " which is host memory too)"), r.err().lines().toList());
+        } else {
+            assertEquals(0, r.json().path("device").asInt(), r.out());
+            assertEquals("", r.err());
+        }
+        Cli forced = Cli.run("load", llama, "--device", "0", "--json");
+        assertEquals(0, forced.exit(), forced.toString());
+        assertEquals(0, forced.json().path("device").asInt(), forced.out());
+        assertEquals("", forced.err());
+    }
+
+    @Test
+    void hostTensorsAreReadOnlyMappingsUnlessCopyAsksForWritableOnes() {
+        String llama = Fixtures.file("tiny-llama").toString();
+        Cli mapped = Cli.run("load", llama, "--host", "--json", "--checksums");
+        Cli copied = Cli.run("load", llama, "--host", "--copy", "--json", "--checksums");
+        assertEquals(0, mapped.exit(), mapped.toString());
+        assertEquals(0, copied.exit(), copied.toString());
+        // the fixture was just read: warm files are mapped by default
+        assertFalse(mapped.json().path("writable").asBoolean(), mapped.out());
+        assertTrue(copied.json().path("writable").asBoolean(), copied.out());
+        assertEquals(mapped.json().path("tensors"), copied.json().path("tensors"));
+        Cli text = Cli.run("load", llama, "--host");
+        assertTrue(text.out().contains("mapped read-only; --copy for writable tensors"), text.out());
     }
 
     @ParameterizedTest(name = "{0}")
