@@ -1,6 +1,7 @@
 package io.phxfs.cli;
 
 import io.phxfs.core.IoBatch;
+import io.phxfs.core.IoRequest;
 import io.phxfs.core.OpenMode;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhxFile;
@@ -51,7 +52,7 @@ final class ParserWarmUp {
                      PhxFile file = PhxFile.open(f, OpenMode.READ);
                      IoBatch batch = IoBatch.create(4096)) {
                     for (int i = 0; i < 4096; i++) {
-                        batch.read(file, buf, 0, 64, 0);
+                        batch.add(IoRequest.read(file, 0, buf, 0, 64));
                     }
                     batch.run();
                 }
