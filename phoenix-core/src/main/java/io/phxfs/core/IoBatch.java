@@ -24,9 +24,21 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * Requests may mix files, devices, host memory and directions; they run in no particular
  * order, also when they touch the same bytes.
  *
+ * <pre>{@code
+ * try (IoBatch batch = IoBatch.create()) {
+ *     batch.add(IoRequest.read(file, 0, buf, 0, file.size()))
+ *          .add(IoRequest.read(other, 4096, buf, file.size(), 1 << 20));
+ *     batch.run().throwIfFailed();
+ * }
+ * }</pre>
+ *
  * <p>The requests live in one native {@code phxfs_io_req_t} array (and a byte per request
- * saying read or write) allocated at {@link #create}; adding a request writes into it, so a
- * batch that is {@link #clear()}ed and refilled allocates nothing per request.
+ * saying read or write); adding a request writes into it, and a full array is replaced by
+ * one twice its size, so a batch holds as many requests as it is given (up to
+ * {@link Integer#MAX_VALUE}, the C API's count) without its size being guessed up front.
+ * A batch that is {@link #clear()}ed and refilled keeps its array and allocates nothing per
+ * request. One request may be as large as the buffer: libphoenix splits it across its
+ * workers itself, so a whole file is one request, not one per 64 MiB.
  * {@link #run()} blocks; {@link #submitAsync()} returns at once and its future is completed
  * by libphoenix's completion callback, holding no thread while the batch runs;
  * {@link #submit()} is the same call. While a submitted batch is
@@ -82,12 +94,35 @@ public final class IoBatch implements AutoCloseable {
         }
     }
 
-    private final int capacity;
-    private final Arena arena;
-    private final MemorySegment reqs;
-    private final MemorySegment ops;
-    private final PhxFile[] files;
-    private final RegisteredBuffer[] buffers;
+    /** Default initial capacity of {@link #create()}. */
+    private static final int DEFAULT_CAPACITY = 16;
+
+    /**
+     * The request array and what keeps its files and buffers alive. Growing swaps in a new
+     * one, only while no batch is in flight; a submission keeps the one it started with, so
+     * its completion never reads a field that a later add could have replaced.
+     */
+    private record Store(Arena arena, MemorySegment reqs, MemorySegment ops, PhxFile[] files,
+                         RegisteredBuffer[] buffers) {
+        static Store allocate(int capacity) {
+            // Shared: a submitted batch completes, and may free it, on another thread.
+            Arena arena = Arena.ofShared();
+            try {
+                return new Store(arena, arena.allocate(REQ_LAYOUT, capacity), arena.allocate(capacity),
+                        new PhxFile[capacity], new RegisteredBuffer[capacity]);
+            } catch (RuntimeException | Error e) {
+                arena.close();
+                throw e;
+            }
+        }
+
+        int capacity() {
+            return files.length;
+        }
+    }
+
+    /** Guarded by this. */
+    private Store store;
 
     private int count;
     private int writes;
@@ -99,16 +134,26 @@ public final class IoBatch implements AutoCloseable {
     private boolean closeWhenIdle;
 
     private IoBatch(int capacity) {
-        this.capacity = capacity;
-        // Shared: a submitted batch completes, and may free it, on another thread.
-        this.arena = Arena.ofShared();
-        this.reqs = arena.allocate(REQ_LAYOUT, capacity);
-        this.ops = arena.allocate(capacity);
-        this.files = new PhxFile[capacity];
-        this.buffers = new RegisteredBuffer[capacity];
+        this.store = Store.allocate(capacity);
     }
 
-    /** A batch with room for {@code capacity} requests. */
+    /**
+     * An empty batch that grows as requests are added.
+     *
+     * @return the batch; close it to free its request array
+     */
+    public static IoBatch create() {
+        return create(DEFAULT_CAPACITY);
+    }
+
+    /**
+     * An empty batch with room for {@code capacity} requests before it first grows: a size
+     * hint that saves the copies of growing, never a limit.
+     *
+     * @param capacity the initial number of requests, {@code > 0}
+     * @return the batch; close it to free its request array
+     * @throws IllegalArgumentException when {@code capacity <= 0}
+     */
     public static IoBatch create(int capacity) {
         if (capacity <= 0) {
             throw new IllegalArgumentException("capacity must be > 0, was " + capacity);
@@ -117,16 +162,52 @@ public final class IoBatch implements AutoCloseable {
         return new IoBatch(capacity);
     }
 
-    /** Adds a read of {@code nbytes} at {@code fileOffset} into {@code buf} at {@code bufOffset}. */
+    /**
+     * Adds a request; reads and writes may be mixed, and run in no order against each other.
+     *
+     * @param request what to move, built by {@link IoRequest#read} or {@link IoRequest#write}
+     * @return this batch, for chaining
+     * @throws PhoenixException         EFAULT when the range lies outside the buffer
+     * @throws IllegalStateException    when the batch is closed or in flight, or already holds
+     *                                  {@link Integer#MAX_VALUE} requests
+     */
+    public IoBatch add(IoRequest request) {
+        return add(request.write() ? OP_WRITE : OP_READ, request.file(), request.buffer(), request.bufferOffset(),
+                request.length(), request.fileOffset());
+    }
+
+    /**
+     * Adds a read of {@code nbytes} at {@code fileOffset} into {@code buf} at {@code bufOffset}.
+     * The order is pread's, {@code (fd, buf, count, offset)}, with the buffer offset after the
+     * buffer.
+     *
+     * @param file       the file, open for reading
+     * @param buf        where the bytes go
+     * @param bufOffset  the first byte of {@code buf} to fill
+     * @param nbytes     how many bytes
+     * @param fileOffset the first byte of the file to read
+     * @return this batch, for chaining
+     * @deprecated three {@code long}s in a row invite swapping them; use
+     *             {@code add(IoRequest.read(file, fileOffset, buf, bufOffset, nbytes))}, which names them
+     */
+    @Deprecated(since = "0.1")
     public IoBatch read(PhxFile file, RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
         return add(OP_READ, file, buf, bufOffset, nbytes, fileOffset);
     }
 
     /**
      * Adds a write of {@code nbytes} from {@code buf} at {@code bufOffset} to the file at
-     * {@code fileOffset}. A batch may hold reads and writes together; they are not ordered
-     * against each other.
+     * {@code fileOffset}, in pwrite's order like {@link #read(PhxFile, RegisteredBuffer, long, long, long)}.
+     *
+     * @param file       the file, open for writing
+     * @param buf        where the bytes come from
+     * @param bufOffset  the first byte of {@code buf} to write
+     * @param nbytes     how many bytes
+     * @param fileOffset the first byte of the file to write
+     * @return this batch, for chaining
+     * @deprecated use {@code add(IoRequest.write(file, fileOffset, buf, bufOffset, nbytes))}
      */
+    @Deprecated(since = "0.1")
     public IoBatch write(PhxFile file, RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
         return add(OP_WRITE, file, buf, bufOffset, nbytes, fileOffset);
     }
@@ -134,13 +215,15 @@ public final class IoBatch implements AutoCloseable {
     private synchronized IoBatch add(byte op, PhxFile file, RegisteredBuffer buf, long bufOffset, long nbytes,
                                      long fileOffset) {
         checkIdle();
-        if (count == capacity) {
-            throw new IllegalStateException("batch full (capacity " + capacity + ")");
-        }
         buf.checkIoRange(bufOffset, nbytes, op == OP_READ ? "batch read" : "batch write", file.path());
         if (fileOffset < 0) {
             throw new IllegalArgumentException("negative file offset " + fileOffset + " for " + file.path());
         }
+        if (count == store.capacity()) {
+            grow();
+        }
+        Store st = store;
+        MemorySegment reqs = st.reqs();
         long at = count * REQ_SIZE;
         FD.set(reqs, at, file.fd());
         DEVICE_ID.set(reqs, at, buf.deviceId());
@@ -149,9 +232,9 @@ public final class IoBatch implements AutoCloseable {
         NBYTES.set(reqs, at, nbytes);
         F_OFFSET.set(reqs, at, fileOffset);
         RESULT.set(reqs, at, 0L);
-        ops.set(JAVA_BYTE, count, op);
-        files[count] = file;
-        buffers[count] = buf;
+        st.ops().set(JAVA_BYTE, count, op);
+        st.files()[count] = file;
+        st.buffers()[count] = buf;
         count++;
         if (op == OP_WRITE) {
             writes++;
@@ -159,16 +242,46 @@ public final class IoBatch implements AutoCloseable {
         return this;
     }
 
-    /** Number of requests added. */
+    /** Caller holds this and has checked that no batch is in flight. */
+    private void grow() {
+        int cap = store.capacity();
+        if (cap == Integer.MAX_VALUE) {
+            throw new IllegalStateException("batch full: it holds " + cap
+                    + " requests, the most one batch can (the C API counts them in an int); split the work into"
+                    + " several batches, or make each request larger (libphoenix splits a request itself)");
+        }
+        Store bigger = Store.allocate((int) Math.min(Integer.MAX_VALUE, 2L * cap));
+        MemorySegment.copy(store.reqs(), 0, bigger.reqs(), 0, count * REQ_SIZE);
+        MemorySegment.copy(store.ops(), 0, bigger.ops(), 0, count);
+        System.arraycopy(store.files(), 0, bigger.files(), 0, count);
+        System.arraycopy(store.buffers(), 0, bigger.buffers(), 0, count);
+        store.arena().close();
+        store = bigger;
+    }
+
+    /**
+     * Number of requests added.
+     *
+     * @return the count since creation or the last {@link #clear()}
+     */
     public synchronized int size() {
         return count;
     }
 
-    public int capacity() {
-        return capacity;
+    /**
+     * Requests the batch holds before it next grows its request array.
+     *
+     * @return the current capacity, at least the one given to {@link #create(int)}
+     */
+    public synchronized int capacity() {
+        return store.capacity();
     }
 
-    /** True between a submit and the completion of its future. */
+    /**
+     * True between a submit and the completion of its future.
+     *
+     * @return whether a submitted run has not completed yet
+     */
     public synchronized boolean isInFlight() {
         return inFlight;
     }
@@ -176,8 +289,8 @@ public final class IoBatch implements AutoCloseable {
     /** Removes all requests, for reuse. */
     public synchronized void clear() {
         checkIdle();
-        Arrays.fill(files, 0, count, null);
-        Arrays.fill(buffers, 0, count, null);
+        Arrays.fill(store.files(), 0, count, null);
+        Arrays.fill(store.buffers(), 0, count, null);
         count = 0;
         writes = 0;
     }
@@ -191,27 +304,29 @@ public final class IoBatch implements AutoCloseable {
     public BatchResult run() {
         int n;
         int w;
+        Store st;
         synchronized (this) {
             checkIdle();
             n = count;
             w = writes;
+            st = store;
             if (n == 0) {
-                return collect(0, 0);
+                return collect(st, 0, 0);
             }
-            acquireAll(n);
+            acquireAll(st, n);
             inFlight = true;
         }
         try {
             if (w == 0 || w == n) {
-                int rc = w == n ? IoCalls.writeBatch(reqs, n) : IoCalls.readBatch(reqs, n);
+                int rc = w == n ? IoCalls.writeBatch(st.reqs(), n) : IoCalls.readBatch(st.reqs(), n);
                 if (rc < 0) {
                     throw PhoenixException.fromNative(batchName(w == n ? "phxfs_write_batch" : "phxfs_read_batch", n),
                             rc);
                 }
-                return collect(n, w);
+                return collect(st, n, w);
             }
             // Mixed: only the asynchronous entry point takes an ops array; wait right here.
-            MemorySegment h = submitNative(n, w, MemorySegment.NULL, 0);
+            MemorySegment h = submitNative(st, n, w, MemorySegment.NULL, 0);
             int rc = IoCalls.batchWait(h);
             PhoenixException failure = rc < 0 ? PhoenixException.fromNative(batchName("phxfs_batch_wait", n), rc) : null;
             int drc = IoCalls.batchDestroy(h);
@@ -221,7 +336,7 @@ public final class IoBatch implements AutoCloseable {
             if (failure != null) {
                 throw failure;
             }
-            return collect(n, w);
+            return collect(st, n, w);
         } finally {
             synchronized (this) {
                 finish(n);
@@ -262,24 +377,26 @@ public final class IoBatch implements AutoCloseable {
     private CompletableFuture<BatchResult> start() {
         int n;
         int w;
+        Store st;
         synchronized (this) {
             checkIdle();
             n = count;
             w = writes;
+            st = store;
             if (n == 0) {
-                return CompletableFuture.completedFuture(collect(0, 0));
+                return CompletableFuture.completedFuture(collect(st, 0, 0));
             }
-            acquireAll(n);
+            acquireAll(st, n);
             inFlight = true;
         }
         // No lock is held across the native submit: the completion may run on a library
         // thread before it returns, and it takes this batch's lock to finish.
-        Submission s = new Submission(n, w);
+        Submission s = new Submission(st, n, w);
         long id = Callback.NEXT_ID.incrementAndGet();
         MemorySegment h;
         try {
             Callback.IN_FLIGHT.put(id, s);
-            h = submitNative(n, w, Callback.STUB, id);
+            h = submitNative(st, n, w, Callback.STUB, id);
         } catch (RuntimeException | Error e) {
             Callback.IN_FLIGHT.remove(id);
             synchronized (this) {
@@ -304,17 +421,17 @@ public final class IoBatch implements AutoCloseable {
      *
      * @throws PhoenixException when libphoenix refuses the batch
      */
-    private MemorySegment submitNative(int n, int w, MemorySegment done, long id) {
+    private MemorySegment submitNative(Store st, int n, int w, MemorySegment done, long id) {
         // Plain addresses, not the arena's segments: a completion that closes the batch
         // frees the arena, which FFM would refuse while this call still held its segments.
-        MemorySegment reqsPtr = MemorySegment.ofAddress(reqs.address());
+        MemorySegment reqsPtr = MemorySegment.ofAddress(st.reqs().address());
         boolean mixedOrCallback = (w != 0 && w != n) || !done.equals(MemorySegment.NULL);
         String call = mixedOrCallback ? "phxfs_batch_submit"
                 : w == n ? "phxfs_batch_submit_write" : "phxfs_batch_submit_read";
         try (Arena tmp = Arena.ofConfined()) {
             MemorySegment capture = tmp.allocate(NativeLibrary.CAPTURE_LAYOUT);
             MemorySegment h = mixedOrCallback
-                    ? IoCalls.batchSubmit(capture, reqsPtr, MemorySegment.ofAddress(ops.address()), n, done,
+                    ? IoCalls.batchSubmit(capture, reqsPtr, MemorySegment.ofAddress(st.ops().address()), n, done,
                             MemorySegment.ofAddress(id))
                     : w == n ? IoCalls.batchSubmitWrite(capture, reqsPtr, n) : IoCalls.batchSubmitRead(capture, reqsPtr, n);
             if (h.equals(MemorySegment.NULL)) {
@@ -351,6 +468,7 @@ public final class IoBatch implements AutoCloseable {
      * {@link #cancel()} / {@link #bytesDone()} that was using it when the batch completed.
      */
     private final class Submission {
+        final Store store;
         final int n;
         final int writes;
         final CompletableFuture<BatchResult> future = new CompletableFuture<>();
@@ -360,7 +478,8 @@ public final class IoBatch implements AutoCloseable {
         /** Guarded by the batch; set when the completion has finished the batch. */
         boolean finished;
 
-        Submission(int n, int writes) {
+        Submission(Store store, int n, int writes) {
+            this.store = store;
             this.n = n;
             this.writes = writes;
         }
@@ -396,7 +515,7 @@ public final class IoBatch implements AutoCloseable {
                     failure = onLibraryThread ? new PhoenixException(batchName(call, n), -rc)
                             : PhoenixException.fromNative(batchName(call, n), rc);
                 } else {
-                    result = collect(n, writes);
+                    result = collect(store, n, writes);
                 }
                 bytesDone = IoCalls.batchBytesDone(batch);
             } catch (Throwable t) {
@@ -455,7 +574,11 @@ public final class IoBatch implements AutoCloseable {
         }
     }
 
-    private BatchResult collect(int n, int w) {
+    private static BatchResult collect(Store st, int n, int w) {
+        MemorySegment reqs = st.reqs();
+        MemorySegment ops = st.ops();
+        PhxFile[] files = st.files();
+        RegisteredBuffer[] buffers = st.buffers();
         long[] results = new long[n];
         boolean[] isWrite = w != 0 && w != n ? new boolean[n] : null;
         String[] failures = null;
@@ -478,19 +601,23 @@ public final class IoBatch implements AutoCloseable {
         return new BatchResult(n > 0 && w == n, results, failures, isWrite);
     }
 
-    private void acquireAll(int n) {
+    private static void acquireAll(Store st, int n) {
+        PhxFile[] files = st.files();
+        RegisteredBuffer[] buffers = st.buffers();
         int i = 0;
         try {
             for (; i < n; i++) {
                 files[i].acquire(buffers[i]);
             }
         } catch (RuntimeException e) {
-            releaseAll(i);
+            releaseAll(st, i);
             throw e;
         }
     }
 
-    private void releaseAll(int n) {
+    private static void releaseAll(Store st, int n) {
+        PhxFile[] files = st.files();
+        RegisteredBuffer[] buffers = st.buffers();
         for (int i = 0; i < n; i++) {
             files[i].release(buffers[i]);
         }
@@ -498,7 +625,7 @@ public final class IoBatch implements AutoCloseable {
 
     /** Caller holds this. */
     private void finish(int n) {
-        releaseAll(n);
+        releaseAll(store, n);
         inFlight = false;
         if (closeWhenIdle) {
             closeWhenIdle = false;
@@ -507,9 +634,9 @@ public final class IoBatch implements AutoCloseable {
     }
 
     private void free() {
-        Arrays.fill(files, 0, count, null);
-        Arrays.fill(buffers, 0, count, null);
-        arena.close();
+        Arrays.fill(store.files(), 0, count, null);
+        Arrays.fill(store.buffers(), 0, count, null);
+        store.arena().close();
     }
 
     private void checkIdle() {
@@ -565,7 +692,7 @@ public final class IoBatch implements AutoCloseable {
 
     @Override
     public synchronized String toString() {
-        return "IoBatch[" + count + "/" + capacity + (count == 0 ? "" : writes == 0 ? " reads"
+        return "IoBatch[" + count + "/" + store.capacity() + (count == 0 ? "" : writes == 0 ? " reads"
                 : writes == count ? " writes" : " reads and writes") + (inFlight ? ", in flight" : "")
                 + (closed ? ", closed" : "") + "]";
     }

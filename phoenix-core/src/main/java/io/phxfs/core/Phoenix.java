@@ -97,11 +97,21 @@ public final class Phoenix implements AutoCloseable {
     }
 
     /**
-     * The device with this id, opened on first use and cached.
+     * The device with this id, opened on first use and cached. Ids run from 0 to
+     * {@link #deviceCount()} - 1; host memory is not a device here but {@link #host()}.
      *
-     * @throws IllegalStateException after {@link #close()}
+     * @param id the device id, {@code >= 0}
+     * @throws IllegalArgumentException when {@code id < 0}: the message points to {@link #host()}
+     * @throws PhoenixException         ENODEV when no device has this id
+     * @throws IllegalStateException    after {@link #close()}
      */
     public Device device(int id) {
+        if (id < 0) {
+            // libphoenix reads a negative id as "host memory" inside requests, but host memory
+            // has nothing to open: a Device for it would only be a second, partial Host.
+            throw new IllegalArgumentException("device " + id + ": ids are 0.." + (deviceCount() - 1)
+                    + "; for host memory use Phoenix.host()");
+        }
         Device d = devices.get(id);
         if (d != null && !closed) {
             return d;
@@ -166,7 +176,11 @@ public final class Phoenix implements AutoCloseable {
         }
     }
 
-    /** Plain host memory (device id -1): needs no registration. */
+    /**
+     * Plain host memory (device id -1 in libphoenix's requests): the target for reading files
+     * into the Java process's own memory, with no accelerator involved and no registration.
+     * {@code device(-1)} does not return it; it throws.
+     */
     public Host host() {
         return host;
     }

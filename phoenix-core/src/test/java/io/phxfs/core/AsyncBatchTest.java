@@ -41,13 +41,13 @@ class AsyncBatchTest {
         try (PhxFile f = PhxFile.open(p); RegisteredBuffer buf = d.allocate((long) batches * chunk)) {
             // One batch first, so that the library threads that run callbacks are already known to the JVM.
             try (IoBatch warm = IoBatch.create(1)) {
-                warm.read(f, buf, 0, chunk, 0).submitAsync().get(30, TimeUnit.SECONDS).throwIfFailed();
+                warm.add(IoRequest.read(f, 0, buf, 0, chunk)).submitAsync().get(30, TimeUnit.SECONDS).throwIfFailed();
             }
             long before = osThreads();
             long peak = before;
             List<CompletableFuture<BatchResult>> futures = new ArrayList<>();
             for (int i = 0; i < batches; i++) {
-                IoBatch b = IoBatch.create(1).read(f, buf, (long) i * chunk, chunk, (long) (batches - 1 - i) * chunk);
+                IoBatch b = IoBatch.create(1).add(IoRequest.read(f, (long) (batches - 1 - i) * chunk, buf, (long) i * chunk, chunk));
                 all.add(b);
                 futures.add(b.submitAsync());
                 if (i % 50 == 0) {
@@ -86,7 +86,7 @@ class AsyncBatchTest {
              RegisteredBuffer buf = PHX.host().allocate((long) n * chunk);
              IoBatch batch = IoBatch.create(n)) {
             for (int i = 0; i < n; i++) {
-                batch.read(f, buf, (long) i * chunk, chunk, (long) i * chunk);
+                batch.add(IoRequest.read(f, (long) i * chunk, buf, (long) i * chunk, chunk));
             }
             // Whether the workers have taken every task before cancel arrives is a race; over a
             // few rounds at least one cancel must meet untaken work, and every round's count must
@@ -132,8 +132,8 @@ class AsyncBatchTest {
                  IoBatch batch = IoBatch.create(8)) {
                 Fixtures.fill(src, 0, out);
                 for (int i = 0; i < 4; i++) {
-                    batch.read(fin, dst, (long) i * chunk, chunk, (long) (3 - i) * chunk);
-                    batch.write(fout, src, (long) i * chunk, chunk, (long) i * chunk);
+                    batch.add(IoRequest.read(fin, (long) (3 - i) * chunk, dst, (long) i * chunk, chunk));
+                    batch.add(IoRequest.write(fout, (long) i * chunk, src, (long) i * chunk, chunk));
                 }
                 BatchResult r = async ? batch.submitAsync().get(60, TimeUnit.SECONDS) : batch.run();
                 assertEquals(0, r.failed(), r.toString());
@@ -158,7 +158,7 @@ class AsyncBatchTest {
         try (PhxFile f = PhxFile.open(p); RegisteredBuffer buf = dev0().allocate(1 << 20)) {
             IoBatch batch = IoBatch.create(16);
             for (int i = 0; i < 16; i++) {
-                batch.read(f, buf, (long) i << 16, 1 << 16, (long) i << 16);
+                batch.add(IoRequest.read(f, (long) i << 16, buf, (long) i << 16, 1 << 16));
             }
             CompletableFuture<BatchResult> future = batch.submitAsync();
             batch.close(); // deferred to the callback

@@ -37,7 +37,7 @@ class IoBatchTest {
     private static IoBatch mixedReads(IoBatch batch, PhxFile a, PhxFile b, RegisteredBuffer host, RegisteredBuffer dev) {
         for (int i = 0; i < 8; i++) {
             RegisteredBuffer buf = i % 2 == 0 ? host : dev;
-            batch.read(i < 4 ? a : b, buf, 3 + (i / 2) * CHUNK, CHUNK, 17 + i * 12_345L);
+            batch.add(IoRequest.read(i < 4 ? a : b, 17 + i * 12_345L, buf, 3 + (i / 2) * CHUNK, CHUNK));
         }
         return batch;
     }
@@ -79,7 +79,7 @@ class IoBatchTest {
              IoBatch batch = IoBatch.create(3)) {
             assertEquals(0, batch.bytesDone());
             for (int i = 0; i < 3; i++) {
-                batch.read(fa, dev, i << 20, 1 << 20, i << 20);
+                batch.add(IoRequest.read(fa, i << 20, dev, i << 20, 1 << 20));
             }
             CompletableFuture<BatchResult> f = batch.submit();
             long seen = batch.bytesDone();
@@ -105,7 +105,7 @@ class IoBatchTest {
             assertFalse(batch.isInFlight());
             // Reusable once the future has completed.
             batch.clear();
-            batch.read(fa, host, 0, 10, 0);
+            batch.add(IoRequest.read(fa, 0, host, 0, 10));
             assertEquals(10, batch.submit().get(30, TimeUnit.SECONDS).result(0));
         }
     }
@@ -122,8 +122,8 @@ class IoBatchTest {
             Fixtures.fill(host, 0, h);
             Fixtures.fill(dev, 0, d);
             for (int i = 0; i < 4; i++) {
-                batch.write(f, host, (long) i * CHUNK, CHUNK, 1 + 2L * i * CHUNK);
-                batch.write(f, dev, (long) i * CHUNK, CHUNK, 1 + (2L * i + 1) * CHUNK);
+                batch.add(IoRequest.write(f, 1 + 2L * i * CHUNK, host, (long) i * CHUNK, CHUNK));
+                batch.add(IoRequest.write(f, 1 + (2L * i + 1) * CHUNK, dev, (long) i * CHUNK, CHUNK));
             }
             for (BatchResult r : new BatchResult[] {batch.run(), batch.submit().get(30, TimeUnit.SECONDS)}) {
                 assertTrue(r.isWrite());
@@ -151,10 +151,10 @@ class IoBatchTest {
              RegisteredBuffer host = PHX.host().allocate(65_536);
              RegisteredBuffer dev = dev0().allocate(65_536);
              IoBatch batch = IoBatch.create(4)) {
-            batch.read(fa, host, 0, 1000, 0)
-                    .read(fa, dev, 65_536 - 10, 100, 0) // past the registration
-                    .read(fw, host, 2000, 100, 0)       // file not open for reading
-                    .read(fa, dev, 0, 500, 99_900);     // short at end of file
+            batch.add(IoRequest.read(fa, 0, host, 0, 1000))
+                    .add(IoRequest.read(fa, 0, dev, 65_536 - 10, 100)) // past the registration
+                    .add(IoRequest.read(fw, 0, host, 2000, 100))       // file not open for reading
+                    .add(IoRequest.read(fa, 99_900, dev, 0, 500));     // short at end of file
             for (BatchResult r : new BatchResult[] {batch.run(), batch.submit().get(30, TimeUnit.SECONDS)}) {
                 assertEquals(1000, r.result(0));
                 assertEquals(-Errno.EFAULT, r.result(1));
@@ -179,14 +179,18 @@ class IoBatchTest {
              RegisteredBuffer host = PHX.host().allocate(4096);
              IoBatch batch = IoBatch.create(2)) {
             assertEquals(0, batch.run().size(), "an empty batch is a no-op");
-            batch.read(f, host, 0, 10, 0);
-            batch.read(f, host, 10, 10, 10);
-            assertThrows(IllegalStateException.class, () -> batch.read(f, host, 20, 10, 20), "capacity");
+            batch.add(IoRequest.read(f, 0, host, 0, 10));
+            batch.add(IoRequest.read(f, 10, host, 10, 10));
+            batch.add(IoRequest.read(f, 20, host, 20, 10)); // past the initial capacity: it grows
+            assertEquals(3, batch.size());
+            assertTrue(batch.capacity() >= 3, batch.toString());
+            assertThrows(IllegalArgumentException.class, () -> IoRequest.read(f, -1, host, 0, 10));
+            assertThrows(IllegalArgumentException.class, () -> IoRequest.read(f, 0, host, 0, -10));
             assertEquals(Errno.EFAULT, assertThrows(PhoenixException.class,
-                    () -> IoBatch.create(1).read(f, host, 4090, 10, 0)).errno());
+                    () -> IoBatch.create(1).add(IoRequest.read(f, 0, host, 4090, 10))).errno());
             batch.clear();
             assertEquals(0, batch.size());
-            batch.write(f, host, 0, 10, 0);
+            batch.add(IoRequest.write(f, 0, host, 0, 10));
             assertEquals(10, batch.run().result(0));
         }
         IoBatch closed = IoBatch.create(1);
@@ -194,6 +198,50 @@ class IoBatchTest {
         closed.close();
         assertThrows(IllegalStateException.class, closed::run);
         assertThrows(IllegalArgumentException.class, () -> IoBatch.create(0));
+    }
+
+    /**
+     * A batch created with room for one request takes many more, each landing where its
+     * IoRequest says: the old fixed capacity made a large file fail with "batch full".
+     */
+    @Test
+    void batchGrowsPastItsInitialCapacity() throws IOException {
+        int n = 1000;
+        int len = 100;
+        byte[] data = Fixtures.random(n * len, 7);
+        Path p = Fixtures.writeFile(dir, "grow.bin", data);
+        try (PhxFile f = PhxFile.open(p, OpenMode.READ);
+             RegisteredBuffer host = PHX.host().allocate(data.length);
+             IoBatch batch = IoBatch.create(1)) {
+            for (int i = 0; i < n; i++) {
+                // reversed, so that a request that kept another's offsets would show
+                batch.add(IoRequest.read(f, (long) (n - 1 - i) * len, host, (long) i * len, len));
+            }
+            assertEquals(n, batch.size());
+            assertEquals((long) n * len, batch.run().throwIfFailed().totalBytes());
+            for (int i = 0; i < n; i++) {
+                Fixtures.assertBytes(data, (n - 1 - i) * len, Fixtures.contents(host, (long) i * len, len), "request " + i);
+            }
+            batch.clear();
+            int grown = batch.capacity();
+            batch.add(IoRequest.read(f, 0, host, 0, len));
+            assertEquals(grown, batch.capacity(), "a cleared batch keeps its array");
+        }
+    }
+
+    /** The deprecated pread-order method still means what it always did. */
+    @Test
+    @SuppressWarnings("deprecation")
+    void deprecatedReadKeepsPreadOrder() throws IOException {
+        byte[] data = Fixtures.random(10_000, 8);
+        Path p = Fixtures.writeFile(dir, "old.bin", data);
+        try (PhxFile f = PhxFile.open(p, OpenMode.READ);
+             RegisteredBuffer host = PHX.host().allocate(10_000);
+             IoBatch batch = IoBatch.create()) {
+            // (file, buf, bufOffset, nbytes, fileOffset)
+            assertEquals(300, batch.read(f, host, 100, 300, 5_000).run().throwIfFailed().totalBytes());
+            Fixtures.assertBytes(data, 5_000, Fixtures.contents(host, 100, 300), "old order");
+        }
     }
 
     @Test
@@ -220,7 +268,7 @@ class IoBatchTest {
                                 long[] offsets = new long[perBatch];
                                 for (int i = 0; i < perBatch; i++) {
                                     offsets[i] = rnd.nextLong(fileSize - len);
-                                    batch.read(f, i % 2 == 0 ? host : dev, (long) i * len, len, offsets[i]);
+                                    batch.add(IoRequest.read(f, offsets[i], i % 2 == 0 ? host : dev, (long) i * len, len));
                                 }
                                 BatchResult res = (r % 2 == 0 ? batch.run() : batch.submit().get(60, TimeUnit.SECONDS))
                                         .throwIfFailed();
@@ -253,7 +301,7 @@ class IoBatchTest {
             PhxFile f = PhxFile.open(p);
             IoBatch batch = IoBatch.create(n);
             for (int i = 0; i < n; i++) {
-                batch.read(f, buf, (long) i * chunk, chunk, (long) (n - 1 - i) * chunk);
+                batch.add(IoRequest.read(f, (long) (n - 1 - i) * chunk, buf, (long) i * chunk, chunk));
             }
             CompletableFuture<BatchResult> future = batch.submit();
             boolean closedEarly;

@@ -48,6 +48,14 @@ class PhoenixTest {
         }
     }
 
+    /** Host memory is Phoenix.host(), not a device id: device(-1) says so instead of failing with ENODEV. */
+    @Test
+    void negativeDeviceIdPointsToHost() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PHX.device(-1));
+        assertTrue(e.getMessage().contains("Phoenix.host()"), e.getMessage());
+        assertEquals(-1, PHX.host().id());
+    }
+
     @Test
     void devicesMatchTheConfiguredConnector() {
         int n = PHX.deviceCount();

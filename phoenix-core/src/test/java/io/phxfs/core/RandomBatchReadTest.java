@@ -77,7 +77,7 @@ class RandomBatchReadTest {
     void batchReadsMatchTheFile(Req r) throws Exception {
         RegisteredBuffer buf = r.onDevice() ? dev : host;
         try (IoBatch batch = IoBatch.create(1)) {
-            batch.read(r.direct() ? directFile : file, buf, r.bufOffset(), r.length(), r.fileOffset());
+            batch.add(IoRequest.read(r.direct() ? directFile : file, r.fileOffset(), buf, r.bufOffset(), r.length()));
             BatchResult result = r.async() ? batch.submit().get() : batch.run();
             long expected = Math.max(0, Math.min(r.length(), FILE_SIZE - (long) r.fileOffset()));
             assertEquals(expected, result.result(0), r + " " + result);

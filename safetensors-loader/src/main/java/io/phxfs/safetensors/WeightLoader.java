@@ -4,6 +4,7 @@ import io.phxfs.core.BatchResult;
 import io.phxfs.core.Device;
 import io.phxfs.core.Errno;
 import io.phxfs.core.IoBatch;
+import io.phxfs.core.IoRequest;
 import io.phxfs.core.OpenMode;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
@@ -526,7 +527,7 @@ public final class WeightLoader {
         IoBatch batch = IoBatch.create(reads.size());
         try {
             for (Read r : reads) {
-                batch.read(files.get(r.file()), r.buffer(), r.bufferOffset(), r.length(), r.fileOffset());
+                batch.add(IoRequest.read(files.get(r.file()), r.fileOffset(), r.buffer(), r.bufferOffset(), r.length()));
             }
             return batch;
         } catch (RuntimeException e) {

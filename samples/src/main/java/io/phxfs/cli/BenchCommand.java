@@ -6,6 +6,7 @@ import com.sun.nio.file.ExtendedOpenOption;
 import io.phxfs.core.BatchResult;
 import io.phxfs.core.Device;
 import io.phxfs.core.IoBatch;
+import io.phxfs.core.IoRequest;
 import io.phxfs.core.OpenMode;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhxFile;
@@ -291,7 +292,7 @@ final class BenchCommand implements Callable<Integer> {
         try (IoBatch batch = IoBatch.create(n)) {
             for (int i = 0; i < n; i++) {
                 long off = i * WHOLE_FILE_REQUEST;
-                batch.read(pf, buf, off, Math.min(WHOLE_FILE_REQUEST, fileSize - off), off);
+                batch.add(IoRequest.read(pf, off, buf, off, Math.min(WHOLE_FILE_REQUEST, fileSize - off)));
             }
             long t0 = System.nanoTime();
             BatchResult r = batch.run().throwIfFailed();
@@ -307,7 +308,7 @@ final class BenchCommand implements Callable<Integer> {
             long t0 = System.nanoTime();
             for (long off = 0; off < bytes; ) {
                 batch.clear();
-                for (int i = 0; i < qd && off < bytes; i++, off += bs) batch.read(pf, buf, off, bs, off);
+                for (int i = 0; i < qd && off < bytes; i++, off += bs) batch.add(IoRequest.read(pf, off, buf, off, bs));
                 batch.run().throwIfFailed();
             }
             return (System.nanoTime() - t0) / 1e9;

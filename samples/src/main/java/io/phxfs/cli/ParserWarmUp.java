@@ -1,6 +1,7 @@
 package io.phxfs.cli;
 
 import io.phxfs.core.IoBatch;
+import io.phxfs.core.IoRequest;
 import io.phxfs.core.OpenMode;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhxFile;
@@ -78,7 +79,7 @@ final class ParserWarmUp implements AutoCloseable {
                 // the open file is all the rest needs: the directory goes now, not at the end
                 TempFiles.delete(dir);
                 for (int i = 0; i < 4096; i++) {
-                    batch.read(file, buf, 0, 64, 0);
+                    batch.add(IoRequest.read(file, 0, buf, 0, 64));
                 }
                 batch.run();
             }
