@@ -1,5 +1,6 @@
 package io.phxfs.cli;
 
+import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
 import java.io.PrintWriter;
 import picocli.CommandLine;
@@ -46,11 +47,17 @@ public final class PhoenixCli {
         return cli.execute(args);
     }
 
+    /** The project's version, then the version of the libphoenix this JVM loads (they agree in a release). */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
-            String v = PhoenixCli.class.getPackage().getImplementationVersion();
-            return new String[] {"phoenix " + (v == null ? "dev" : v)};
+            String library;
+            try {
+                library = "libphoenix " + Phoenix.libraryVersion();
+            } catch (UnsatisfiedLinkError | RuntimeException e) {
+                library = "libphoenix not loaded: " + e.getMessage();
+            }
+            return new String[] {"phoenix " + Phoenix.bindingsVersion(), library};
         }
     }
 }
