@@ -15,6 +15,14 @@ public final class PhoenixCli {
     /** Exit code for invalid input (bad arguments, malformed files). */
     public static final int EXIT_INVALID = 2;
 
+    private PhoenixCli() {
+    }
+
+    /**
+     * Runs one command and exits with its status: 0 done, 2 invalid input, 1 any other failure.
+     *
+     * @param args the command line, e.g. {@code load --host model.safetensors}
+     */
     public static void main(String[] args) {
         System.exit(run(args));
     }
