@@ -1,11 +1,44 @@
 #!/usr/bin/env bash
-# Every test: the C tests plain and under ASan+UBSan (host, sync/uring engines and the
-# fake device), then the Maven build with all JUnit tests. Installs what is missing.
+# Every test: the C tests plain, under ASan+UBSan and under TSan (host, sync/uring engines and
+# the fake device), then the Maven build with all JUnit tests, then a user's minimal pom built
+# against the installed artifacts. Installs what is missing.
+#
+# Quiet by default: one line per step and a summary with the test counts; a failing step prints
+# its whole output. -v (or VERBOSE=1) streams every step's output as it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+verbose=${VERBOSE:-0}
+for a in "$@"; do
+  case $a in
+    -v|--verbose) verbose=1 ;;
+    -h|--help) echo "usage: scripts/test-all.sh [-v]   (VERBOSE=1 is the same as -v)"; exit 0 ;;
+    *) echo "test-all: unknown argument $a (usage: scripts/test-all.sh [-v])" >&2; exit 2 ;;
+  esac
+done
 JAVA_HOME=$(scripts/setup.sh)
 export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
 jobs=$(nproc)
+logs=build/test-logs
+mkdir -p "$logs"
+
+# step NAME LOG CMD...: runs CMD with its output in LOG (and on the terminal with -v); on
+# failure prints LOG whole, since the last lines rarely hold the first error.
+step() {
+  local name=$1 log=$2 start=$SECONDS rc=0; shift 2
+  if [ "$verbose" = 1 ]; then
+    echo "== $name"
+    "$@" 2>&1 | tee "$log" || rc=$?
+  else
+    printf '%s ... ' "$name"
+    "$@" >"$log" 2>&1 || rc=$?
+  fi
+  if [ "$rc" != 0 ]; then
+    [ "$verbose" = 1 ] || { echo "FAILED"; sed 's/\x1b\[[0-9;]*m//g' "$log"; }
+    echo "== FAILED: $name (exit $rc; output in $log)"
+    exit "$rc"
+  fi
+  [ "$verbose" = 1 ] || echo "ok ($((SECONDS - start)) s)"
+}
 
 run_ctest() { # $1 build dir, $2... cmake flags
   local dir=$1; shift
@@ -14,16 +47,26 @@ run_ctest() { # $1 build dir, $2... cmake flags
   # shellcheck disable=SC2086 # CTEST_ARGS is a word list
   (cd "$dir" && ctest --output-on-failure -j "$jobs" ${CTEST_ARGS:-})
 }
+# "100% tests passed, 0 tests failed out of 42" -> "42"
+ctest_count() { sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$1" | tail -1; }
 
-echo "== C tests (plain)"
-run_ctest build/c-plain
+step "C tests (plain)" "$logs/c-plain.log" run_ctest build/c-plain
 # Memory bounds are measured in the plain build only: sanitizer shadow memory and
 # quarantine are part of RSS there.
-echo "== C tests (AddressSanitizer with leak detection + UndefinedBehaviorSanitizer)"
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CTEST_ARGS="-E test_bounds" run_ctest build/c-asan -DPHX_SANITIZE=ON
-echo "== C tests (ThreadSanitizer)"
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CTEST_ARGS="-E test_bounds" run_ctest build/c-tsan -DPHX_TSAN=ON
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CTEST_ARGS="-E test_bounds" \
+  step "C tests (AddressSanitizer with leak detection + UndefinedBehaviorSanitizer)" "$logs/c-asan.log" \
+  run_ctest build/c-asan -DPHX_SANITIZE=ON
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CTEST_ARGS="-E test_bounds" \
+  step "C tests (ThreadSanitizer)" "$logs/c-tsan.log" run_ctest build/c-tsan -DPHX_TSAN=ON
 
-echo "== Java build and tests"
-mvn -B -q -ntp install
-echo "== all tests passed"
+# Reports of test classes since deleted would otherwise be counted again.
+rm -rf ./*/target/surefire-reports*
+step "Java build and tests" "$logs/maven.log" mvn -B -q -ntp -Dstyle.color=never install
+step "a user's minimal pom against the installed artifacts" "$logs/user-pom.log" scripts/check-user-pom.sh
+
+# One <testsuite tests= failures= errors= skipped=> line per test class and surefire execution.
+java_counts=$(cat ./*/target/surefire-reports*/TEST-*.xml | grep -o '<testsuite [^>]*>' | awk '
+  { for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) { gsub(/[">]/, "", kv[2]); s[kv[1]] += kv[2] } }
+  END { printf "%d tests, %d failures, %d errors, %d skipped", s["tests"], s["failures"], s["errors"], s["skipped"] }')
+echo "== all tests passed: C $(ctest_count "$logs/c-plain.log") plain, $(ctest_count "$logs/c-asan.log") ASan+UBSan," \
+  "$(ctest_count "$logs/c-tsan.log") TSan; Java (JUnit, every surefire execution) $java_counts"

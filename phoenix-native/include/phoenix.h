@@ -31,8 +31,12 @@
 extern "C" {
 #endif
 
+/* The release this header belongs to: the Maven project's version without its -SNAPSHOT
+ * qualifier (the Java tests check that the two agree). */
 #define PHXFS_VERSION_MAJOR 0
-#define PHXFS_VERSION_MINOR 1
+#define PHXFS_VERSION_MINOR 2
+#define PHXFS_VERSION_PATCH 0
+#define PHXFS_VERSION_STRING "0.2.0"
 
 /* Transfer modes, in the order `auto` tries them. */
 typedef enum {
@@ -59,7 +63,7 @@ typedef struct {
     char why[512];            /* why faster modes were not chosen; "" when none */
 } phxfs_device_info_t;
 
-/* 1000 * major + 10 * minor of the loaded library. */
+/* 10000 * major + 100 * minor + patch of the loaded library (0.2.0 is 200). */
 int phxfs_version(void);
 
 /* Library-wide setup; called implicitly by phxfs_open. Reads PHX_* from the

@@ -72,7 +72,10 @@ int phxfs_init(void)
     return phx_lib_init();
 }
 
-int phxfs_version(void) { return PHXFS_VERSION_MAJOR * 1000 + PHXFS_VERSION_MINOR * 10; }
+int phxfs_version(void)
+{
+    return PHXFS_VERSION_MAJOR * 10000 + PHXFS_VERSION_MINOR * 100 + PHXFS_VERSION_PATCH;
+}
 
 int phx_device_count_internal(void) { return dev_count; }
 

@@ -25,5 +25,7 @@ mvn -B -q -ntp dependency:copy -Dartifact=org.junit.platform:junit-platform-cons
 # the classpath names jars in ~/.m2: copy the ones the tests need next to them
 mkdir -p .gpu/java-tests/lib
 tr ':' '\n' < .gpu/java-tests/cp.txt | grep -vE 'junit|opentest4j|apiguardian' | while read -r j; do [ -f "$j" ] && cp "$j" .gpu/java-tests/lib/; done
-cp phoenix-core/target/phoenix-core-*.jar safetensors-loader/target/safetensors-loader-0.1.0-SNAPSHOT.jar .gpu/java-tests/lib/
+# by exact name: a glob would also take the -sources and -javadoc jars
+version=$(sed -n 's:^  <version>\(.*\)</version>$:\1:p' pom.xml | head -1)
+cp "phoenix-core/target/phoenix-core-$version.jar" "safetensors-loader/target/safetensors-loader-$version.jar" .gpu/java-tests/lib/
 du -sh .gpu

@@ -5,43 +5,81 @@ package io.phxfs.core;
  * The numbers are the x86-64 / aarch64 Linux ones, the only platforms libphoenix targets.
  */
 public final class Errno {
+    /** EPERM (1): Operation not permitted. */
     public static final int EPERM = 1;
+    /** ENOENT (2): No such file or directory. */
     public static final int ENOENT = 2;
+    /** EINTR (4): Interrupted system call. */
     public static final int EINTR = 4;
+    /** EIO (5): Input/output error. */
     public static final int EIO = 5;
+    /** ENXIO (6): No such device or address. */
     public static final int ENXIO = 6;
+    /** E2BIG (7): Argument list too long. */
     public static final int E2BIG = 7;
+    /** EBADF (9): Bad file descriptor. */
     public static final int EBADF = 9;
+    /** EAGAIN (11): Resource temporarily unavailable. */
     public static final int EAGAIN = 11;
+    /** ENOMEM (12): Cannot allocate memory. */
     public static final int ENOMEM = 12;
+    /** EACCES (13): Permission denied. */
     public static final int EACCES = 13;
+    /** EFAULT (14): Bad address. */
     public static final int EFAULT = 14;
+    /** EBUSY (16): Device or resource busy. */
     public static final int EBUSY = 16;
+    /** EEXIST (17): File exists. */
     public static final int EEXIST = 17;
+    /** EXDEV (18): Invalid cross-device link. */
     public static final int EXDEV = 18;
+    /** ENODEV (19): No such device. */
     public static final int ENODEV = 19;
+    /** ENOTDIR (20): Not a directory. */
     public static final int ENOTDIR = 20;
+    /** EISDIR (21): Is a directory. */
     public static final int EISDIR = 21;
+    /** EINVAL (22): Invalid argument. */
     public static final int EINVAL = 22;
+    /** ENFILE (23): Too many open files in system. */
     public static final int ENFILE = 23;
+    /** EMFILE (24): Too many open files. */
     public static final int EMFILE = 24;
+    /** ENOTTY (25): Inappropriate ioctl for device. */
     public static final int ENOTTY = 25;
+    /** EFBIG (27): File too large. */
     public static final int EFBIG = 27;
+    /** ENOSPC (28): No space left on device. */
     public static final int ENOSPC = 28;
+    /** ESPIPE (29): Illegal seek. */
     public static final int ESPIPE = 29;
+    /** EROFS (30): Read-only file system. */
     public static final int EROFS = 30;
+    /** EPIPE (32): Broken pipe. */
     public static final int EPIPE = 32;
+    /** ERANGE (34): Numerical result out of range. */
     public static final int ERANGE = 34;
+    /** ENAMETOOLONG (36): File name too long. */
     public static final int ENAMETOOLONG = 36;
+    /** ENOSYS (38): Function not implemented. */
     public static final int ENOSYS = 38;
+    /** ELOOP (40): Too many levels of symbolic links. */
     public static final int ELOOP = 40;
+    /** ENODATA (61): No data available. */
     public static final int ENODATA = 61;
+    /** EOVERFLOW (75): Value too large for defined data type. */
     public static final int EOVERFLOW = 75;
+    /** EOPNOTSUPP (95): Operation not supported. */
     public static final int EOPNOTSUPP = 95;
+    /** ETIMEDOUT (110): Connection timed out. */
     public static final int ETIMEDOUT = 110;
+    /** EALREADY (114): Operation already in progress. */
     public static final int EALREADY = 114;
+    /** EINPROGRESS (115): Operation now in progress. */
     public static final int EINPROGRESS = 115;
+    /** EDQUOT (122): Disk quota exceeded. */
     public static final int EDQUOT = 122;
+    /** ECANCELED (125): Operation canceled. */
     public static final int ECANCELED = 125;
 
     private static final String[] NAMES = new String[126];

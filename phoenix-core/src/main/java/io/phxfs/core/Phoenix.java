@@ -27,9 +27,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * opened; {@link #open()} then starts a fresh instance.
  */
 public final class Phoenix implements AutoCloseable {
-    /** The C API version these bindings were written against (PHXFS_VERSION_MAJOR.MINOR). */
+    /** Major version of the C API these bindings were written against (PHXFS_VERSION_MAJOR). */
     public static final int API_VERSION_MAJOR = 0;
-    public static final int API_VERSION_MINOR = 1;
+    /** Minor version of the C API these bindings were written against (PHXFS_VERSION_MINOR). */
+    public static final int API_VERSION_MINOR = 2;
+    /** Patch version of the C API these bindings were written against (PHXFS_VERSION_PATCH). */
+    public static final int API_VERSION_PATCH = 0;
 
     private static final Object LOCK = new Object();
     private static volatile Phoenix instance;
@@ -233,10 +236,55 @@ public final class Phoenix implements AutoCloseable {
         }
     }
 
-    /** The version of the libphoenix actually loaded, "major.minor" (phxfs_version). */
+    /**
+     * The version of the libphoenix actually loaded, "major.minor.patch" (phxfs_version).
+     *
+     * @return the loaded library's version, e.g. {@code "0.2.0"}
+     */
     public String version() {
+        return libraryVersion();
+    }
+
+    /**
+     * The version of libphoenix, loading the library if needed but without initialising it
+     * (no devices are probed), as {@code phoenix --version} reports it.
+     *
+     * @return "major.minor.patch" of the loaded library, e.g. {@code "0.2.0"}
+     * @throws UnsatisfiedLinkError when libphoenix cannot be found or loaded
+     */
+    public static String libraryVersion() {
+        NativeLibrary.ensureLoaded();
         int v = DeviceCalls.version();
-        return v / 1000 + "." + (v % 1000) / 10;
+        return v / 10000 + "." + v / 100 % 100 + "." + v % 100;
+    }
+
+    /**
+     * The version of these bindings: the Maven version of the phoenix-core artifact, e.g.
+     * {@code "0.2.0-SNAPSHOT"}. Its release part (before any {@code -} qualifier) equals
+     * {@link #libraryVersion()} for the libphoenix packaged with it.
+     *
+     * @return the artifact version recorded at build time
+     */
+    public static String bindingsVersion() {
+        return BindingsVersion.VALUE;
+    }
+
+    /** Read once, on first use: a resource filtered by Maven with the project's version. */
+    private static final class BindingsVersion {
+        static final String VALUE = read();
+
+        private static String read() {
+            try (var in = Phoenix.class.getResourceAsStream("phoenix-version.properties")) {
+                if (in == null) {
+                    throw new IllegalStateException("phoenix-version.properties missing from the phoenix-core jar");
+                }
+                var p = new java.util.Properties();
+                p.load(in);
+                return p.getProperty("version");
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
     }
 
     /** The libphoenix file actually loaded (an extracted copy unless phx.library.path is set). */

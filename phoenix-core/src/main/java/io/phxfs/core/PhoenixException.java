@@ -15,6 +15,8 @@ public class PhoenixException extends RuntimeException {
     private final String nativeMessage;
 
     /**
+     * An error without a message from libphoenix.
+     *
      * @param what  the operation and its arguments, e.g. {@code "phxfs_read(/data/x, ...)"}
      * @param errno a positive errno value
      */
@@ -22,6 +24,13 @@ public class PhoenixException extends RuntimeException {
         this(what, errno, "");
     }
 
+    /**
+     * An error with libphoenix's own message (phxfs_last_error) for it.
+     *
+     * @param what          the operation and its arguments, e.g. {@code "phxfs_read(/data/x, ...)"}
+     * @param errno         an errno value, either sign (kept positive)
+     * @param nativeMessage libphoenix's message; null or empty when it gave none
+     */
     public PhoenixException(String what, int errno, String nativeMessage) {
         super(format(what, errno, nativeMessage));
         this.errno = Math.abs(errno);

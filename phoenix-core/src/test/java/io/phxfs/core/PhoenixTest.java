@@ -22,7 +22,16 @@ class PhoenixTest {
     @Test
     void openIsASingleton() {
         assertSame(PHX, Phoenix.open());
-        assertEquals("0.1", PHX.version());
+    }
+
+    @Test
+    void versionsAgreeWithThePom() {
+        String pom = System.getProperty("phx.project.version");
+        assertEquals(pom, Phoenix.bindingsVersion());
+        // libphoenix carries the release without Maven's -SNAPSHOT qualifier
+        String release = pom.replaceFirst("-.*", "");
+        assertEquals(release, PHX.version(), "the loaded libphoenix");
+        assertEquals(release, Phoenix.API_VERSION_MAJOR + "." + Phoenix.API_VERSION_MINOR + "." + Phoenix.API_VERSION_PATCH);
     }
 
     @Test

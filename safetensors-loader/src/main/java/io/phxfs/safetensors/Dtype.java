@@ -9,28 +9,45 @@ import java.util.Optional;
  * tensor whose bits do not fill whole bytes (upstream's {@code MisalignedSlice}).
  */
 public enum Dtype {
+    /** Boolean, one byte per element. */
     BOOL(8, "bool"),
     /** FP4 E2M1, two elements per byte (torch stores pairs as float4_e2m1fn_x2). */
     F4(4, "float4_e2m1fn_x2"),
+    /** FP6 E2M3 (OCP microscaling), packed 6 bits per element. */
     F6_E2M3(6, null),
+    /** FP6 E3M2 (OCP microscaling), packed 6 bits per element. */
     F6_E3M2(6, null),
+    /** Unsigned 8-bit integer. */
     U8(8, "uint8"),
+    /** Signed 8-bit integer. */
     I8(8, "int8"),
+    /** FP8 with 5 exponent and 2 mantissa bits. */
     F8_E5M2(8, "float8_e5m2"),
+    /** FP8 with 4 exponent and 3 mantissa bits (torch's float8_e4m3fn). */
     F8_E4M3(8, "float8_e4m3fn"),
     /** Exponent-only scale type of the OCP microscaling formats. */
     F8_E8M0(8, "float8_e8m0fnu"),
+    /** Signed 16-bit integer. */
     I16(16, "int16"),
+    /** Unsigned 16-bit integer. */
     U16(16, "uint16"),
+    /** IEEE 754 half precision. */
     F16(16, "float16"),
+    /** bfloat16: float32's exponent, 7 mantissa bits. */
     BF16(16, "bfloat16"),
+    /** Signed 32-bit integer. */
     I32(32, "int32"),
+    /** Unsigned 32-bit integer. */
     U32(32, "uint32"),
+    /** IEEE 754 single precision. */
     F32(32, "float32"),
     /** Complex of two F32 parts. */
     C64(64, "complex64"),
+    /** IEEE 754 double precision. */
     F64(64, "float64"),
+    /** Signed 64-bit integer. */
     I64(64, "int64"),
+    /** Unsigned 64-bit integer. */
     U64(64, "uint64");
 
     private final int bits;

@@ -9,9 +9,20 @@ public interface Placement {
     /** Host memory (libphoenix's device id -1). */
     int HOST = -1;
 
+    /**
+     * The target of one tensor.
+     *
+     * @param tensor a tensor the load selected
+     * @return a device id, or {@link #HOST}
+     */
     int targetOf(TensorInfo tensor);
 
-    /** Everything on one target. */
+    /**
+     * Everything on one target.
+     *
+     * @param target a device id, or {@link #HOST}
+     * @return a placement that answers {@code target} for every tensor
+     */
     static Placement all(int target) {
         return t -> target;
     }

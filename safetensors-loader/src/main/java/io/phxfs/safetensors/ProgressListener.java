@@ -9,5 +9,11 @@ package io.phxfs.safetensors;
  */
 @FunctionalInterface
 public interface ProgressListener {
+    /**
+     * One progress report.
+     *
+     * @param done  bytes of the plan read so far
+     * @param total bytes the plan reads in all
+     */
     void onProgress(long done, long total);
 }

@@ -17,6 +17,8 @@ public class SafetensorsFormatException extends IllegalArgumentException {
     private final String problem;
 
     /**
+     * A malformed file.
+     *
      * @param file    the file that is malformed
      * @param subject the tensor or field at fault (e.g. {@code "tensor 'wte.weight'"}), or null
      *                when the problem concerns the file as a whole
@@ -26,6 +28,14 @@ public class SafetensorsFormatException extends IllegalArgumentException {
         this(file, subject, problem, null);
     }
 
+    /**
+     * A malformed file, found through another exception (a JSON parse error, an I/O error).
+     *
+     * @param file    the file that is malformed
+     * @param subject the tensor or field at fault, or null for the file as a whole
+     * @param problem what is wrong
+     * @param cause   the exception that revealed it
+     */
     public SafetensorsFormatException(Path file, String subject, String problem, Throwable cause) {
         super(oneLine(file + ": " + (subject == null ? "" : subject + ": ") + problem), cause);
         this.file = file;

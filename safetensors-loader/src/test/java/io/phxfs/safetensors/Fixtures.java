@@ -12,7 +12,7 @@ import java.util.TreeMap;
 
 
 /**
- * The reference fixtures in testdata/fixtures (copied from the workplace's ../shared/fixtures; written by torch, safetensors and
+ * The reference fixtures in testdata/fixtures (testdata/README.md; written by torch, safetensors and
  * transformers) and their reference.json. Shared with the CLI tests through the test jar.
  */
 public final class Fixtures {

@@ -1,5 +1,6 @@
 package io.phxfs.cli;
 
+import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
 import java.io.PrintWriter;
 import picocli.CommandLine;
@@ -14,6 +15,14 @@ public final class PhoenixCli {
     /** Exit code for invalid input (bad arguments, malformed files). */
     public static final int EXIT_INVALID = 2;
 
+    private PhoenixCli() {
+    }
+
+    /**
+     * Runs one command and exits with its status: 0 done, 2 invalid input, 1 any other failure.
+     *
+     * @param args the command line, e.g. {@code load --host model.safetensors}
+     */
     public static void main(String[] args) {
         System.exit(run(args));
     }
@@ -46,11 +55,17 @@ public final class PhoenixCli {
         return cli.execute(args);
     }
 
+    /** The project's version, then the version of the libphoenix this JVM loads (they agree in a release). */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
-            String v = PhoenixCli.class.getPackage().getImplementationVersion();
-            return new String[] {"phoenix " + (v == null ? "dev" : v)};
+            String library;
+            try {
+                library = "libphoenix " + Phoenix.libraryVersion();
+            } catch (UnsatisfiedLinkError | RuntimeException e) {
+                library = "libphoenix not loaded: " + e.getMessage();
+            }
+            return new String[] {"phoenix " + Phoenix.bindingsVersion(), library};
         }
     }
 }

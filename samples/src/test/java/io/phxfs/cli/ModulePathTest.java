@@ -79,4 +79,19 @@ class ModulePathTest {
             assertEquals(e.getValue().sha256(), tensors.path(e.getKey()).path("sha256").asText(), e.getKey());
         }
     }
+
+    @Test
+    void versionReadsItsResourceAsANamedModule() throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        ProcessBuilder pb = new ProcessBuilder(java, "--module-path", modulePath(),
+                "--enable-native-access=io.phxfs.core,io.phxfs.safetensors", "--illegal-native-access=deny",
+                "-m", "io.phxfs.cli/io.phxfs.cli.PhoenixCli", "--version").redirectErrorStream(true);
+        pb.environment().remove("PHX_LIBRARY_PATH");
+        Process proc = pb.start();
+        String out = new String(proc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(proc.waitFor(60, TimeUnit.SECONDS), "CLI did not finish");
+        assertEquals(0, proc.exitValue(), out);
+        String pom = VersionTest.pomVersion();
+        assertEquals("phoenix " + pom + "\nlibphoenix " + VersionTest.release(pom) + "\n", out);
+    }
 }
