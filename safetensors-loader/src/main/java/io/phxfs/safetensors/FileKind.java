@@ -90,7 +90,7 @@ final class FileKind {
         return n > 8 && b[8] == '{' && b[5] == 0 && b[6] == 0 && b[7] == 0;
     }
 
-    /** The bytes as text, or null when they are not UTF-8 or hold control characters. */
+    /** The bytes as text, or null when they are not UTF-8, hold control characters or are all blank. */
     private static String text(byte[] b, int n) {
         if (n == 0) {
             return null;
@@ -106,8 +106,8 @@ final class FileKind {
         }
         out.flip();
         String s = out.toString();
-        if (s.isEmpty()) {
-            return null;
+        if (s.isBlank()) {
+            return null; // a few tab or newline bytes are as likely the start of a binary length
         }
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);

@@ -58,9 +58,10 @@ public final class ModelFiles {
      * Opens a model: a {@code .safetensors} file, a directory with {@code model.safetensors}
      * or {@code model.safetensors.index.json}, or an index file.
      *
-     * @throws IllegalArgumentException   when the path does not exist (the message reads
-     *                                    {@code "open PATH: ENOENT (No such file or directory)"}),
-     *                                    or is a directory without a model
+     * @throws IllegalArgumentException   when nothing is at the path (the message reads
+     *                                    {@code "open PATH: ENOENT (No such file or directory)"}, or
+     *                                    ENOTDIR under a file; the cause is a FileOperationException),
+     *                                    or it is a directory without a model
      * @throws FileOperationException     when the OS refuses to open a file (EACCES, ELOOP,
      *                                    ENOTDIR, EIO...): the message names the path and the reason
      * @throws SafetensorsFormatException when a file or the index is malformed, an index entry
