@@ -7,6 +7,10 @@ import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import io.phxfs.core.FileOperationException;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
@@ -32,19 +36,24 @@ final class IndexFile {
 
     /** Tensor name to the shard's normalised path, in the order of the index. */
     static Map<String, Path> read(Path index, long maxBytes) throws IOException {
-        long size;
+        byte[] bytes;
+        FileChannel channel;
         try {
-            size = Files.size(index);
+            channel = FileChannel.open(index, StandardOpenOption.READ);
         } catch (IOException e) {
             throw FileOperationException.of("open", index, e);
         }
-        if (size > maxBytes) {
-            throw new SafetensorsFormatException(index, null, "index is " + size + " bytes, over the limit of "
-                    + maxBytes);
-        }
-        byte[] bytes;
-        try {
-            bytes = Files.readAllBytes(index);
+        try (FileChannel ch = channel) {
+            long size = ch.size();
+            if (size > maxBytes) {
+                throw new SafetensorsFormatException(index, null, "index is " + size + " bytes, over the limit of "
+                        + maxBytes);
+            }
+            ByteBuffer b = ByteBuffer.allocate((int) size);
+            while (b.hasRemaining() && ch.read(b, b.position()) > 0) {
+                // a file that shrinks meanwhile ends the loop; what was read is checked as JSON
+            }
+            bytes = Arrays.copyOf(b.array(), b.position());
         } catch (IOException e) {
             throw FileOperationException.of("read", index, e);
         }
