@@ -148,4 +148,16 @@ class LoadErrorsTest {
                 + ": a JSON file that is not a safetensors index: no weight_map among its fields 'model_type',"
                 + " 'n_embd' (give the model directory or its .safetensors file)");
     }
+
+    @Test
+    void aDirectoryThatCannotBeWrittenNamesTheFileBeingCreated() throws Exception {
+        as.requireUser();
+        Path out = Files.createDirectory(dir.resolve("readonly"));
+        chmod(out, "r-xr-xr-x");
+        Path tmp = out.resolve(ModelFiles.SINGLE_FILE + ".tmp");
+        Cli r = as.run("gen-model", out.toString(), "--size", "400k", "--hidden", "64", "--intermediate", "224",
+                "--vocab", "100", "--heads", "4", "--kv-heads", "2");
+        assertEquals("phoenix: create " + tmp + ": EACCES (Permission denied)\n", r.err(), r.toString());
+        assertEquals(1, r.exit(), r.toString());
+    }
 }
