@@ -1,5 +1,19 @@
 package io.phxfs.core;
 
+import java.io.IOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
+import java.nio.file.FileSystemLoopException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.NotLinkException;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.OptionalInt;
+
 /**
  * Linux errno values that libphoenix returns (negated), with their symbolic names.
  * The numbers are the x86-64 / aarch64 Linux ones, the only platforms libphoenix targets.
@@ -63,6 +77,8 @@ public final class Errno {
     public static final int ENAMETOOLONG = 36;
     /** ENOSYS (38): Function not implemented. */
     public static final int ENOSYS = 38;
+    /** ENOTEMPTY (39): Directory not empty. */
+    public static final int ENOTEMPTY = 39;
     /** ELOOP (40): Too many levels of symbolic links. */
     public static final int ELOOP = 40;
     /** ENODATA (61): No data available. */
@@ -123,7 +139,7 @@ public final class Errno {
         NAMES[ENAMETOOLONG] = "ENAMETOOLONG";
         NAMES[37] = "ENOLCK";
         NAMES[ENOSYS] = "ENOSYS";
-        NAMES[39] = "ENOTEMPTY";
+        NAMES[ENOTEMPTY] = "ENOTEMPTY";
         NAMES[ELOOP] = "ELOOP";
         NAMES[ENODATA] = "ENODATA";
         NAMES[EOVERFLOW] = "EOVERFLOW";
@@ -143,5 +159,76 @@ public final class Errno {
         int e = Math.abs(errno);
         String n = e < NAMES.length ? NAMES[e] : null;
         return n != null ? n : "errno " + e;
+    }
+
+    /** The C library's text for errno ("Permission denied"); "" when it cannot be had. */
+    public static String text(int errno) {
+        return LibcMemory.strerror(Math.abs(errno));
+    }
+
+    /**
+     * The errno behind an I/O exception from java.nio, where it can be told: the JDK turns
+     * EACCES, ENOENT, EEXIST (and, per call, ENOTDIR, ENOTEMPTY, ELOOP, EXDEV) into subclasses
+     * of {@link FileSystemException} and keeps only strerror's text of every other errno (as the
+     * reason, or as the whole message of a plain IOException from a channel's read or write).
+     * That text is matched back to its number, so ENOSPC, EROFS, EISDIR, EIO... are recovered
+     * too. Empty for an exception that does not come from a failed system call.
+     */
+    public static OptionalInt of(IOException e) {
+        if (e instanceof FileOperationException f) {
+            return OptionalInt.of(f.errno());
+        }
+        if (e instanceof AccessDeniedException) {
+            return OptionalInt.of(EACCES);
+        }
+        if (e instanceof NoSuchFileException) {
+            return OptionalInt.of(ENOENT);
+        }
+        if (e instanceof FileAlreadyExistsException) {
+            return OptionalInt.of(EEXIST);
+        }
+        if (e instanceof NotDirectoryException) {
+            return OptionalInt.of(ENOTDIR);
+        }
+        if (e instanceof DirectoryNotEmptyException) {
+            return OptionalInt.of(ENOTEMPTY);
+        }
+        if (e instanceof FileSystemLoopException) {
+            return OptionalInt.of(ELOOP);
+        }
+        if (e instanceof NotLinkException) {
+            return OptionalInt.of(EINVAL);
+        }
+        if (e instanceof AtomicMoveNotSupportedException) {
+            return OptionalInt.of(EXDEV);
+        }
+        String text = e instanceof FileSystemException f ? f.getReason() : e.getMessage();
+        if (text == null || text.isEmpty()) {
+            return OptionalInt.empty();
+        }
+        Integer n = ByText.MAP.get(text);
+        if (n == null) {
+            // the JDK words ELOOP as strerror's text plus " or unable to access attributes of symbolic link"
+            int cut = text.indexOf(" or ");
+            n = cut > 0 ? ByText.MAP.get(text.substring(0, cut)) : null;
+        }
+        return n == null ? OptionalInt.empty() : OptionalInt.of(n);
+    }
+
+    /** strerror's text to errno, built on first use (it asks libc for each number once). */
+    private static final class ByText {
+        static final Map<String, Integer> MAP = build();
+
+        private static Map<String, Integer> build() {
+            Map<String, Integer> m = new HashMap<>();
+            for (int e = 1; e < 134; e++) {
+                String t = LibcMemory.strerror(e);
+                // glibc answers "Unknown error N" for gaps; such text identifies nothing
+                if (!t.isEmpty() && !t.startsWith("Unknown error")) {
+                    m.putIfAbsent(t, e);
+                }
+            }
+            return Map.copyOf(m);
+        }
     }
 }

@@ -1,6 +1,7 @@
 package io.phxfs.safetensors;
 
 import io.phxfs.core.Errno;
+import io.phxfs.core.FileOperationException;
 import io.phxfs.core.FileMapping;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
@@ -58,7 +59,10 @@ final class HostMapping implements AutoCloseable {
         try {
             size = Files.size(h.file());
         } catch (IOException e) {
-            throw new PhoenixException(h.file() + ": cannot read its size (" + e + ")", Errno.EIO);
+            // the same words as the mapping's own failures: "stat PATH: EACCES (Permission denied)"
+            int errno = FileOperationException.of("stat", h.file(), e) instanceof FileOperationException f
+                    ? f.errno() : Errno.EIO;
+            throw new PhoenixException("stat " + h.file(), errno, Errno.text(errno));
         }
         if (size != h.fileSize()) {
             throw new PhoenixException(h.file() + ": size is " + size + " bytes, the header parsed earlier implied "

@@ -5,7 +5,16 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadConstraints;
+import io.phxfs.core.FileOperationException;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -20,14 +29,44 @@ final class IndexFile {
     private IndexFile() {
     }
 
+    private static final String NOT_AN_INDEX = "a JSON file that is not a safetensors index: ";
+
+    /** Fields shown of a JSON object that is not an index. */
+    private static final int FIELDS_SHOWN = 6;
+
     /** Tensor name to the shard's normalised path, in the order of the index. */
     static Map<String, Path> read(Path index, long maxBytes) throws IOException {
-        long size = Files.size(index);
-        if (size > maxBytes) {
-            throw new SafetensorsFormatException(index, null, "index is " + size + " bytes, over the limit of "
-                    + maxBytes);
+        byte[] bytes;
+        FileChannel channel;
+        try {
+            channel = FileChannel.open(index, StandardOpenOption.READ);
+        } catch (IOException e) {
+            throw FileOperationException.of("open", index, e);
         }
-        byte[] bytes = Files.readAllBytes(index);
+        try (FileChannel ch = channel) {
+            long size = ch.size();
+            if (size > maxBytes) {
+                throw new SafetensorsFormatException(index, null, "index is " + size + " bytes, over the limit of "
+                        + maxBytes);
+            }
+            ByteBuffer b = ByteBuffer.allocate((int) size);
+            while (b.hasRemaining() && ch.read(b, b.position()) > 0) {
+                // a file that shrinks meanwhile ends the loop; what was read is checked as JSON
+            }
+            bytes = Arrays.copyOf(b.array(), b.position());
+        } catch (IOException e) {
+            throw FileOperationException.of("read", index, e);
+        }
+        if (!startsLikeJson(bytes)) {
+            // a safetensors file, an archive or prose named .json: say which, not where JSON broke
+            int n = Math.min(bytes.length, FileKind.SNIFF_BYTES);
+            String kind = FileKind.looksLikeSafetensors(bytes, n)
+                    ? "it is a safetensors file (load it by a name ending in .safetensors)"
+                    : FileKind.describe(bytes, n, bytes.length);
+            if (kind != null) {
+                throw new SafetensorsFormatException(index, null, "not a safetensors index: " + kind);
+            }
+        }
         long bad = Utf8.firstInvalid(bytes, bytes.length);
         if (bad >= 0) {
             throw new SafetensorsFormatException(index, null, "index is not valid UTF-8 (at byte " + bad + ")");
@@ -38,13 +77,16 @@ final class IndexFile {
                 .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
                 .build();
         Map<String, Path> weightMap = null;
+        List<String> fields = new ArrayList<>();
         try (JsonParser p = factory.createParser(bytes)) {
             JsonToken t = p.nextToken();
             if (t != JsonToken.START_OBJECT) {
-                throw new SafetensorsFormatException(index, null, "index is not a JSON object");
+                throw new SafetensorsFormatException(index, null, NOT_AN_INDEX + "index is not a JSON object ("
+                        + (t == JsonToken.START_ARRAY ? "an array" : "a single value") + " at the top)");
             }
             while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
                 String field = p.currentName();
+                fields.add(field);
                 t = p.nextToken();
                 if (!"weight_map".equals(field)) {
                     p.skipChildren(); // "metadata" and anything a newer writer adds
@@ -62,12 +104,38 @@ final class IndexFile {
             throw new SafetensorsFormatException(index, null, "index is not valid JSON: " + e.getOriginalMessage(), e);
         }
         if (weightMap == null) {
-            throw new SafetensorsFormatException(index, null, "no weight_map");
+            // config.json, tokenizer.json...: a model directory holds several JSON files
+            throw new SafetensorsFormatException(index, null, NOT_AN_INDEX + "no weight_map among its fields "
+                    + fieldList(fields) + " (give the model directory or its .safetensors file)");
         }
         if (weightMap.isEmpty()) {
             throw new SafetensorsFormatException(index, "field weight_map", "is empty");
         }
         return weightMap;
+    }
+
+    /** The first non-blank byte opens a JSON object or array (what an index starts with). */
+    private static boolean startsLikeJson(byte[] bytes) {
+        for (byte b : bytes) {
+            if (b != ' ' && b != '\t' && b != '\n' && b != '\r') {
+                return b == '{' || b == '[';
+            }
+        }
+        return true; // empty or blank: the JSON parser's own message fits
+    }
+
+    private static String fieldList(List<String> fields) {
+        if (fields.isEmpty()) {
+            return "(it has none)";
+        }
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < Math.min(fields.size(), FIELDS_SHOWN); i++) {
+            b.append(i == 0 ? "" : ", ").append(Names.quote(fields.get(i)));
+        }
+        if (fields.size() > FIELDS_SHOWN) {
+            b.append(" and ").append(fields.size() - FIELDS_SHOWN).append(" more");
+        }
+        return b.toString();
     }
 
     private static Map<String, Path> weightMap(JsonParser p, JsonToken t, Path index, Path dir) throws IOException {
@@ -90,7 +158,7 @@ final class IndexFile {
     }
 
     /** Resolves a shard name, refusing any that could leave the directory of the index. */
-    private static Path shard(String name, Path index, Path dir, String subject) {
+    private static Path shard(String name, Path index, Path dir, String subject) throws IOException {
         String shown = "shard " + Names.quote(name);
         if (name.isEmpty()) {
             throw new SafetensorsFormatException(index, subject, "empty shard file name");
@@ -114,8 +182,20 @@ final class IndexFile {
         if (!resolved.startsWith(dir.normalize())) {
             throw new SafetensorsFormatException(index, subject, shown + " leaves the model directory");
         }
-        if (!Files.isRegularFile(resolved)) {
+        BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(resolved, BasicFileAttributes.class);
+        } catch (NoSuchFileException e) {
             throw new SafetensorsFormatException(index, subject, shown + " does not exist (no file " + resolved + ")");
+        } catch (IOException e) {
+            // there, perhaps, but out of reach: that is no fault of the index
+            throw FileOperationException.of("open", resolved, e);
+        }
+        if (a.isDirectory()) {
+            throw new SafetensorsFormatException(index, subject, shown + " is a directory (" + resolved + ")");
+        }
+        if (!a.isRegularFile()) {
+            throw new SafetensorsFormatException(index, subject, shown + " is not a regular file (" + resolved + ")");
         }
         return resolved;
     }

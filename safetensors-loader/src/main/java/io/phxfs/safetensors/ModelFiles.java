@@ -1,6 +1,9 @@
 package io.phxfs.safetensors;
 
+import io.phxfs.core.FileOperationException;
 import java.io.IOException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -55,33 +58,63 @@ public final class ModelFiles {
      * Opens a model: a {@code .safetensors} file, a directory with {@code model.safetensors}
      * or {@code model.safetensors.index.json}, or an index file.
      *
-     * @throws IllegalArgumentException   when the path does not exist or holds no model
+     * @throws IllegalArgumentException   when nothing is at the path (the message reads
+     *                                    {@code "open PATH: ENOENT (No such file or directory)"}, or
+     *                                    ENOTDIR under a file; the cause is a FileOperationException),
+     *                                    or it is a directory without a model
+     * @throws FileOperationException     when the OS refuses to open a file (EACCES, ELOOP,
+     *                                    ENOTDIR, EIO...): the message names the path and the reason
      * @throws SafetensorsFormatException when a file or the index is malformed, an index entry
      *                                    leaves the directory or names a missing shard, or a tensor
      *                                    is claimed by two shards
      */
     public static ModelFiles open(Path path, SafetensorsParser parser) throws IOException {
-        if (!Files.exists(path)) {
-            throw new IllegalArgumentException(path + ": no such file or directory");
+        BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(path, BasicFileAttributes.class);
+        } catch (NoSuchFileException e) {
+            // invalid input rather than an I/O failure, in the same words as every other OS error
+            IOException described = FileOperationException.of("open", path, e);
+            throw new IllegalArgumentException(described.getMessage(), described);
+        } catch (IOException e) {
+            throw FileOperationException.of("open", path, e);
         }
-        if (Files.isDirectory(path)) {
+        if (a.isDirectory()) {
+            // each name is tried directly rather than looked up in a listing: a directory with
+            // search but no read permission (mode 0711) cannot be listed, yet its files open
             Path single = path.resolve(SINGLE_FILE);
-            if (Files.isRegularFile(single)) {
+            if (attributes(single) != null) {
                 return of(path, parser.parse(single));
             }
             Path idx = path.resolve(INDEX_FILE);
-            if (Files.isRegularFile(idx)) {
+            if (attributes(idx) != null) {
                 return sharded(idx, parser);
             }
             throw new IllegalArgumentException(path + ": no " + SINGLE_FILE + " or " + INDEX_FILE + " in the directory");
         }
-        if (!Files.isRegularFile(path)) {
+        if (!a.isRegularFile()) {
             throw new IllegalArgumentException(path + ": not a regular file or directory");
         }
         if (path.getFileName().toString().endsWith(".json")) {
             return sharded(path, parser);
         }
         return of(path, parser.parse(path));
+    }
+
+    /**
+     * The attributes of what {@code path} names, following links; null when nothing is there.
+     * Every other failure (EACCES, ELOOP, ENOTDIR...) is thrown: Files.exists and isRegularFile
+     * would fold them into "no such file", which sends a user who lacks a permission looking
+     * for a file that is there.
+     */
+    private static BasicFileAttributes attributes(Path path) throws IOException {
+        try {
+            return Files.readAttributes(path, BasicFileAttributes.class);
+        } catch (NoSuchFileException e) {
+            return null;
+        } catch (IOException e) {
+            throw FileOperationException.of("open", path, e);
+        }
     }
 
     /** A model of files already parsed (names must not repeat across them). */

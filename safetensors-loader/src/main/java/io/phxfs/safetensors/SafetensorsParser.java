@@ -1,5 +1,6 @@
 package io.phxfs.safetensors;
 
+import io.phxfs.core.FileOperationException;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -50,34 +51,62 @@ public final class SafetensorsParser {
     /**
      * Parses {@code file}.
      *
-     * @throws SafetensorsFormatException when the file breaks the format
-     * @throws IOException                when it cannot be read
+     * @throws SafetensorsFormatException when the file breaks the format; a file of another kind
+     *                                    (text, a zip archive, a pickle...) is named as such
+     * @throws FileOperationException     when the OS refuses to open or read it (EACCES,
+     *                                    EISDIR for a directory...), naming the path and reason
+     * @throws IOException                when it cannot be read for another reason
      */
     public SafetensorsHeader parse(Path file) throws IOException {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
-            long size = ch.size();
-            if (size < SafetensorsHeader.LENGTH_PREFIX) {
-                throw new SafetensorsFormatException(file, null, size == 0
-                        ? "file is empty; a safetensors file starts with an 8-byte header length"
-                        : "file is only " + size + " bytes; a safetensors file starts with an 8-byte header length");
+        FileChannel channel;
+        try {
+            channel = FileChannel.open(file, StandardOpenOption.READ);
+        } catch (IOException e) {
+            throw FileOperationException.of("open", file, e);
+        }
+        try (FileChannel ch = channel) {
+            long size;
+            try {
+                size = ch.size();
+            } catch (IOException e) {
+                throw FileOperationException.of("stat", file, e);
             }
-            ByteBuffer prefix = ByteBuffer.allocate(SafetensorsHeader.LENGTH_PREFIX).order(ByteOrder.LITTLE_ENDIAN);
-            readFully(ch, prefix, 0, file);
-            long n = prefix.getLong(0);
+            if (size == 0) {
+                throw new SafetensorsFormatException(file, null,
+                        "file is empty; a safetensors file starts with an 8-byte header length");
+            }
+            // the first bytes, for saying what the file is when it is no safetensors file; this
+            // read is also the first, so a directory fails here with EISDIR
+            ByteBuffer start = ByteBuffer.allocate((int) Math.min(size, FileKind.SNIFF_BYTES));
+            readFully(ch, start, 0, file);
+            byte[] head = start.array();
+            if (size < SafetensorsHeader.LENGTH_PREFIX) {
+                throw wrongKindOr(file, head, size, null, "file is only " + size
+                        + " bytes; a safetensors file starts with an 8-byte header length");
+            }
+            long n = ByteBuffer.wrap(head, 0, SafetensorsHeader.LENGTH_PREFIX).order(ByteOrder.LITTLE_ENDIAN).getLong();
             long after = size - SafetensorsHeader.LENGTH_PREFIX;
             if (Long.compareUnsigned(n, maxHeaderBytes) > 0) {
-                throw new SafetensorsFormatException(file, "header length", Long.toUnsignedString(n)
+                throw wrongKindOr(file, head, size, "header length", Long.toUnsignedString(n)
                         + " bytes exceeds the limit of " + maxHeaderBytes + " bytes");
             }
             if (n > after) {
-                throw new SafetensorsFormatException(file, "header length", n + " bytes runs past the end of the file ("
+                throw wrongKindOr(file, head, size, "header length", n + " bytes runs past the end of the file ("
                         + after + " bytes follow the length)");
             }
             if (n == 0) {
-                throw new SafetensorsFormatException(file, "header length", "0 bytes; the header must be a JSON object");
+                throw wrongKindOr(file, head, size, "header length", "0 bytes; the header must be a JSON object");
             }
             byte[] header = new byte[(int) n];
             readFully(ch, ByteBuffer.wrap(header), SafetensorsHeader.LENGTH_PREFIX, file);
+            if (header[0] != '{') {
+                // a length that happens to fit (a pickle's or a zip's first bytes can) but no
+                // JSON object after it: the file's kind says more than the JSON error would
+                String kind = FileKind.describe(head, head.length, size);
+                if (kind != null) {
+                    throw new SafetensorsFormatException(file, null, "not a safetensors file: " + kind);
+                }
+            }
             long bad = Utf8.firstInvalid(header, header.length);
             if (bad >= 0) {
                 throw new SafetensorsFormatException(file, null, "header is not valid UTF-8 (at byte "
@@ -90,10 +119,24 @@ public final class SafetensorsParser {
         }
     }
 
+    /** "not a safetensors file: it is ..." when the start says what the file is, else the format error. */
+    private static SafetensorsFormatException wrongKindOr(Path file, byte[] head, long size, String subject,
+                                                          String problem) {
+        String kind = FileKind.describe(head, head.length, size);
+        return kind != null
+                ? new SafetensorsFormatException(file, null, "not a safetensors file: " + kind)
+                : new SafetensorsFormatException(file, subject, problem);
+    }
+
     private static void readFully(FileChannel ch, ByteBuffer buf, long pos, Path file) throws IOException {
         long start = pos;
         while (buf.hasRemaining()) {
-            int r = ch.read(buf, pos);
+            int r;
+            try {
+                r = ch.read(buf, pos);
+            } catch (IOException e) {
+                throw FileOperationException.of("read", file, e);
+            }
             if (r < 0) {
                 // The size was checked first: the file shrank while we read it.
                 throw new EOFException(file + ": file ended at byte " + pos + " while reading " + (buf.limit())

@@ -2,6 +2,7 @@ package io.phxfs.safetensors;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import io.phxfs.core.FileOperationException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -136,9 +137,15 @@ public final class SafetensorsWriter {
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
         ByteBuffer chunk = ByteBuffer.allocateDirect(CHUNK);
         long pos = 0;
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
-            pos += writeFully(ch, ByteBuffer.wrap(header), pos);
+        FileChannel channel;
+        try {
+            channel = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                    StandardOpenOption.TRUNCATE_EXISTING);
+        } catch (IOException e) {
+            throw FileOperationException.of("create", tmp, e);
+        }
+        try (FileChannel ch = channel) {
+            pos += writeFully(ch, ByteBuffer.wrap(header), pos, tmp);
             for (Spec t : tensors) {
                 long n = t.nbytes();
                 for (long off = 0; off < n; off += CHUNK) {
@@ -148,21 +155,31 @@ public final class SafetensorsWriter {
                     if (chunk.remaining() != (int) Math.min(CHUNK, n - off)) {
                         throw new IllegalStateException("filler left " + Names.tensor(t.name()) + " short at " + off);
                     }
-                    pos += writeFully(ch, chunk, pos);
+                    pos += writeFully(ch, chunk, pos, tmp);
                 }
             }
         } catch (IOException | RuntimeException e) {
             Files.deleteIfExists(tmp);
             throw e;
         }
-        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        try {
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            Files.deleteIfExists(tmp);
+            throw FileOperationException.of("rename " + tmp + " to", file, e);
+        }
         return pos;
     }
 
-    private static long writeFully(FileChannel ch, ByteBuffer b, long pos) throws IOException {
+    /** Writes all of {@code b}; ENOSPC, EDQUOT, EIO... come out as "write PATH: ENOSPC (No space left on device)". */
+    private static long writeFully(FileChannel ch, ByteBuffer b, long pos, Path file) throws IOException {
         long n = 0;
-        while (b.hasRemaining()) {
-            n += ch.write(b, pos + n);
+        try {
+            while (b.hasRemaining()) {
+                n += ch.write(b, pos + n);
+            }
+        } catch (IOException e) {
+            throw FileOperationException.of("write", file, e);
         }
         return n;
     }

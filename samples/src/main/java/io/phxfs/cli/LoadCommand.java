@@ -39,7 +39,8 @@ import picocli.CommandLine.Spec;
                         + " --copy gives writable copies instead.",
                 "PATH is a .safetensors file, a model directory (model.safetensors or model.safetensors.index.json)"
                         + " or an index file.",
-                "Exit status: 0 loaded, 2 invalid input (malformed file, missing path), 1 other failures."})
+                "Exit status: 0 loaded; 2 invalid input (a malformed file or one of another kind, a path that"
+                        + " leads to no file: ENOENT, ENOTDIR, EISDIR, ELOOP); 1 other failures (EACCES, EIO...)."})
 final class LoadCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "PATH", description = "A .safetensors file, a model directory or an index file.")
     Path path;

@@ -1,8 +1,13 @@
 package io.phxfs.cli;
 
+import io.phxfs.core.Errno;
+import io.phxfs.core.FileOperationException;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
 import java.io.PrintWriter;
+import java.nio.file.FileSystemException;
+import java.nio.file.Path;
+import java.util.Set;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -17,6 +22,10 @@ public final class PhoenixCli {
 
     private PhoenixCli() {
     }
+
+    /** Errors that say the path given leads to no usable file: invalid input, as a malformed file is. */
+    private static final Set<Integer> BAD_PATH = Set.of(Errno.ENOENT, Errno.ENOTDIR, Errno.EISDIR, Errno.ELOOP,
+            Errno.ENAMETOOLONG);
 
     /**
      * Runs one command and exits with its status: 0 done, 2 invalid input, 1 any other failure.
@@ -41,18 +50,37 @@ public final class PhoenixCli {
             cli.setErr(err);
         }
         // IllegalArgumentException covers SafetensorsFormatException: a malformed file is invalid input,
-        // as is a command line picocli cannot parse
+        // as is a command line picocli cannot parse, and a path that leads to no file
         cli.setExitCodeExceptionMapper(e -> e instanceof IllegalArgumentException
-                || e instanceof CommandLine.ParameterException ? EXIT_INVALID : 1);
-        cli.setExecutionExceptionHandler((e, cmd, parsed) -> {
+                || e instanceof CommandLine.ParameterException
+                || e instanceof FileOperationException f && BAD_PATH.contains(f.errno()) ? EXIT_INVALID : 1);
+        cli.setExecutionExceptionHandler((e0, cmd, parsed) -> {
+            Exception e = describe(e0);
             // one line naming what failed; a stack trace helps nobody who passed a wrong path
-            String what = e instanceof PhoenixException ? "phoenix: " : "phoenix: error: ";
+            String what = e instanceof PhoenixException || e instanceof FileOperationException
+                    ? "phoenix: " : "phoenix: error: ";
             String message = e.getMessage() == null ? e.toString() : e.getMessage();
             cmd.getErr().println(what + message.replaceAll("[\\r\\n]+", " "));
             cmd.getErr().flush();
             return cmd.getExitCodeExceptionMapper().getExitCode(e);
         });
         return cli.execute(args);
+    }
+
+    /**
+     * java.nio's exception in the words of {@link FileOperationException} ("PATH: EACCES
+     * (Permission denied)"): an AccessDeniedException's own message is the bare path. The
+     * commands wrap what they can with the operation; this catches the rest.
+     */
+    private static Exception describe(Exception e) {
+        if (e instanceof IllegalArgumentException && e.getCause() instanceof FileOperationException f
+                && f.getMessage().equals(e.getMessage())) {
+            return f; // a missing path the library calls invalid input: worded, and prefixed, as the OS error it is
+        }
+        if (e instanceof FileSystemException f && !(e instanceof FileOperationException) && f.getFile() != null) {
+            return (Exception) FileOperationException.of(null, Path.of(f.getFile()), f);
+        }
+        return e;
     }
 
     /** The project's version, then the version of the libphoenix this JVM loads (they agree in a release). */

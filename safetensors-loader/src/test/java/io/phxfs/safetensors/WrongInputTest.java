@@ -1,0 +1,200 @@
+package io.phxfs.safetensors;
+
+import io.phxfs.core.Errno;
+import io.phxfs.core.FileOperationException;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.zip.GZIPOutputStream;
+import java.util.zip.ZipEntry;
+import java.util.zip.ZipOutputStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/**
+ * Files of another kind given as a model, and paths the OS refuses: the message says what the
+ * file is, or which OS error struck where, rather than the symptom a format check would report
+ * (a text file's first 8 bytes read as a header length of 7597121150586462243).
+ */
+class WrongInputTest {
+    @TempDir
+    Path dir;
+
+    private String refused(Path input) {
+        SafetensorsFormatException e = assertThrows(SafetensorsFormatException.class, () -> ModelFiles.open(input));
+        return e.getMessage();
+    }
+
+    private Path write(String name, byte[] bytes) throws IOException {
+        return TestFiles.write(dir.resolve(name), bytes);
+    }
+
+    private Path text(String name, String content) throws IOException {
+        return write(name, content.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void textSaysItIsText() throws IOException {
+        Path f = text("notes.safetensors", "hello world, this is text\n");
+        assertEquals(f + ": not a safetensors file: it starts with text \"hello world, this is text\\n\"", refused(f));
+    }
+
+    @Test
+    void textShorterThanTheLengthPrefixSaysItIsText() throws IOException {
+        Path f = text("short.safetensors", "hi\n");
+        assertEquals(f + ": not a safetensors file: it starts with text \"hi\\n\"", refused(f));
+    }
+
+    @Test
+    void longTextIsCutShort() throws IOException {
+        Path f = text("long.safetensors", "Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod");
+        assertEquals(f + ": not a safetensors file: it starts with text \"Lorem ipsum dolor sit amet, consectetur adipisci\"...",
+                refused(f));
+    }
+
+    @Test
+    void jsonRenamedSafetensorsSaysJson() throws IOException {
+        Path f = text("config.safetensors", "{\"model_type\": \"gpt2\"}");
+        assertEquals(f + ": not a safetensors file: it is JSON text, starting \"{\\\"model_type\\\": \\\"gpt2\\\"}\"".replace("\\\"", "\""),
+                refused(f));
+    }
+
+    @Test
+    void aWebPageSaysHtml() throws IOException {
+        Path f = text("model.safetensors", "<!DOCTYPE html>\n<html><body>Not Found</body></html>\n");
+        assertEquals(f + ": not a safetensors file: it is an HTML page (a download that returned a web page?), starting"
+                + " \"<!DOCTYPE html>\\n<html><body>Not Found</body></ht\"...", refused(f));
+    }
+
+    @Test
+    void aGitLfsPointerSaysTheContentWasNeverFetched() throws IOException {
+        Path f = text("model.safetensors", "version https://git-lfs.github.com/spec/v1\n"
+                + "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 548105171\n");
+        assertEquals(f + ": not a safetensors file: it is a Git LFS pointer, not the file's content"
+                + " (fetch the content with `git lfs pull`)", refused(f));
+    }
+
+    @Test
+    void aPyTorchZipCheckpointSaysZip() throws IOException {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        try (ZipOutputStream z = new ZipOutputStream(b)) {
+            z.putNextEntry(new ZipEntry("archive/data.pkl"));
+            z.write(new byte[] {(byte) 0x80, 2, '}', 'q', 0, '.'});
+        }
+        Path f = write("pytorch_model.safetensors", b.toByteArray());
+        assertEquals(f + ": not a safetensors file: it is a zip archive (a PyTorch .bin or .pt checkpoint is one;"
+                + " convert it to safetensors)", refused(f));
+    }
+
+    @Test
+    void aPickleSaysPickleEvenWhenItsFirstBytesMakeAFittingLength() throws IOException {
+        // protocol 2 then zeros: read as a length that is 640 bytes and fits the file, so only the
+        // header's first byte (not '{') shows it is no safetensors file
+        byte[] b = new byte[700];
+        b[0] = (byte) 0x80;
+        b[1] = 2;
+        b[8] = ']';
+        Path f = write("old.safetensors", b);
+        assertEquals(f + ": not a safetensors file: it is a Python pickle (a PyTorch checkpoint saved before torch 1.6"
+                + " is one; convert it to safetensors)", refused(f));
+    }
+
+    @Test
+    void compressedAndArchivedFilesSaySo() throws IOException {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        try (OutputStream z = new GZIPOutputStream(b)) {
+            z.write(TestFiles.withHeader("{}", 0));
+        }
+        Path gz = write("gz.safetensors", b.toByteArray());
+        assertEquals(gz + ": not a safetensors file: it is gzip-compressed (decompress it first)", refused(gz));
+
+        byte[] tar = new byte[1024];
+        byte[] name = "model.safetensors".getBytes(StandardCharsets.US_ASCII);
+        System.arraycopy(name, 0, tar, 0, name.length);
+        System.arraycopy("ustar\0".getBytes(StandardCharsets.US_ASCII), 0, tar, 257, 6);
+        Path t = write("tar.safetensors", tar);
+        assertEquals(t + ": not a safetensors file: it is a tar archive (unpack it first)", refused(t));
+
+        Path gguf = write("q4.safetensors", new byte[] {'G', 'G', 'U', 'F', 3, 0, 0, 0, 9, 9, 9, 9});
+        assertEquals(gguf + ": not a safetensors file: it is a GGUF model (llama.cpp's format)", refused(gguf));
+    }
+
+    @Test
+    void binaryThatLooksLikeNothingKeepsTheFormatError() throws IOException {
+        byte[] b = new byte[64];
+        Arrays.fill(b, (byte) 0xff);
+        Path f = write("noise.safetensors", b);
+        assertEquals(f + ": header length: 18446744073709551615 bytes exceeds the limit of 100000000 bytes", refused(f));
+        Path empty = write("empty.safetensors", new byte[0]);
+        assertEquals(empty + ": file is empty; a safetensors file starts with an 8-byte header length", refused(empty));
+    }
+
+    @Test
+    void aConfigJsonIsAJsonFileThatIsNoIndex() throws IOException {
+        Path f = text("config.json", "{\"architectures\": [\"GPT2LMHeadModel\"], \"model_type\": \"gpt2\", \"n_embd\": 768,"
+                + " \"n_head\": 12, \"n_layer\": 12, \"n_positions\": 1024, \"vocab_size\": 50257}");
+        assertEquals(f + ": a JSON file that is not a safetensors index: no weight_map among its fields"
+                + " 'architectures', 'model_type', 'n_embd', 'n_head', 'n_layer', 'n_positions' and 1 more"
+                + " (give the model directory or its .safetensors file)", refused(f));
+        Path array = text("tokens.json", "[1, 2, 3]");
+        assertEquals(array + ": a JSON file that is not a safetensors index: index is not a JSON object"
+                + " (an array at the top)", refused(array));
+    }
+
+    @Test
+    void aSafetensorsFileNamedJsonSaysSo() throws IOException {
+        Path f = write("weights.json", TestFiles.withHeader("{\"a\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}}", 4));
+        assertEquals(f + ": not a safetensors index: it is a safetensors file (load it by a name ending in"
+                + " .safetensors)", refused(f));
+    }
+
+    @Test
+    void aShardThatIsADirectoryIsNamed() throws IOException {
+        Files.createDirectories(dir.resolve("s1.safetensors"));
+        Path idx = text(ModelFiles.INDEX_FILE, "{\"weight_map\":{\"a\":\"s1.safetensors\"}}");
+        assertEquals(idx + ": weight_map entry 'a': shard 's1.safetensors' is a directory (" + dir.resolve("s1.safetensors")
+                + ")", refused(dir));
+    }
+
+    @Test
+    void aDirectoryParsedAsAFileIsEisdir() {
+        FileOperationException e = assertThrows(FileOperationException.class,
+                () -> SafetensorsParser.standard().parse(dir));
+        assertEquals(Errno.EISDIR, e.errno());
+        assertEquals("read " + dir + ": EISDIR (Is a directory)", e.getMessage());
+    }
+
+    @Test
+    void pathsTheOsRefusesNameTheirErrno() throws IOException {
+        Path missing = dir.resolve("absent");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(missing));
+        assertEquals("open " + missing + ": ENOENT (No such file or directory)", e.getMessage());
+
+        Path file = text("model.safetensors", "x");
+        Path below = file.resolve("model.safetensors");
+        // nothing can be at the path: invalid input, as a missing path is, in the OS's words
+        IllegalArgumentException notDir = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(below));
+        assertEquals("open " + below + ": ENOTDIR (Not a directory)", notDir.getMessage());
+        assertEquals(Errno.ENOTDIR, assertInstanceOf(FileOperationException.class, notDir.getCause()).errno());
+
+        Path loop = dir.resolve("loop");
+        Files.createSymbolicLink(loop, loop);
+        FileOperationException eloop = assertThrows(FileOperationException.class, () -> ModelFiles.open(loop));
+        assertEquals("open " + loop + ": ELOOP (Too many levels of symbolic links)", eloop.getMessage());
+        // a model directory whose expected file is the loop: not "no model.safetensors in the directory"
+        Path model = Files.createDirectories(dir.resolve("m"));
+        Files.createSymbolicLink(model.resolve(ModelFiles.SINGLE_FILE), model.resolve(ModelFiles.SINGLE_FILE));
+        FileOperationException inDir = assertThrows(FileOperationException.class, () -> ModelFiles.open(model));
+        assertEquals("open " + model.resolve(ModelFiles.SINGLE_FILE) + ": ELOOP (Too many levels of symbolic links)",
+                inDir.getMessage());
+        assertInstanceOf(IOException.class, inDir);
+    }
+}
