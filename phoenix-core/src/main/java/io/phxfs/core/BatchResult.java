@@ -30,32 +30,58 @@ public final class BatchResult {
         this.failed = f;
     }
 
-    /** Number of requests. */
+    /**
+     * Number of requests.
+     *
+     * @return the number of requests in the batch
+     */
     public int size() {
         return results.length;
     }
 
-    /** Bytes moved by request {@code i} (short only at end of file for reads), or a negative errno. */
+    /**
+     * Bytes moved by request {@code i} (short only at end of file for reads), or a negative errno.
+     *
+     * @param i the request's index, from 0 to {@link #size()} - 1
+     * @return the request's byte count, or a negative errno when it failed
+     */
     public long result(int i) {
         return results[i];
     }
 
-    /** Number of requests that failed. */
+    /**
+     * Number of requests that failed.
+     *
+     * @return the count of requests whose result is negative
+     */
     public int failed() {
         return failed;
     }
 
-    /** True when every request of the batch was a write. */
+    /**
+     * True when every request of the batch was a write.
+     *
+     * @return true when all requests were writes
+     */
     public boolean isWrite() {
         return write;
     }
 
-    /** True when request {@code i} was a write. */
+    /**
+     * True when request {@code i} was a write.
+     *
+     * @param i the request's index, from 0 to {@link #size()} - 1
+     * @return true when request {@code i} wrote to its file
+     */
     public boolean isWrite(int i) {
         return writes != null ? writes[i] : write;
     }
 
-    /** Sum of the bytes moved by the requests that succeeded. */
+    /**
+     * Sum of the bytes moved by the requests that succeeded.
+     *
+     * @return the sum of the positive results
+     */
     public long totalBytes() {
         long t = 0;
         for (long r : results) {
@@ -69,6 +95,9 @@ public final class BatchResult {
     /**
      * Throws the first failed request as a {@link PhoenixException} (with the count of the
      * others); returns this result when every request succeeded.
+     *
+     * @return this result, when no request failed
+     * @throws PhoenixException for the first failed request, when any failed
      */
     public BatchResult throwIfFailed() {
         if (failed == 0) {

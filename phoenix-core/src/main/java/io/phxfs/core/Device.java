@@ -92,7 +92,11 @@ public final class Device {
         closed = true;
     }
 
-    /** True once the {@link Phoenix} that opened it has been closed. */
+    /**
+     * True once the {@link Phoenix} that opened it has been closed.
+     *
+     * @return true when this device may no longer be used
+     */
     public boolean isClosed() {
         return closed;
     }
@@ -116,55 +120,101 @@ public final class Device {
         return new String(bytes, StandardCharsets.UTF_8);
     }
 
+    /**
+     * The device id, as passed to {@link Phoenix#device(int)}.
+     *
+     * @return the id, {@code >= 0}
+     */
     public int id() {
         return id;
     }
 
-    /** The transfer mode in use. */
+    /**
+     * The transfer mode in use.
+     *
+     * @return the mode libphoenix chose for this device
+     */
     public Mode mode() {
         return mode;
     }
 
-    /** The I/O engine in use. */
+    /**
+     * The I/O engine in use.
+     *
+     * @return the engine that moves this device's bytes
+     */
     public Engine engine() {
         return engine;
     }
 
-    /** Registration granularity (bytes). */
+    /**
+     * Registration granularity (bytes).
+     *
+     * @return the granularity, in bytes, of registrations on this device
+     */
     public long pageSize() {
         return pageSize;
     }
 
-    /** I/O worker threads serving this device. */
+    /**
+     * I/O worker threads serving this device.
+     *
+     * @return the number of worker threads
+     */
     public int workers() {
         return workers;
     }
 
-    /** Size of one bounce slot (bytes). */
+    /**
+     * Size of one bounce slot (bytes).
+     *
+     * @return the slot size, in bytes
+     */
     public long slotBytes() {
         return slotBytes;
     }
 
+    /**
+     * Bounce slots per I/O worker.
+     *
+     * @return the number of slots each worker owns
+     */
     public int slotsPerWorker() {
         return slotsPerWorker;
     }
 
-    /** "cuda", "fake" or "host". */
+    /**
+     * "cuda", "fake" or "host".
+     *
+     * @return the connector's name
+     */
     public String connector() {
         return connector;
     }
 
-    /** The device name as the vendor reports it. */
+    /**
+     * The device name as the vendor reports it.
+     *
+     * @return the vendor's device name
+     */
     public String name() {
         return name;
     }
 
-    /** Why faster modes were not chosen; "" when none was passed over. */
+    /**
+     * Why faster modes were not chosen; "" when none was passed over.
+     *
+     * @return the reasons, or "" when the fastest mode was chosen
+     */
     public String whyNotFaster() {
         return why;
     }
 
-    /** True when this device's memory is ordinary host memory (the host connector). */
+    /**
+     * True when this device's memory is ordinary host memory (the host connector).
+     *
+     * @return true for the host connector
+     */
     public boolean isHostMemory() {
         return "host".equals(connector);
     }
@@ -173,6 +223,9 @@ public final class Device {
      * Allocates device memory and registers it. Closing the buffer deregisters and frees it.
      * On accelerators the memory is zeroed; on the host connector its contents are undefined
      * and the buffer's {@link RegisteredBuffer#segment()} is present.
+     *
+     * @param bytes the size to allocate, {@code > 0}
+     * @return the registered buffer, owning the memory
      */
     public RegisteredBuffer allocate(long bytes) {
         return allocate(bytes, true);
@@ -182,6 +235,9 @@ public final class Device {
      * Like {@link #allocate(long)} without zeroing (1.2 ms per 5 GB on an H200): for callers
      * that overwrite every byte they expose before anyone reads it, such as a weight loader
      * whose reads cover the whole buffer.
+     *
+     * @param bytes the size to allocate, {@code > 0}
+     * @return the registered buffer, owning the memory, with undefined contents
      */
     public RegisteredBuffer allocateUninitialized(long bytes) {
         return allocate(bytes, false);
@@ -220,6 +276,9 @@ public final class Device {
      * host connector, host memory. An exact duplicate of a registered range shares it (the
      * registration is reference counted); any other overlap fails with EINVAL. Closing the
      * buffer deregisters the range and frees nothing.
+     *
+     * @param range the memory to register; only its address and length are used
+     * @return a buffer over {@code range} that frees nothing when closed
      */
     public RegisteredBuffer register(MemorySegment range) {
         if (range.byteSize() <= 0) {
@@ -242,6 +301,9 @@ public final class Device {
      *
      * @throws PhoenixException EINVAL, with libphoenix's message naming what the memory is
      *                          instead (host memory, another device's memory, unknown)
+     * @param devicePtr the start of the caller's device memory; only its address is used
+     * @param bytes the length of the memory, {@code > 0}
+     * @return a buffer over the caller's memory that frees nothing when closed
      */
     public RegisteredBuffer wrap(MemorySegment devicePtr, long bytes) {
         if (bytes <= 0) {
@@ -257,7 +319,13 @@ public final class Device {
         return RegisteredBuffer.registerDevice(this, ptr, bytes, false);
     }
 
-    /** Copies {@code dst.byteSize()} bytes from {@code src} at {@code srcOffset} into host memory. */
+    /**
+     * Copies {@code dst.byteSize()} bytes from {@code src} at {@code srcOffset} into host memory.
+     *
+     * @param src the device buffer to copy from, of this device
+     * @param srcOffset where in {@code src} the copy starts
+     * @param dst the host memory to fill; its size is the number of bytes copied
+     */
     public void copyToHost(RegisteredBuffer src, long srcOffset, MemorySegment dst) {
         checkOwn(src, "copyToHost");
         long len = dst.byteSize();
@@ -291,7 +359,13 @@ public final class Device {
         }
     }
 
-    /** Copies all of {@code src} (host memory) into {@code dst} at {@code dstOffset}. */
+    /**
+     * Copies all of {@code src} (host memory) into {@code dst} at {@code dstOffset}.
+     *
+     * @param src the host memory to copy; its size is the number of bytes copied
+     * @param dst the device buffer to copy into, of this device
+     * @param dstOffset where in {@code dst} the copy starts
+     */
     public void copyToDevice(MemorySegment src, RegisteredBuffer dst, long dstOffset) {
         checkOwn(dst, "copyToDevice");
         long len = src.byteSize();
@@ -324,7 +398,11 @@ public final class Device {
         }
     }
 
-    /** A new stream for stream-ordered I/O ({@link PhxFile#readAsync}). */
+    /**
+     * A new stream for stream-ordered I/O ({@link PhxFile#readAsync}).
+     *
+     * @return a stream owned by the caller, who closes it
+     */
     public DeviceStream createStream() {
         checkOpen();
         try (Arena arena = Arena.ofConfined()) {

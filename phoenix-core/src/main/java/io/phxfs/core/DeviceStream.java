@@ -45,6 +45,9 @@ public final class DeviceStream implements AutoCloseable {
      *
      * @throws IllegalArgumentException for a NULL stream (libphoenix reads NULL as "run now")
      * @throws PhoenixException         EINVAL when the stream does not belong to {@code device}
+     * @param device the device the stream belongs to
+     * @param stream the caller's native stream handle; not NULL
+     * @return a stream that queues work on {@code stream} and does not own it
      */
     public static DeviceStream wrap(Device device, MemorySegment stream) {
         if (stream.address() == 0) {
@@ -60,16 +63,29 @@ public final class DeviceStream implements AutoCloseable {
         return new DeviceStream(device, h, false);
     }
 
-    /** False for a caller's stream ({@link #wrap}), which close leaves alive. */
+    /**
+     * False for a caller's stream ({@link #wrap}), which close leaves alive.
+     *
+     * @return true when this object created the stream and {@link #close()} destroys it
+     */
     public boolean ownsStream() {
         return owned;
     }
 
+    /**
+     * The device whose memory this stream's operations use.
+     *
+     * @return the device
+     */
     public Device device() {
         return device;
     }
 
-    /** The native stream handle (a CUstream for cuda), e.g. to order other work on it. */
+    /**
+     * The native stream handle (a CUstream for cuda), e.g. to order other work on it.
+     *
+     * @return the handle, owned by this stream when {@link #ownsStream()}
+     */
     public MemorySegment handle() {
         checkOpen();
         return handle;
@@ -106,6 +122,11 @@ public final class DeviceStream implements AutoCloseable {
      * stream has been synchronised.
      *
      * @throws IndexOutOfBoundsException when a range falls outside its buffer
+     * @param src the host memory to copy from
+     * @param srcOffset where in {@code src} the copy starts
+     * @param dst the device memory to copy into
+     * @param dstOffset where in {@code dst} the copy starts
+     * @param n the number of bytes to copy
      */
     public void copyToDevice(RegisteredBuffer src, long srcOffset, RegisteredBuffer dst, long dstOffset, long n) {
         copy(true, src, srcOffset, dst, dstOffset, n);
@@ -116,6 +137,12 @@ public final class DeviceStream implements AutoCloseable {
      * {@code srcOffset} to host memory {@code dst} at {@code dstOffset}
      * (phxfs_memcpy_to_host_async); the bytes are there once the stream has been
      * synchronised. See {@link #copyToDevice}.
+     *
+     * @param src the device memory to copy from
+     * @param srcOffset where in {@code src} the copy starts
+     * @param dst the host memory to copy into
+     * @param dstOffset where in {@code dst} the copy starts
+     * @param n the number of bytes to copy
      */
     public void copyToHost(RegisteredBuffer src, long srcOffset, RegisteredBuffer dst, long dstOffset, long n) {
         copy(false, src, srcOffset, dst, dstOffset, n);
@@ -196,6 +223,11 @@ public final class DeviceStream implements AutoCloseable {
         held.clear();
     }
 
+    /**
+     * Whether {@link #close()} has been called.
+     *
+     * @return true once the stream is closed
+     */
     public synchronized boolean isClosed() {
         return closed;
     }

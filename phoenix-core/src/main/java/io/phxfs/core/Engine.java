@@ -13,7 +13,11 @@ public enum Engine {
         this.code = code;
     }
 
-    /** The phxfs_engine_t value. */
+    /**
+     * The phxfs_engine_t value.
+     *
+     * @return the value libphoenix uses for this engine
+     */
     public int code() {
         return code;
     }

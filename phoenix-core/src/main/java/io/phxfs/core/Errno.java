@@ -154,14 +154,24 @@ public final class Errno {
     private Errno() {
     }
 
-    /** The symbolic name ("EFAULT"), or "errno N" for a number this table does not know. */
+    /**
+     * The symbolic name ("EFAULT"), or "errno N" for a number this table does not know.
+     *
+     * @param errno an errno value, positive or negated
+     * @return the name, e.g. "EFAULT"
+     */
     public static String name(int errno) {
         int e = Math.abs(errno);
         String n = e < NAMES.length ? NAMES[e] : null;
         return n != null ? n : "errno " + e;
     }
 
-    /** The C library's text for errno ("Permission denied"); "" when it cannot be had. */
+    /**
+     * The C library's text for errno ("Permission denied"); "" when it cannot be had.
+     *
+     * @param errno an errno value, positive or negated
+     * @return strerror's text, or ""
+     */
     public static String text(int errno) {
         return LibcMemory.strerror(Math.abs(errno));
     }
@@ -173,6 +183,9 @@ public final class Errno {
      * reason, or as the whole message of a plain IOException from a channel's read or write).
      * That text is matched back to its number, so ENOSPC, EROFS, EISDIR, EIO... are recovered
      * too. Empty for an exception that does not come from a failed system call.
+     *
+     * @param e the exception to examine
+     * @return the errno, or empty when it cannot be told
      */
     public static OptionalInt of(IOException e) {
         if (e instanceof FileOperationException f) {

@@ -32,9 +32,17 @@ public final class FileMapping implements AutoCloseable {
     /**
      * {@code length} bytes of {@code file} from {@code offset}; both may be arbitrary (the
      * mapping starts at the page below {@code offset}).
+     *
+     * @param file the file to map
+     * @param offset the first byte of the range, {@code >= 0}
+     * @param length the number of bytes, {@code >= 0}
      */
     public record Range(Path file, long offset, long length) {
-        /** @throws IllegalArgumentException for a negative offset or length */
+        /**
+         * Checks the range.
+         *
+         * @throws IllegalArgumentException for a negative offset or length
+         */
         public Range {
             Objects.requireNonNull(file, "file");
             if (offset < 0 || length < 0) {
@@ -155,29 +163,47 @@ public final class FileMapping implements AutoCloseable {
      * {@link #offsetOf}. Access after {@link #close()} throws IllegalStateException.
      *
      * @throws IllegalStateException when closed
+     * @return the read-only segment over every range
      */
     public MemorySegment segment() {
         checkOpen();
         return segment;
     }
 
-    /** Where range {@code index}'s first byte is in {@link #segment()} (0 for the first range). */
+    /**
+     * Where range {@code index}'s first byte is in {@link #segment()} (0 for the first range).
+     *
+     * @param index the range's position in {@link #ranges()}
+     * @return the offset, in bytes, of the range in the segment
+     */
     public long offsetOf(int index) {
         Objects.checkIndex(index, offsets.length);
         return offsets[index];
     }
 
-    /** The ranges, in the order given. */
+    /**
+     * The ranges, in the order given.
+     *
+     * @return the ranges, unmodifiable
+     */
     public List<Range> ranges() {
         return ranges;
     }
 
-    /** Bytes of {@link #segment()}: all ranges and the gaps between them. */
+    /**
+     * Bytes of {@link #segment()}: all ranges and the gaps between them.
+     *
+     * @return the segment's size in bytes
+     */
     public long byteSize() {
         return segment.byteSize();
     }
 
-    /** Whether {@link #close()} has unmapped the files. */
+    /**
+     * Whether {@link #close()} has unmapped the files.
+     *
+     * @return true once the mapping is closed
+     */
     public boolean isClosed() {
         return closed.get();
     }

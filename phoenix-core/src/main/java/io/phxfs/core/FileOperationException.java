@@ -20,12 +20,17 @@ import java.util.OptionalInt;
 public class FileOperationException extends FileSystemException {
     private static final long serialVersionUID = 1L;
 
+    /** What was attempted ("open", "read", ...); null when unknown. */
     private final String operation;
     private final transient Path path;
+    /** The positive errno value. */
     private final int errno;
+    /** What the path and errno leave unsaid, or null. */
     private final String detail;
 
     /**
+     * A failure of {@code operation} on {@code path} with {@code errno}.
+     *
      * @param operation what was attempted, e.g. "open", "read"; null when unknown
      * @param path      the path it was attempted on
      * @param errno     a positive errno value
@@ -48,6 +53,11 @@ public class FileOperationException extends FileSystemException {
      * when its errno can be told ({@link Errno#of}); otherwise returns {@code e} itself. An
      * EACCES caused by a directory above {@code path} that cannot be entered names that
      * directory: the OS's error does not say which component refused.
+     *
+     * @param operation what was attempted, e.g. "open"
+     * @param path the path it was attempted on
+     * @param e the exception the operation threw
+     * @return a FileOperationException describing {@code e}, or {@code e} itself
      */
     public static IOException of(String operation, Path path, IOException e) {
         if (e instanceof FileOperationException) {
@@ -101,22 +111,38 @@ public class FileOperationException extends FileSystemException {
         return null;
     }
 
-    /** What was attempted ("open", "read", ...); null when unknown. */
+    /**
+     * What was attempted ("open", "read", ...); null when unknown.
+     *
+     * @return the operation's name, or null
+     */
     public String operation() {
         return operation;
     }
 
-    /** The path the operation failed on. */
+    /**
+     * The path the operation failed on.
+     *
+     * @return the path
+     */
     public Path path() {
         return path;
     }
 
-    /** The positive errno value, e.g. {@link Errno#EACCES}. */
+    /**
+     * The positive errno value, e.g. {@link Errno#EACCES}.
+     *
+     * @return the errno, {@code > 0}
+     */
     public int errno() {
         return errno;
     }
 
-    /** The errno's symbolic name, e.g. "EACCES". */
+    /**
+     * The errno's symbolic name, e.g. "EACCES".
+     *
+     * @return the symbolic name of {@link #errno()}
+     */
     public String errnoName() {
         return Errno.name(errno);
     }

@@ -16,12 +16,21 @@ public final class Host {
     Host() {
     }
 
-    /** Device id of host memory. */
+    /**
+     * Device id of host memory.
+     *
+     * @return -1, the id libphoenix gives host memory
+     */
     public int id() {
         return -1;
     }
 
-    /** Page-aligned native memory, zero-filled; closing the buffer frees it. */
+    /**
+     * Page-aligned native memory, zero-filled; closing the buffer frees it.
+     *
+     * @param bytes the size to allocate, {@code > 0}
+     * @return a buffer that owns the memory
+     */
     public RegisteredBuffer allocate(long bytes) {
         if (bytes <= 0) {
             throw new IllegalArgumentException("allocate: bytes must be > 0, was " + bytes);
@@ -38,6 +47,9 @@ public final class Host {
     /**
      * Uses the caller's native segment as an I/O buffer. The caller keeps the memory alive
      * until the buffer and every operation on it are done; closing the buffer frees nothing.
+     *
+     * @param segment a native segment; heap segments are refused
+     * @return a buffer over {@code segment}
      */
     public RegisteredBuffer wrap(MemorySegment segment) {
         if (!segment.isNative()) {
@@ -62,6 +74,10 @@ public final class Host {
      * @throws PhoenixException         when the file cannot be opened or mapped; the message names
      *                                  the file and the OS reason, e.g.
      *                                  {@code "open /m/x.safetensors: EACCES (Permission denied)"}
+     * @param file the file to map
+     * @param offset the first byte to map
+     * @param length the number of bytes to map
+     * @return the mapping; closing it unmaps the file
      */
     public FileMapping map(Path file, long offset, long length) {
         return FileMapping.map(List.of(new FileMapping.Range(file, offset, length)), false);
@@ -71,6 +87,8 @@ public final class Host {
      * Maps the whole of {@code file} read-only; see {@link #map(Path, long, long)}.
      *
      * @throws PhoenixException when the file cannot be opened or mapped
+     * @param file the file to map
+     * @return the mapping; closing it unmaps the file
      */
     public FileMapping map(Path file) {
         return FileMapping.mapWhole(file);
@@ -85,6 +103,8 @@ public final class Host {
      *                 before returning); false to fault pages in on first access
      * @throws IllegalArgumentException when {@code ranges} is empty or a range reaches past the end of its file
      * @throws PhoenixException         when a file cannot be opened or mapped (message names file and reason)
+     * @param ranges the file ranges to map, in order
+     * @return one mapping over all ranges; closing it unmaps them
      */
     public FileMapping map(List<FileMapping.Range> ranges, boolean populate) {
         return FileMapping.map(ranges, populate);
@@ -100,6 +120,8 @@ public final class Host {
      *
      * @throws IllegalArgumentException when {@code bytes <= 0}
      * @throws PhoenixException         ENOMEM (or another errno) when the kernel refuses the mapping
+     * @param bytes the size to allocate, {@code > 0}
+     * @return a buffer that owns the memory
      */
     public RegisteredBuffer allocateHuge(long bytes) {
         if (!LibcMemory.available()) {
@@ -113,6 +135,9 @@ public final class Host {
      * asynchronous copies ({@link DeviceStream#copyToDevice}, {@link DeviceStream#copyToHost});
      * outside the devices' pinned pools. On a machine without an accelerator it is ordinary
      * page-aligned memory. The buffer owns it: closing frees it (phxfs_host_free_pinned).
+     *
+     * @param bytes the size to allocate, {@code > 0}
+     * @return a buffer that owns the pinned memory
      */
     public RegisteredBuffer allocatePinned(long bytes) {
         if (bytes <= 0) {

@@ -300,6 +300,7 @@ public final class IoBatch implements AutoCloseable {
      *
      * @throws PhoenixException when the batch could not run at all; failures of single
      *                          requests are in the {@link BatchResult}
+     * @return the per-request results
      */
     public BatchResult run() {
         int n;
@@ -350,6 +351,7 @@ public final class IoBatch implements AutoCloseable {
      * {@code phxfs_batch_wait}, which a server with many batches in flight cannot afford).
      *
      * @throws PhoenixException when libphoenix refuses to start it
+     * @return a future completed with the per-request results
      */
     public CompletableFuture<BatchResult> submit() {
         return start();
@@ -369,6 +371,7 @@ public final class IoBatch implements AutoCloseable {
      * work that may block.
      *
      * @throws PhoenixException when libphoenix refuses to start it
+     * @return a future completed with the per-request results
      */
     public CompletableFuture<BatchResult> submitAsync() {
         return start();
@@ -655,6 +658,8 @@ public final class IoBatch implements AutoCloseable {
     /**
      * Bytes the submitted batch has moved so far (for progress without splitting the batch);
      * after it completed, its total; 0 before the first submit.
+     *
+     * @return the bytes moved so far
      */
     public long bytesDone() {
         Submission s;

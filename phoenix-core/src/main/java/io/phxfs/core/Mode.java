@@ -17,7 +17,11 @@ public enum Mode {
         this.code = code;
     }
 
-    /** The phxfs_mode_t value. */
+    /**
+     * The phxfs_mode_t value.
+     *
+     * @return the value libphoenix uses for this mode
+     */
     public int code() {
         return code;
     }

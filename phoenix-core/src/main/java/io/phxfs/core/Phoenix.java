@@ -50,6 +50,7 @@ public final class Phoenix implements AutoCloseable {
      *
      * @throws UnsatisfiedLinkError when libphoenix cannot be found or loaded
      * @throws PhoenixException     when phxfs_init fails
+     * @return the process-wide instance
      */
     public static Phoenix open() {
         Phoenix p = instance;
@@ -90,7 +91,11 @@ public final class Phoenix implements AutoCloseable {
         }
     }
 
-    /** Number of devices the selected connector sees; at least 1 (a CPU-only machine has a host device). */
+    /**
+     * Number of devices the selected connector sees; at least 1 (a CPU-only machine has a host device).
+     *
+     * @return the number of devices, {@code >= 1}
+     */
     public int deviceCount() {
         int n = DeviceCalls.deviceCount();
         if (n < 0) {
@@ -107,6 +112,7 @@ public final class Phoenix implements AutoCloseable {
      * @throws IllegalArgumentException when {@code id < 0}: the message points to {@link #host()}
      * @throws PhoenixException         ENODEV when no device has this id
      * @throws IllegalStateException    after {@link #close()}
+     * @return the open device
      */
     public Device device(int id) {
         if (id < 0) {
@@ -169,6 +175,11 @@ public final class Phoenix implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether {@link #close()} has been called.
+     *
+     * @return true once closed
+     */
     public boolean isClosed() {
         return closed;
     }
@@ -183,12 +194,18 @@ public final class Phoenix implements AutoCloseable {
      * Plain host memory (device id -1 in libphoenix's requests): the target for reading files
      * into the Java process's own memory, with no accelerator involved and no registration.
      * {@code device(-1)} does not return it; it throws.
+     *
+     * @return the host, the same object on every call
      */
     public Host host() {
         return host;
     }
 
-    /** libphoenix's registration granularity (bytes). */
+    /**
+     * libphoenix's registration granularity (bytes).
+     *
+     * @return the granularity in bytes
+     */
     public long pageSize() {
         return DeviceCalls.getPageSize();
     }
@@ -206,6 +223,8 @@ public final class Phoenix implements AutoCloseable {
      * </ul>
      *
      * @throws PhoenixException EBUSY for a pool key, EINVAL for an unknown key or a bad value
+     * @param key the key, e.g. "workers"
+     * @param value the key's new value, as text
      */
     public void setConfig(String key, String value) {
         try (Arena arena = Arena.ofConfined()) {
@@ -216,7 +235,12 @@ public final class Phoenix implements AutoCloseable {
         }
     }
 
-    /** The effective value of a configuration key. */
+    /**
+     * The effective value of a configuration key.
+     *
+     * @param key the key, e.g. "workers"
+     * @return the value libphoenix uses, as text
+     */
     public String getConfig(String key) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment k = arena.allocateFrom(key);
@@ -287,7 +311,11 @@ public final class Phoenix implements AutoCloseable {
         }
     }
 
-    /** The libphoenix file actually loaded (an extracted copy unless phx.library.path is set). */
+    /**
+     * The libphoenix file actually loaded (an extracted copy unless phx.library.path is set).
+     *
+     * @return the path of the loaded library
+     */
     public String libraryPath() {
         return NativeLibrary.LOADED_FROM.toString();
     }

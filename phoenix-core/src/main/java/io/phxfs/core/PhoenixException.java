@@ -11,7 +11,9 @@ package io.phxfs.core;
 public class PhoenixException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The positive errno value. */
     private final int errno;
+    /** libphoenix's own message; "" when it gave none. */
     private final String nativeMessage;
 
     /**
@@ -45,17 +47,29 @@ public class PhoenixException extends RuntimeException {
         return new PhoenixException(what, (int) -negativeErrno, NativeLibrary.lastError());
     }
 
-    /** The positive errno value, e.g. {@link Errno#EFAULT}. */
+    /**
+     * The positive errno value, e.g. {@link Errno#EFAULT}.
+     *
+     * @return the errno, {@code > 0}
+     */
     public int errno() {
         return errno;
     }
 
-    /** The errno's symbolic name, e.g. "EFAULT". */
+    /**
+     * The errno's symbolic name, e.g. "EFAULT".
+     *
+     * @return the symbolic name of {@link #errno()}
+     */
     public String errnoName() {
         return Errno.name(errno);
     }
 
-    /** libphoenix's own message for this failure; "" when it gave none. */
+    /**
+     * libphoenix's own message for this failure; "" when it gave none.
+     *
+     * @return the message, or ""
+     */
     public String nativeMessage() {
         return nativeMessage;
     }

@@ -41,6 +41,9 @@ public final class PhxFile implements AutoCloseable {
      * Opens {@code path}. READ and WRITE together open it read-write; neither means READ.
      *
      * @throws PhoenixException naming the path when the open fails
+     * @param path the file to open
+     * @param modes how to open it
+     * @return the open file; the caller closes it
      */
     public static PhxFile open(Path path, OpenMode... modes) {
         EnumSet<OpenMode> set = EnumSet.noneOf(OpenMode.class);
@@ -69,17 +72,30 @@ public final class PhxFile implements AutoCloseable {
         }
     }
 
+    /**
+     * The path the file was opened with.
+     *
+     * @return the path
+     */
     public Path path() {
         return path;
     }
 
-    /** The file descriptor, for callers that mix in their own system calls. */
+    /**
+     * The file descriptor, for callers that mix in their own system calls.
+     *
+     * @return the open descriptor
+     */
     public int fd() {
         gate.checkOpen(this);
         return fd;
     }
 
-    /** Whether the file was opened with O_DIRECT (DIRECT requested and accepted by the file system). */
+    /**
+     * Whether the file was opened with O_DIRECT (DIRECT requested and accepted by the file system).
+     *
+     * @return true when reads and writes bypass the page cache
+     */
     public boolean isDirect() {
         return direct;
     }
@@ -90,6 +106,8 @@ public final class PhxFile implements AutoCloseable {
      * pages with mincore (every page of a file with fewer) rather than walking the whole file,
      * which for a multi-gigabyte file costs tens of milliseconds; the answer is good to about
      * 6 % and tells warm from cold, not which ranges are cached. An empty file counts as 1.0.
+     *
+     * @return the cached share, from 0.0 to 1.0
      */
     public double cachedFraction() {
         gate.acquire(this);
@@ -104,7 +122,11 @@ public final class PhxFile implements AutoCloseable {
         }
     }
 
-    /** The current size of the open file. */
+    /**
+     * The current size of the open file.
+     *
+     * @return the size in bytes
+     */
     public long size() {
         gate.acquire(this);
         try {
@@ -122,12 +144,24 @@ public final class PhxFile implements AutoCloseable {
      * Reads up to {@code nbytes} at {@code fileOffset} into {@code buf} at {@code bufOffset}.
      *
      * @return the bytes read: fewer than asked only at end of file
+     * @param buf the buffer to read into
+     * @param bufOffset where in {@code buf} the bytes go
+     * @param nbytes the most bytes to read
+     * @param fileOffset where in the file the read starts
      */
     public long read(RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
         return transfer(false, buf, bufOffset, nbytes, fileOffset);
     }
 
-    /** Writes {@code nbytes} from {@code buf} at {@code bufOffset} to the file at {@code fileOffset}. */
+    /**
+     * Writes {@code nbytes} from {@code buf} at {@code bufOffset} to the file at {@code fileOffset}.
+     *
+     * @param buf the buffer to write from
+     * @param bufOffset where in {@code buf} the bytes start
+     * @param nbytes the number of bytes to write
+     * @param fileOffset where in the file the write starts
+     * @return the bytes written
+     */
     public long write(RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
         return transfer(true, buf, bufOffset, nbytes, fileOffset);
     }
@@ -157,12 +191,28 @@ public final class PhxFile implements AutoCloseable {
      * <p>When libphoenix refuses the operation the PhoenixException is thrown here, and the
      * file and buffer still stay in use until the next synchronize: a partly enqueued
      * operation may yet run on the stream.
+     *
+     * @param stream the stream to queue the read on
+     * @param buf the buffer to read into
+     * @param bufOffset where in {@code buf} the bytes go
+     * @param nbytes the most bytes to read
+     * @param fileOffset where in the file the read starts
+     * @return the queued operation, whose result is known after synchronisation
      */
     public StreamOp readAsync(DeviceStream stream, RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
         return enqueue(false, stream, buf, bufOffset, nbytes, fileOffset);
     }
 
-    /** Enqueues a write on {@code stream}; see {@link #readAsync}. */
+    /**
+     * Enqueues a write on {@code stream}; see {@link #readAsync}.
+     *
+     * @param stream the stream to queue the write on
+     * @param buf the buffer to write from
+     * @param bufOffset where in {@code buf} the bytes start
+     * @param nbytes the number of bytes to write
+     * @param fileOffset where in the file the write starts
+     * @return the queued operation, whose result is known after synchronisation
+     */
     public StreamOp writeAsync(DeviceStream stream, RegisteredBuffer buf, long bufOffset, long nbytes, long fileOffset) {
         return enqueue(true, stream, buf, bufOffset, nbytes, fileOffset);
     }
@@ -223,6 +273,11 @@ public final class PhxFile implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether {@link #close()} has been called.
+     *
+     * @return true once closed
+     */
     public boolean isClosed() {
         return gate.isClosed();
     }

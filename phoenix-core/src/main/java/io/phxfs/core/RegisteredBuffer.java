@@ -95,28 +95,49 @@ public final class RegisteredBuffer implements AutoCloseable {
         return new RegisteredBuffer(Kind.HOST_WRAPPED, -1, seg.address(), seg.byteSize(), seg, seg.address(), seg, null);
     }
 
-    /** The device this memory belongs to; -1 for host memory. */
+    /**
+     * The device this memory belongs to; -1 for host memory.
+     *
+     * @return the device id, or -1
+     */
     public int deviceId() {
         return deviceId;
     }
 
-    /** True for host memory (device id -1), which libphoenix uses without registration. */
+    /**
+     * True for host memory (device id -1), which libphoenix uses without registration.
+     *
+     * @return true when the memory is host memory
+     */
     public boolean isHost() {
         return deviceId < 0;
     }
 
-    /** The start address (a device pointer for device memory). */
+    /**
+     * The start address (a device pointer for device memory).
+     *
+     * @return the address
+     */
     public long address() {
         gate.checkOpen(this);
         return address;
     }
 
-    /** The address libphoenix uses for this range (phxfs_regmem's target_addr). */
+    /**
+     * The address libphoenix uses for this range (phxfs_regmem's target_addr).
+     *
+     * @return the target address
+     */
     public long targetAddress() {
         gate.checkOpen(this);
         return targetAddress;
     }
 
+    /**
+     * The buffer's length.
+     *
+     * @return the size in bytes
+     */
     public long size() {
         return size;
     }
@@ -125,12 +146,19 @@ public final class RegisteredBuffer implements AutoCloseable {
      * The bytes as a segment, present when Java may access them directly: host memory and
      * device memory of the host connector. Device memory of an accelerator (or the fake
      * connector) is reached with {@link Device#copyToHost} / {@link Device#copyToDevice}.
+     *
+     * @return the segment, or empty for accelerator memory
      */
     public Optional<MemorySegment> segment() {
         gate.checkOpen(this);
         return Optional.ofNullable(hostView);
     }
 
+    /**
+     * Whether {@link #close()} has been called.
+     *
+     * @return true once closed
+     */
     public boolean isClosed() {
         return gate.isClosed();
     }

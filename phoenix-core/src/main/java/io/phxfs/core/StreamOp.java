@@ -83,7 +83,11 @@ public final class StreamOp {
         file.release(buffer);
     }
 
-    /** True once the stream has been synchronised past this operation. */
+    /**
+     * True once the stream has been synchronised past this operation.
+     *
+     * @return true when the result is known
+     */
     public boolean isDone() {
         return done;
     }
@@ -92,6 +96,7 @@ public final class StreamOp {
      * Bytes moved (short only at end of file), or a negative errno.
      *
      * @throws IllegalStateException before the stream has been synchronised
+     * @return the byte count or negative errno
      */
     public long bytesDone() {
         if (!done) {
@@ -100,11 +105,22 @@ public final class StreamOp {
         return bytesDone;
     }
 
+    /**
+     * Whether the operation failed.
+     *
+     * @return true when {@link #bytesDone()} is a negative errno
+     * @throws IllegalStateException before the stream has been synchronised
+     */
     public boolean failed() {
         return bytesDone() < 0;
     }
 
-    /** Throws the failure as a {@link PhoenixException}; returns the byte count otherwise. */
+    /**
+     * Throws the failure as a {@link PhoenixException}; returns the byte count otherwise.
+     *
+     * @return the bytes moved
+     * @throws PhoenixException when the operation failed
+     */
     public long throwIfFailed() {
         long n = bytesDone();
         if (n < 0) {
