@@ -49,7 +49,13 @@ public final class ModelFiles {
         this.fileOf = Collections.unmodifiableMap(m);
     }
 
-    /** {@link #open(Path, SafetensorsParser)} with the standard parser. */
+    /**
+     * {@link #open(Path, SafetensorsParser)} with the standard parser.
+     *
+     * @param path a {@code .safetensors} file, a model directory or an index file
+     * @return the opened model
+     * @throws IOException when a file or directory cannot be read
+     */
     public static ModelFiles open(Path path) throws IOException {
         return open(path, SafetensorsParser.standard());
     }
@@ -67,6 +73,9 @@ public final class ModelFiles {
      * @throws SafetensorsFormatException when a file or the index is malformed, an index entry
      *                                    leaves the directory or names a missing shard, or a tensor
      *                                    is claimed by two shards
+     * @param path a {@code .safetensors} file, a model directory or an index file
+     * @param parser the parser for the files' headers
+     * @return the opened model
      */
     public static ModelFiles open(Path path, SafetensorsParser parser) throws IOException {
         BasicFileAttributes a;
@@ -117,7 +126,12 @@ public final class ModelFiles {
         }
     }
 
-    /** A model of files already parsed (names must not repeat across them). */
+    /**
+     * A model of files already parsed (names must not repeat across them).
+     *
+     * @param files the parsed files, the first one's directory being the model's
+     * @return a model of these files
+     */
     public static ModelFiles of(SafetensorsHeader... files) {
         if (files.length == 0) {
             throw new IllegalArgumentException("a model needs at least one file");
@@ -163,42 +177,77 @@ public final class ModelFiles {
         return new ModelFiles(index, IndexFile.directoryOf(index), index, headers);
     }
 
-    /** The path the model was opened from. */
+    /**
+     * The path the model was opened from.
+     *
+     * @return the path given to {@link #open(Path)}
+     */
     public Path path() {
         return path;
     }
 
-    /** The directory the files lie in; file names in reports are relative to it. */
+    /**
+     * The directory the files lie in; file names in reports are relative to it.
+     *
+     * @return the model's directory
+     */
     public Path directory() {
         return directory;
     }
 
-    /** The index file of a sharded model. */
+    /**
+     * The index file of a sharded model.
+     *
+     * @return the index file, or empty for a single-file model
+     */
     public Optional<Path> index() {
         return Optional.ofNullable(index);
     }
 
-    /** The files, shards sorted by name. */
+    /**
+     * The files, shards sorted by name.
+     *
+     * @return the files' parsed headers
+     */
     public List<SafetensorsHeader> files() {
         return files;
     }
 
-    /** All tensor names, file by file in offset order. */
+    /**
+     * All tensor names, file by file in offset order.
+     *
+     * @return the names, unmodifiable
+     */
     public Set<String> names() {
         return fileOf.keySet();
     }
 
+    /**
+     * The tensor of this name, in whichever file holds it.
+     *
+     * @param name the tensor's name
+     * @return the tensor, or empty when the model has none of this name
+     */
     public Optional<TensorInfo> tensor(String name) {
         SafetensorsHeader h = fileOf.get(name);
         return h == null ? Optional.empty() : h.tensor(name);
     }
 
-    /** The file holding a tensor. */
+    /**
+     * The file holding a tensor.
+     *
+     * @param name the tensor's name
+     * @return the file's header, or empty when the model has no tensor of this name
+     */
     public Optional<SafetensorsHeader> fileOf(String name) {
         return Optional.ofNullable(fileOf.get(name));
     }
 
-    /** Sum of all tensors' bytes. */
+    /**
+     * Sum of all tensors' bytes.
+     *
+     * @return the data bytes of every file together
+     */
     public long tensorBytes() {
         long n = 0;
         for (SafetensorsHeader h : files) {
@@ -207,7 +256,12 @@ public final class ModelFiles {
         return n;
     }
 
-    /** A file's name relative to the model directory, for reports. */
+    /**
+     * A file's name relative to the model directory, for reports.
+     *
+     * @param file a file of the model
+     * @return the name relative to {@link #directory()}, or {@code file} as given when it lies outside
+     */
     public String relativeName(Path file) {
         Path abs = file.toAbsolutePath().normalize();
         Path dir = directory.toAbsolutePath().normalize();

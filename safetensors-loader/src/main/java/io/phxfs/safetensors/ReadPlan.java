@@ -30,6 +30,9 @@ import java.util.TreeSet;
  */
 public final class ReadPlan {
     /**
+     * How requests are formed: which tensors are merged into one read, and how reads are
+     * aligned and split.
+     *
      * @param mergeGap        largest gap (bytes) between two tensors that are still read together
      * @param alignment       file-offset, length and slot alignment; a power of two
      * @param maxRequestBytes largest single request; a multiple of {@code alignment}
@@ -39,6 +42,13 @@ public final class ReadPlan {
         public static final long DEFAULT_ALIGNMENT = 4096;
         public static final long DEFAULT_MAX_REQUEST = 64L << 20;
 
+        /**
+         * Checks the options.
+         *
+         * @throws IllegalArgumentException for a negative merge gap, an alignment that is not a
+         *                                  power of two, or a request size that is not a positive
+         *                                  multiple of the alignment
+         */
         public Options {
             if (mergeGap < 0) {
                 throw new IllegalArgumentException("mergeGap must be >= 0, was " + mergeGap);
@@ -52,30 +62,68 @@ public final class ReadPlan {
             }
         }
 
+        /**
+         * The default options: 1 MiB merge gap, 4 KiB alignment, 64 MiB requests.
+         *
+         * @return the defaults
+         */
         public static Options defaults() {
             return new Options(DEFAULT_MERGE_GAP, DEFAULT_ALIGNMENT, DEFAULT_MAX_REQUEST);
         }
 
+        /**
+         * These options with another merge gap.
+         *
+         * @param gap the new merge gap in bytes, {@code >= 0}
+         * @return the changed options
+         */
         public Options withMergeGap(long gap) {
             return new Options(gap, alignment, maxRequestBytes);
         }
 
+        /**
+         * These options with another largest request.
+         *
+         * @param max the new largest request in bytes, a multiple of {@link #alignment()}
+         * @return the changed options
+         */
         public Options withMaxRequestBytes(long max) {
             return new Options(mergeGap, alignment, max);
         }
     }
 
-    /** A tensor's place: {@code bufferOffset} within the buffer of {@code target}. */
+    /**
+     * A tensor's place: {@code bufferOffset} within the buffer of {@code target}.
+     *
+     * @param info the tensor
+     * @param file the file holding the tensor
+     * @param target the device id the tensor goes to; -1 for host memory
+     * @param bufferOffset where the tensor's first byte lies in the target's buffer
+     */
     public record PlannedTensor(TensorInfo info, SafetensorsHeader file, int target, long bufferOffset) {
+        /**
+         * The tensor's name.
+         *
+         * @return the name
+         */
         public String name() {
             return info.name();
         }
 
+        /**
+         * The tensor's size.
+         *
+         * @return the size in bytes
+         */
         public long nbytes() {
             return info.nbytes();
         }
 
-        /** Absolute offset of the tensor's first byte in its file. */
+        /**
+         * Absolute offset of the tensor's first byte in its file.
+         *
+         * @return the offset in bytes from the start of the file
+         */
         public long fileOffset() {
             return file.fileOffset(info);
         }
@@ -84,12 +132,29 @@ public final class ReadPlan {
     /**
      * A range of one file read into one slot: {@code [fileOffset, fileOffset + length)}, both
      * aligned; the tensors' bytes end at {@code fileOffset + neededLength}.
+     *
+     * @param file the file read
+     * @param target the device id read into; -1 for host memory
+     * @param fileOffset the aligned first byte read
+     * @param length the aligned number of bytes read
+     * @param neededLength the bytes from {@code fileOffset} that hold tensor data
+     * @param bufferOffset where the range lands in the target's buffer
+     * @param tensors the tensors inside the range
      */
     public record ReadGroup(SafetensorsHeader file, int target, long fileOffset, long length, long neededLength,
                             long bufferOffset, List<PlannedTensor> tensors) {
     }
 
-    /** One read: {@code length} bytes at {@code fileOffset} into the target's buffer at {@code bufferOffset}. */
+    /**
+     * One read: {@code length} bytes at {@code fileOffset} into the target's buffer at {@code bufferOffset}.
+     *
+     * @param file the file read
+     * @param target the device id read into; -1 for host memory
+     * @param fileOffset the aligned first byte read
+     * @param length the aligned number of bytes read
+     * @param neededLength the bytes from {@code fileOffset} that must arrive; the rest may be past the end of the file
+     * @param bufferOffset where the bytes land in the target's buffer
+     */
     public record ReadRequest(SafetensorsHeader file, int target, long fileOffset, long length, long neededLength,
                               long bufferOffset) {
     }
@@ -114,7 +179,12 @@ public final class ReadPlan {
         this.fileCount = fileCount;
     }
 
-    /** Every tensor into host memory, default options. */
+    /**
+     * Every tensor into host memory, default options.
+     *
+     * @param model the model to plan
+     * @return the plan
+     */
     public static ReadPlan of(ModelFiles model) {
         return of(model, TensorSelector.all(), Placement.all(Placement.HOST), Options.defaults());
     }
@@ -123,6 +193,11 @@ public final class ReadPlan {
      * Plans the selected tensors of {@code model}.
      *
      * @throws IllegalArgumentException when a {@link TensorSelector#names named} tensor is not in the model
+     * @param model the model to plan
+     * @param selector which tensors to read
+     * @param placement which target each tensor goes to
+     * @param options merge gap, alignment and request size
+     * @return the plan
      */
     public static ReadPlan of(ModelFiles model, TensorSelector selector, Placement placement, Options options) {
         if (selector instanceof TensorSelector.Named named) {
@@ -229,39 +304,75 @@ public final class ReadPlan {
         }
     }
 
+    /**
+     * The options the plan was made with.
+     *
+     * @return the options
+     */
     public Options options() {
         return options;
     }
 
-    /** Read groups, per target in file order. */
+    /**
+     * Read groups, per target in file order.
+     *
+     * @return the groups
+     */
     public List<ReadGroup> groups() {
         return groups;
     }
 
+    /**
+     * The reads, each at most {@link Options#maxRequestBytes()} long, per target in file order.
+     *
+     * @return the requests
+     */
     public List<ReadRequest> requests() {
         return requests;
     }
 
-    /** The selected tensors in model order (file by file, by offset). */
+    /**
+     * The selected tensors in model order (file by file, by offset).
+     *
+     * @return the tensors by name, in model order
+     */
     public Map<String, PlannedTensor> tensors() {
         return tensors;
     }
 
+    /**
+     * The place of a selected tensor.
+     *
+     * @param name the tensor's name
+     * @return the planned tensor, or empty when it was not selected
+     */
     public Optional<PlannedTensor> tensor(String name) {
         return Optional.ofNullable(tensors.get(name));
     }
 
-    /** Buffer size per target; a target whose tensors are all empty needs no buffer and is absent. */
+    /**
+     * Buffer size per target; a target whose tensors are all empty needs no buffer and is absent.
+     *
+     * @return buffer bytes by target device id (-1 for host)
+     */
     public SortedMap<Integer, Long> bufferBytes() {
         return bufferBytes;
     }
 
-    /** Every target that receives at least one tensor. */
+    /**
+     * Every target that receives at least one tensor.
+     *
+     * @return the device ids of the targets (-1 for host)
+     */
     public SortedSet<Integer> targets() {
         return targets;
     }
 
-    /** Bytes the requests read (aligned, including merged gaps). */
+    /**
+     * Bytes the requests read (aligned, including merged gaps).
+     *
+     * @return the sum of the requests' lengths
+     */
     public long readBytes() {
         long n = 0;
         for (ReadRequest r : requests) {
@@ -270,7 +381,11 @@ public final class ReadPlan {
         return n;
     }
 
-    /** Bytes of the selected tensors. */
+    /**
+     * Bytes of the selected tensors.
+     *
+     * @return the sum of the selected tensors' sizes
+     */
     public long tensorBytes() {
         long n = 0;
         for (PlannedTensor t : tensors.values()) {
@@ -279,7 +394,11 @@ public final class ReadPlan {
         return n;
     }
 
-    /** Files that hold at least one selected tensor. */
+    /**
+     * Files that hold at least one selected tensor.
+     *
+     * @return the number of files read
+     */
     public int fileCount() {
         return fileCount;
     }

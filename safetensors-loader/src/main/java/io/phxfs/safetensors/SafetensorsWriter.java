@@ -25,12 +25,25 @@ import java.util.Map;
 public final class SafetensorsWriter {
     private static final int CHUNK = 8 << 20;
 
-    /** A tensor to write. */
+    /**
+     * A tensor to write.
+     *
+     * @param name the tensor's name
+     * @param dtype the element type
+     * @param shape the dimensions; copied
+     */
     public record Spec(String name, Dtype dtype, long[] shape) {
+        /** Copies {@code shape}, so that the caller's array may change. */
         public Spec {
             shape = shape.clone();
         }
 
+        /**
+         * The number of elements.
+         *
+         * @return the product of the dimensions
+         * @throws ArithmeticException when the product overflows a long
+         */
         public long numel() {
             long n = 1;
             for (long d : shape) {
@@ -39,10 +52,20 @@ public final class SafetensorsWriter {
             return n;
         }
 
+        /**
+         * The tensor's size.
+         *
+         * @return the size in bytes
+         */
         public long nbytes() {
             return dtype.bytesFor(numel());
         }
 
+        /**
+         * The dimensions.
+         *
+         * @return a copy of the shape
+         */
         @Override
         public long[] shape() {
             return shape.clone();
@@ -67,13 +90,26 @@ public final class SafetensorsWriter {
     /** Produces a tensor's bytes: fill {@code dst} (to its limit) with the bytes from {@code offset} on. */
     @FunctionalInterface
     public interface Filler {
+        /**
+         * Fills {@code dst} from its position to its limit.
+         *
+         * @param tensor the tensor whose bytes are wanted
+         * @param offset the offset in the tensor's data of the first byte to put in {@code dst}
+         * @param dst the buffer to fill
+         */
         void fill(Spec tensor, long offset, ByteBuffer dst);
     }
 
     private SafetensorsWriter() {
     }
 
-    /** The 8-byte length and the padded JSON header for these tensors, laid out in this order. */
+    /**
+     * The 8-byte length and the padded JSON header for these tensors, laid out in this order.
+     *
+     * @param metadata the {@code __metadata__} entries, or null for none
+     * @param tensors the tensors, in the order of their data
+     * @return the header bytes as they start the file
+     */
     public static byte[] header(Map<String, String> metadata, List<Spec> tensors) {
         ByteArrayOutputStream json = new ByteArrayOutputStream();
         try (JsonGenerator g = new JsonFactory().createGenerator(json)) {
@@ -116,7 +152,12 @@ public final class SafetensorsWriter {
         return b.array();
     }
 
-    /** Bytes of the data section. */
+    /**
+     * Bytes of the data section.
+     *
+     * @param tensors the tensors
+     * @return the sum of the tensors' sizes
+     */
     public static long dataBytes(List<Spec> tensors) {
         long n = 0;
         for (Spec t : tensors) {
@@ -130,6 +171,11 @@ public final class SafetensorsWriter {
      * half a model).
      *
      * @return the file's size
+     * @param file the file to write
+     * @param metadata the {@code __metadata__} entries, or null for none
+     * @param tensors the tensors, in the order of their data
+     * @param filler the source of each tensor's bytes
+     * @throws IOException when the file cannot be written or renamed
      */
     public static long write(Path file, Map<String, String> metadata, List<Spec> tensors, Filler filler)
             throws IOException {

@@ -74,6 +74,11 @@ public final class WeightLoader {
         this.intoBuffers = b.intoBuffers;
     }
 
+    /**
+     * A builder with the defaults: every tensor into host memory.
+     *
+     * @return a new builder
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -94,16 +99,32 @@ public final class WeightLoader {
         private Builder() {
         }
 
-        /** Everything into host memory. */
+        /**
+         * Everything into host memory.
+         *
+         * @return this builder
+         */
         public Builder toHost() {
             return placement(Placement.all(Placement.HOST));
         }
 
-        /** Everything into memory of {@code device}. */
+        /**
+         * Everything into memory of {@code device}.
+         *
+         * @param device the device to load into
+         * @return this builder
+         */
         public Builder toDevice(Device device) {
             return toDevice(device.id());
         }
 
+        /**
+         * Everything into memory of the device with this id.
+         *
+         * @param deviceId the device id, {@code >= 0}
+         * @return this builder
+         * @throws IllegalArgumentException for a negative id; host memory is {@link #toHost()}
+         */
         public Builder toDevice(int deviceId) {
             if (deviceId < 0) {
                 throw new IllegalArgumentException("device id must be >= 0 (use toHost()), was " + deviceId);
@@ -111,7 +132,12 @@ public final class WeightLoader {
             return placement(Placement.all(deviceId));
         }
 
-        /** A target per tensor, e.g. layers split over devices. Replaces an earlier {@code into}. */
+        /**
+         * A target per tensor, e.g. layers split over devices. Replaces an earlier {@code into}.
+         *
+         * @param placement the target of each tensor
+         * @return this builder
+         */
         public Builder placement(Placement placement) {
             this.placement = Objects.requireNonNull(placement);
             this.allocator = null;
@@ -125,6 +151,9 @@ public final class WeightLoader {
          * model is closed. A selected tensor without a buffer, a name the model does not have,
          * or a buffer smaller than its tensor fails the load, naming tensor and sizes.
          * Replaces {@link #placement}; see {@link #into(TensorAllocator)}.
+         *
+         * @param buffers the buffer of each tensor, by name
+         * @return this builder
          */
         public Builder into(Map<String, RegisteredBuffer> buffers) {
             this.intoBuffers = Map.copyOf(buffers);
@@ -139,6 +168,9 @@ public final class WeightLoader {
          * cache whatever {@link #direct} says: tensors start at arbitrary file offsets and
          * O_DIRECT needs aligned ones. Replaces {@link #placement}; {@link #mapHost} does not
          * apply. Owned destinations of a failed load are closed; borrowed ones are left alone.
+         *
+         * @param allocator the source of each tensor's memory
+         * @return this builder
          */
         public Builder into(TensorAllocator allocator) {
             this.allocator = Objects.requireNonNull(allocator);
@@ -146,6 +178,12 @@ public final class WeightLoader {
             return this;
         }
 
+        /**
+         * Which tensors to load; all by default.
+         *
+         * @param selector the selector
+         * @return this builder
+         */
         public Builder select(TensorSelector selector) {
             this.selector = Objects.requireNonNull(selector);
             return this;
@@ -156,6 +194,9 @@ public final class WeightLoader {
          * file system refuses); false: through the page cache. Default: per file, O_DIRECT
          * when less than half of it is in the page cache (cold files reach the disk's direct
          * rate; warm ones are served from memory).
+         *
+         * @param direct whether to open the files with O_DIRECT
+         * @return this builder
          */
         public Builder direct(boolean direct) {
             this.direct = direct;
@@ -167,6 +208,9 @@ public final class WeightLoader {
          * (no copy, see {@link HostMapping}); false: they are read into anonymous host memory.
          * Default: map when every file with host-placed tensors is mostly in the page cache
          * and O_DIRECT was not asked for, copy otherwise.
+         *
+         * @param map whether to map host-placed tensors
+         * @return this builder
          */
         public Builder mapHost(boolean map) {
             this.mapHost = map;
@@ -181,27 +225,54 @@ public final class WeightLoader {
          * writable host memory, as tensors in device memory always are, at the cost of the
          * copy (and of faulting in fresh memory). {@link LoadedModel#hostMapped()} tells which
          * a load did. Excludes {@code mapHost(true)}.
+         *
+         * @param writable whether host-placed tensors must be writable
+         * @return this builder
          */
         public Builder writable(boolean writable) {
             this.writable = writable;
             return this;
         }
 
+        /**
+         * The options of the read plan; {@link ReadPlan.Options#defaults()} by default.
+         *
+         * @param options the options
+         * @return this builder
+         */
         public Builder planOptions(ReadPlan.Options options) {
             this.options = Objects.requireNonNull(options);
             return this;
         }
 
+        /**
+         * The parser of the files' headers; {@link SafetensorsParser#standard()} by default.
+         *
+         * @param parser the parser
+         * @return this builder
+         */
         public Builder parser(SafetensorsParser parser) {
             this.parser = Objects.requireNonNull(parser);
             return this;
         }
 
+        /**
+         * A listener told of the load's progress; none by default.
+         *
+         * @param progress the listener, or null for none
+         * @return this builder
+         */
         public Builder progress(ProgressListener progress) {
             this.progress = progress;
             return this;
         }
 
+        /**
+         * A loader with these options.
+         *
+         * @return the loader
+         * @throws IllegalStateException when both {@code writable(true)} and {@code mapHost(true)} were asked for
+         */
         public WeightLoader build() {
             if (writable && Boolean.TRUE.equals(mapHost)) {
                 throw new IllegalStateException("writable(true) and mapHost(true) exclude each other: a mapping is read-only");
@@ -217,18 +288,30 @@ public final class WeightLoader {
      * @throws IllegalArgumentException   when the path holds no model or a named tensor is missing
      * @throws PhoenixException           when allocation or a read fails
      * @throws IOException                when a header cannot be read
+     * @param path a {@code .safetensors} file, a model directory or an index file
+     * @return the loaded model; the caller closes it
      */
     public LoadedModel load(Path path) throws IOException {
         long t0 = System.nanoTime();
         return load(ModelFiles.open(path, parser), t0);
     }
 
-    /** Loads a model whose headers are already parsed. */
+    /**
+     * Loads a model whose headers are already parsed.
+     *
+     * @param model the parsed model
+     * @return the loaded model; the caller closes it
+     */
     public LoadedModel load(ModelFiles model) {
         return load(model, System.nanoTime());
     }
 
-    /** The plan this loader would execute for {@code model}. */
+    /**
+     * The plan this loader would execute for {@code model}.
+     *
+     * @param model the model to plan
+     * @return the plan
+     */
     public ReadPlan plan(ModelFiles model) {
         return ReadPlan.of(model, selector, placement, options);
     }
