@@ -58,17 +58,29 @@ public enum Dtype {
         this.torchName = torchName;
     }
 
-    /** Width of one element in bits. */
+    /**
+     * Width of one element in bits.
+     *
+     * @return the bits per element
+     */
     public int bits() {
         return bits;
     }
 
-    /** The name in safetensors headers, e.g. {@code "BF16"}. */
+    /**
+     * The name in safetensors headers, e.g. {@code "BF16"}.
+     *
+     * @return the header name
+     */
     public String headerName() {
         return name();
     }
 
-    /** The torch dtype name without the {@code torch.} prefix, where torch has one. */
+    /**
+     * The torch dtype name without the {@code torch.} prefix, where torch has one.
+     *
+     * @return the torch name, or empty when torch has no such dtype
+     */
     public Optional<String> torchName() {
         return Optional.ofNullable(torchName);
     }
@@ -77,6 +89,8 @@ public enum Dtype {
      * Bytes that {@code numel} elements occupy.
      *
      * @throws ArithmeticException when the size overflows a long or the bits do not fill whole bytes
+     * @param numel the number of elements
+     * @return the size in bytes
      */
     public long bytesFor(long numel) {
         long nbits = Math.multiplyExact(numel, (long) bits);
@@ -86,7 +100,12 @@ public enum Dtype {
         return nbits / 8;
     }
 
-    /** The dtype with this header name (case-sensitive, as the format is), or empty. */
+    /**
+     * The dtype with this header name (case-sensitive, as the format is), or empty.
+     *
+     * @param name the name as a safetensors header spells it
+     * @return the dtype, or empty for an unknown name
+     */
     public static Optional<Dtype> fromHeaderName(String name) {
         for (Dtype d : values()) {
             if (d.name().equals(name)) {
@@ -96,7 +115,12 @@ public enum Dtype {
         return Optional.empty();
     }
 
-    /** The dtype of a torch name ({@code "bfloat16"} or {@code "torch.bfloat16"}), or empty. */
+    /**
+     * The dtype of a torch name ({@code "bfloat16"} or {@code "torch.bfloat16"}), or empty.
+     *
+     * @param name the torch name, with or without the {@code torch.} prefix
+     * @return the dtype, or empty when none has this torch name
+     */
     public static Optional<Dtype> fromTorchName(String name) {
         String n = name.toLowerCase(Locale.ROOT);
         if (n.startsWith("torch.")) {

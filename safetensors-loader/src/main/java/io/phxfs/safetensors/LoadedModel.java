@@ -48,7 +48,11 @@ public final class LoadedModel implements AutoCloseable {
         this.readNanos = readNanos;
     }
 
-    /** The files the tensors came from. */
+    /**
+     * The files the tensors came from.
+     *
+     * @return the model's files
+     */
     public ModelFiles model() {
         return model;
     }
@@ -57,6 +61,8 @@ public final class LoadedModel implements AutoCloseable {
      * The plan of the load. With caller memory its targets are the caller buffers' devices;
      * its per-target buffers and requests describe nothing that was allocated or read (each
      * tensor was read into its own destination).
+     *
+     * @return the plan
      */
     public ReadPlan plan() {
         return plan;
@@ -65,12 +71,19 @@ public final class LoadedModel implements AutoCloseable {
     /**
      * The loaded tensors in model order, less those {@link #release released}: an unmodifiable
      * view (iterate it on one thread, not while another releases tensors).
+     *
+     * @return the tensors by name
      */
     public Map<String, LoadedTensor> tensors() {
         return Collections.unmodifiableMap(tensors);
     }
 
-    /** A loaded tensor by name; empty when not loaded or already released. */
+    /**
+     * A loaded tensor by name; empty when not loaded or already released.
+     *
+     * @param name the tensor's name
+     * @return the tensor, or empty
+     */
     public Optional<LoadedTensor> tensor(String name) {
         return Optional.ofNullable(tensors.get(name));
     }
@@ -91,6 +104,7 @@ public final class LoadedModel implements AutoCloseable {
      * @return true when the tensor's memory was let go; false when it cannot be before close
      * @throws IllegalArgumentException when no tensor of that name was loaded
      * @throws io.phxfs.core.PhoenixException EBUSY when an operation still uses the tensor's buffer
+     * @param name the name of a loaded tensor
      */
     public boolean release(String name) {
         LoadedTensor t = all.get(name);
@@ -104,7 +118,12 @@ public final class LoadedModel implements AutoCloseable {
         return true;
     }
 
-    /** The buffer of a target (device id or {@link Placement#HOST}); none with caller memory. */
+    /**
+     * The buffer of a target (device id or {@link Placement#HOST}); none with caller memory.
+     *
+     * @param target a device id, or {@link Placement#HOST}
+     * @return the target's buffer, or empty when it has none
+     */
     public Optional<RegisteredBuffer> buffer(int target) {
         return Optional.ofNullable(buffers.get(target));
     }
@@ -114,42 +133,72 @@ public final class LoadedModel implements AutoCloseable {
      * (the default for page-cache-warm files): writing through their segments throws. False
      * when they were copied into writable memory ({@link WeightLoader.Builder#writable}), or
      * no tensor is in host memory.
+     *
+     * @return true when host-placed tensors are mapped read-only
      */
     public boolean hostMapped() {
         return owned.stream().anyMatch(HostMapping.class::isInstance);
     }
 
-    /** Every buffer, by target. */
+    /**
+     * Every buffer, by target.
+     *
+     * @return the buffers by target, empty with caller memory
+     */
     public SortedMap<Integer, RegisteredBuffer> buffers() {
         return buffers;
     }
 
-    /** Bytes of the loaded tensors. */
+    /**
+     * Bytes of the loaded tensors.
+     *
+     * @return the bytes of every loaded tensor
+     */
     public long bytes() {
         return plan.tensorBytes();
     }
 
-    /** Files read. */
+    /**
+     * Files read.
+     *
+     * @return the number of files read
+     */
     public int fileCount() {
         return plan.fileCount();
     }
 
-    /** Wall time of the load: headers, plan, allocation and reads. */
+    /**
+     * Wall time of the load: headers, plan, allocation and reads.
+     *
+     * @return the load's seconds
+     */
     public double seconds() {
         return nanos / 1e9;
     }
 
-    /** Seconds spent allocating (and registering) the destination buffers, within {@link #seconds()}. */
+    /**
+     * Seconds spent allocating (and registering) the destination buffers, within {@link #seconds()}.
+     *
+     * @return the allocation's seconds
+     */
     public double allocateSeconds() {
         return allocateNanos / 1e9;
     }
 
-    /** Seconds spent reading into the buffers, within {@link #seconds()}. */
+    /**
+     * Seconds spent reading into the buffers, within {@link #seconds()}.
+     *
+     * @return the reads' seconds
+     */
     public double readSeconds() {
         return readNanos / 1e9;
     }
 
-    /** {@link #bytes()} per second, in GB (10^9). */
+    /**
+     * {@link #bytes()} per second, in GB (10^9).
+     *
+     * @return the throughput in GB/s, or 0 for a load that took no time
+     */
     public double gbPerSecond() {
         return nanos == 0 ? 0 : bytes() / (double) nanos;
     }

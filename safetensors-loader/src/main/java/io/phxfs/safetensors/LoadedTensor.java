@@ -76,6 +76,8 @@ public final class LoadedTensor {
     /**
      * True once the model let go of this tensor's own memory ({@link LoadedModel#release}, or
      * its close); a tensor in a shared buffer is never released, only unusable after close.
+     *
+     * @return true once released
      */
     public boolean isReleased() {
         return released.get();
@@ -87,49 +89,93 @@ public final class LoadedTensor {
         }
     }
 
+    /**
+     * The tensor's name.
+     *
+     * @return the name
+     */
     public String name() {
         return info.name();
     }
 
+    /**
+     * The tensor's element type.
+     *
+     * @return the dtype
+     */
     public Dtype dtype() {
         return info.dtype();
     }
 
+    /**
+     * The tensor's shape.
+     *
+     * @return a copy of the dimensions; empty for a scalar
+     */
     public long[] shape() {
         return info.shape();
     }
 
+    /**
+     * The tensor's size.
+     *
+     * @return the size in bytes
+     */
     public long nbytes() {
         return info.nbytes();
     }
 
-    /** The tensor as its header described it. */
+    /**
+     * The tensor as its header described it.
+     *
+     * @return the header's description of the tensor
+     */
     public TensorInfo info() {
         return info;
     }
 
-    /** The file it was read from. */
+    /**
+     * The file it was read from.
+     *
+     * @return the file's path
+     */
     public Path file() {
         return file;
     }
 
-    /** Device id, or {@link Placement#HOST}. */
+    /**
+     * Device id, or {@link Placement#HOST}.
+     *
+     * @return the target the tensor was loaded into
+     */
     public int target() {
         return target;
     }
 
-    /** Offset of the first byte within {@link #buffer()}. */
+    /**
+     * Offset of the first byte within {@link #buffer()}.
+     *
+     * @return the offset in bytes
+     */
     public long bufferOffset() {
         return bufferOffset;
     }
 
-    /** The buffer holding the bytes; empty for a tensor of 0 bytes when its target needed no buffer. */
+    /**
+     * The buffer holding the bytes; empty for a tensor of 0 bytes when its target needed no buffer.
+     *
+     * @return the buffer, or empty
+     */
     public Optional<RegisteredBuffer> buffer() {
         checkUsable();
         return Optional.ofNullable(buffer);
     }
 
-    /** Address of the first byte (a device pointer for device memory); 0 for an empty tensor without buffer. */
+    /**
+     * Address of the first byte (a device pointer for device memory); 0 for an empty tensor without buffer.
+     *
+     * @return the address, or 0
+     */
     public long address() {
         checkUsable();
         return buffer == null ? 0 : buffer.address() + bufferOffset;
@@ -138,6 +184,8 @@ public final class LoadedTensor {
     /**
      * The bytes as a segment where Java may touch them (host memory, the host connector's
      * device memory); empty for accelerator memory, which {@link #copyTo} reaches.
+     *
+     * @return the segment, or empty for accelerator memory
      */
     public Optional<MemorySegment> segment() {
         checkUsable();
@@ -147,7 +195,12 @@ public final class LoadedTensor {
         return buffer.segment().map(s -> s.asSlice(bufferOffset, nbytes()));
     }
 
-    /** Copies {@code dst.byteSize()} bytes from {@code offset} within the tensor into host memory. */
+    /**
+     * Copies {@code dst.byteSize()} bytes from {@code offset} within the tensor into host memory.
+     *
+     * @param offset where in the tensor the copy starts
+     * @param dst the host memory to fill; its size is the number of bytes copied
+     */
     public void copyTo(long offset, MemorySegment dst) {
         checkUsable();
         long len = dst.byteSize();
@@ -166,7 +219,12 @@ public final class LoadedTensor {
         }
     }
 
-    /** All bytes into a new array (small tensors; at most 2 GiB). */
+    /**
+     * All bytes into a new array (small tensors; at most 2 GiB).
+     *
+     * @return a new array with the tensor's bytes
+     * @throws IllegalStateException when the tensor is too large for an array
+     */
     public byte[] toByteArray() {
         if (nbytes() > Integer.MAX_VALUE - 16) {
             throw new IllegalStateException(Names.tensor(name()) + " has " + nbytes() + " bytes, too many for an array");

@@ -13,7 +13,9 @@ public class SafetensorsFormatException extends IllegalArgumentException {
     private static final long serialVersionUID = 1L;
 
     private final transient Path file;
+    /** The tensor or field at fault; null when the problem concerns the whole file. */
     private final String subject;
+    /** What is wrong, without the file and subject. */
     private final String problem;
 
     /**
@@ -43,17 +45,29 @@ public class SafetensorsFormatException extends IllegalArgumentException {
         this.problem = problem;
     }
 
-    /** The malformed file. */
+    /**
+     * The malformed file.
+     *
+     * @return the file's path
+     */
     public Path file() {
         return file;
     }
 
-    /** The tensor or field at fault; null when the problem concerns the whole file. */
+    /**
+     * The tensor or field at fault; null when the problem concerns the whole file.
+     *
+     * @return the tensor or field name, or null
+     */
     public String subject() {
         return subject;
     }
 
-    /** What is wrong, without the file and subject. */
+    /**
+     * What is wrong, without the file and subject.
+     *
+     * @return the problem's description
+     */
     public String problem() {
         return problem;
     }

@@ -37,50 +37,94 @@ public final class SafetensorsHeader {
         this.byName = Collections.unmodifiableMap(m);
     }
 
+    /**
+     * The parsed file.
+     *
+     * @return the file's path
+     */
     public Path file() {
         return file;
     }
 
-    /** The file's size when it was parsed. */
+    /**
+     * The file's size when it was parsed.
+     *
+     * @return the size in bytes
+     */
     public long fileSize() {
         return fileSize;
     }
 
-    /** Length of the JSON header (the number in the first 8 bytes). */
+    /**
+     * Length of the JSON header (the number in the first 8 bytes).
+     *
+     * @return the header's length in bytes
+     */
     public long headerLength() {
         return headerLength;
     }
 
-    /** File offset of the data section: 8 + header length. */
+    /**
+     * File offset of the data section: 8 + header length.
+     *
+     * @return the offset in bytes
+     */
     public long dataStart() {
         return LENGTH_PREFIX + headerLength;
     }
 
-    /** Bytes of the data section. */
+    /**
+     * Bytes of the data section.
+     *
+     * @return the size of the data section in bytes
+     */
     public long dataBytes() {
         return fileSize - dataStart();
     }
 
-    /** {@code __metadata__}; empty when the header has none. */
+    /**
+     * {@code __metadata__}; empty when the header has none.
+     *
+     * @return the metadata, unmodifiable
+     */
     public Map<String, String> metadata() {
         return metadata;
     }
 
-    /** The tensors sorted by offset. */
+    /**
+     * The tensors sorted by offset.
+     *
+     * @return the tensors, unmodifiable
+     */
     public List<TensorInfo> tensors() {
         return tensors;
     }
 
-    /** Tensor names in file order. */
+    /**
+     * Tensor names in file order.
+     *
+     * @return the names, unmodifiable
+     */
     public Set<String> names() {
         return byName.keySet();
     }
 
+    /**
+     * The tensor of this name.
+     *
+     * @param name the tensor's name
+     * @return the tensor, or empty when the file has none of this name
+     */
     public Optional<TensorInfo> tensor(String name) {
         return Optional.ofNullable(byName.get(name));
     }
 
-    /** Absolute file offset of a tensor's first byte. */
+    /**
+     * Absolute file offset of a tensor's first byte.
+     *
+     * @param t a tensor of this file
+     * @return the offset in bytes from the start of the file
+     */
     public long fileOffset(TensorInfo t) {
         return dataStart() + t.begin();
     }

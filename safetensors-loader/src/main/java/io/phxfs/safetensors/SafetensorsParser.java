@@ -30,7 +30,12 @@ public final class SafetensorsParser {
 
     private final long maxHeaderBytes;
 
-    /** A parser with a header limit of {@code maxHeaderBytes} (1 .. 2^31 - 17). */
+    /**
+     * A parser with a header limit of {@code maxHeaderBytes} (1 .. 2^31 - 17).
+     *
+     * @param maxHeaderBytes the largest JSON header accepted, in bytes
+     * @throws IllegalArgumentException when the limit is outside its range
+     */
     public SafetensorsParser(long maxHeaderBytes) {
         if (maxHeaderBytes < 1 || maxHeaderBytes > HARD_MAX_HEADER_BYTES) {
             throw new IllegalArgumentException("maxHeaderBytes must be in 1.." + HARD_MAX_HEADER_BYTES + ", was "
@@ -39,11 +44,20 @@ public final class SafetensorsParser {
         this.maxHeaderBytes = maxHeaderBytes;
     }
 
-    /** The parser with the default 100 MB header limit. */
+    /**
+     * The parser with the default 100 MB header limit.
+     *
+     * @return the shared standard parser
+     */
     public static SafetensorsParser standard() {
         return DEFAULT;
     }
 
+    /**
+     * The largest JSON header this parser accepts.
+     *
+     * @return the limit in bytes
+     */
     public long maxHeaderBytes() {
         return maxHeaderBytes;
     }
@@ -56,6 +70,8 @@ public final class SafetensorsParser {
      * @throws FileOperationException     when the OS refuses to open or read it (EACCES,
      *                                    EISDIR for a directory...), naming the path and reason
      * @throws IOException                when it cannot be read for another reason
+     * @param file the file to parse
+     * @return the parsed header
      */
     public SafetensorsHeader parse(Path file) throws IOException {
         FileChannel channel;

@@ -19,12 +19,18 @@ public interface TensorAllocator {
     /**
      * The memory for {@code tensor}: at least {@code tensor.nbytes()} bytes from the
      * destination's offset, host memory or registered device memory.
+     *
+     * @param tensor the tensor to place
+     * @return where its bytes go
      */
     TensorDestination destinationOf(TensorInfo tensor);
 
     /**
      * Each tensor into the caller's buffer of its name, from offset 0; the caller keeps the
      * buffers. A selected tensor without a buffer fails the load.
+     *
+     * @param buffers the caller's buffers, by tensor name
+     * @return an allocator handing out the caller's buffers
      */
     static TensorAllocator of(Map<String, RegisteredBuffer> buffers) {
         Map<String, RegisteredBuffer> copy = Map.copyOf(buffers);
@@ -41,6 +47,9 @@ public interface TensorAllocator {
     /**
      * A buffer of its own for each tensor, from {@code allocate(nbytes)} (e.g.
      * {@code device::allocate}), owned by the loaded model: releasing a tensor frees its memory.
+     *
+     * @param allocate a source of buffers of a given size in bytes
+     * @return an allocator giving each tensor a new buffer
      */
     static TensorAllocator perTensor(LongFunction<RegisteredBuffer> allocate) {
         Objects.requireNonNull(allocate);

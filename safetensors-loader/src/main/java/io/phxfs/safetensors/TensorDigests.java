@@ -24,7 +24,12 @@ public final class TensorDigests {
     private TensorDigests() {
     }
 
-    /** Lower-case hex SHA-256 of one tensor's bytes. */
+    /**
+     * Lower-case hex SHA-256 of one tensor's bytes.
+     *
+     * @param t the tensor to hash
+     * @return the digest as 64 hex digits
+     */
     public static String sha256(LoadedTensor t) {
         try (Arena arena = Arena.ofConfined()) {
             Staging staging = new Staging(arena);
@@ -32,7 +37,12 @@ public final class TensorDigests {
         }
     }
 
-    /** SHA-256 of every tensor of {@code model}, in model order, hashed by several threads. */
+    /**
+     * SHA-256 of every tensor of {@code model}, in model order, hashed by several threads.
+     *
+     * @param model the loaded model
+     * @return each tensor's digest by name, in model order
+     */
     public static Map<String, String> sha256(LoadedModel model) {
         List<LoadedTensor> tensors = new ArrayList<>(model.tensors().values());
         String[] out = new String[tensors.size()];

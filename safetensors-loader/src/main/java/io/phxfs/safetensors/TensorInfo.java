@@ -24,42 +24,84 @@ public final class TensorInfo {
         this.numel = numel;
     }
 
+    /**
+     * The tensor's name.
+     *
+     * @return the name
+     */
     public String name() {
         return name;
     }
 
+    /**
+     * The tensor's element type.
+     *
+     * @return the dtype
+     */
     public Dtype dtype() {
         return dtype;
     }
 
-    /** The shape (a copy); empty for a scalar. */
+    /**
+     * The shape (a copy); empty for a scalar.
+     *
+     * @return a copy of the dimensions
+     */
     public long[] shape() {
         return shape.clone();
     }
 
+    /**
+     * The number of dimensions.
+     *
+     * @return the rank; 0 for a scalar
+     */
     public int rank() {
         return shape.length;
     }
 
+    /**
+     * One dimension of the shape.
+     *
+     * @param i the dimension's index, from 0 to {@link #rank()} - 1
+     * @return the dimension's size
+     */
     public long dim(int i) {
         return shape[i];
     }
 
-    /** Number of elements: the product of the shape (1 for a scalar). */
+    /**
+     * Number of elements: the product of the shape (1 for a scalar).
+     *
+     * @return the element count
+     */
     public long numel() {
         return numel;
     }
 
-    /** Start within the data section. */
+    /**
+     * Start within the data section.
+     *
+     * @return the offset in bytes from the start of the data section
+     */
     public long begin() {
         return begin;
     }
 
-    /** End (exclusive) within the data section. */
+    /**
+     * End (exclusive) within the data section.
+     *
+     * @return the end offset in bytes from the start of the data section
+     */
     public long end() {
         return end;
     }
 
+    /**
+     * The tensor's size: {@link #end()} - {@link #begin()}.
+     *
+     * @return the size in bytes
+     */
     public long nbytes() {
         return end - begin;
     }
