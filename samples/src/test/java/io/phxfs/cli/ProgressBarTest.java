@@ -12,7 +12,7 @@ class ProgressBarTest {
     @Test
     void shortWorkPrintsNothing() {
         StringWriter s = new StringWriter();
-        try (ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 1000)) {
+        try (ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 1000, true)) {
             bar.onProgress(0, 100);
             bar.onProgress(100, 100);
         }
@@ -22,7 +22,7 @@ class ProgressBarTest {
     @Test
     void longWorkDrawsUntilDone() throws InterruptedException {
         StringWriter s = new StringWriter();
-        ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 20);
+        ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 20, true);
         bar.onProgress(0, 2_000_000_000L);
         awaitOutput(s, "  0%");
         bar.onProgress(1_000_000_000L, 2_000_000_000L);
@@ -42,12 +42,31 @@ class ProgressBarTest {
     @Test
     void beforeTheReadItSaysMemoryIsBeingAllocated() throws InterruptedException {
         StringWriter s = new StringWriter();
-        try (ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 20)) {
+        try (ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 20, true)) {
             awaitOutput(s, "allocating memory");
             assertTrue(!s.toString().contains("0.00 / 0.00 GB"), s.toString());
             bar.onProgress(5, 10);
             awaitOutput(s, " 50%");
         }
+    }
+
+    @Test
+    void withoutATerminalItWritesWholeLinesAndNoCarriageReturns() throws InterruptedException {
+        StringWriter s = new StringWriter();
+        ProgressBar bar = new ProgressBar(new PrintWriter(s), "loading", 20, false);
+        bar.onProgress(0, 2_000_000_000L);
+        awaitOutput(s, "  0%");
+        bar.onProgress(1_000_000_000L, 2_000_000_000L);
+        Thread.sleep(600); // three frames at a terminal's rate: none of them may be written here
+        bar.onProgress(2_000_000_000L, 2_000_000_000L);
+        bar.close();
+        String out = s.toString();
+        assertTrue(!out.contains("\r"), "a carriage return outside a terminal: " + out);
+        String[] lines = out.split(System.lineSeparator());
+        assertEquals(2, lines.length, "the first line and the last, nothing between: " + out);
+        assertTrue(lines[0].startsWith("loading [") && lines[0].contains("  0%"), out);
+        assertTrue(lines[1].contains("100%") && lines[1].contains("2.00 / 2.00 GB"), out);
+        assertTrue(out.endsWith(System.lineSeparator()), out);
     }
 
     /** Waits (up to 10 s, for slow machines) until the painter has drawn {@code text}. */
