@@ -109,6 +109,9 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (threads != null && (threads < 1 || threads > 1024)) {
+            throw new IllegalArgumentException("--threads " + threads + ": not in 1..1024");
+        }
         if (repeat < 1) throw new IllegalArgumentException("--repeat must be >= 1, was " + repeat);
         for (int d : depths) if (d < 1 || d > 4096) throw new IllegalArgumentException("--depths: " + d + " is not in 1..4096");
         long[] sizes = ioSizes.stream().mapToLong(Long::longValue).toArray();

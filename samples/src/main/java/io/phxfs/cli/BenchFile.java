@@ -53,6 +53,11 @@ final class BenchFile {
                 }
             }
             Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        } catch (io.phxfs.core.FileOperationException e) {
+            throw e;
+        } catch (IOException e) {
+            // a channel's write reports ENOSPC as the bare strerror text: name the file and errno
+            throw io.phxfs.core.FileOperationException.of("write", tmp, e);
         } finally {
             TempFiles.delete(tmp); // gone already after the rename; a partial file after a failure
         }

@@ -124,7 +124,7 @@ class BenchCommandTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"--device=7", "--depths=0", "--repeat=0", "--file=/nonexistent/file"})
+    @ValueSource(strings = {"--device=7", "--depths=0", "--repeat=0", "--threads=0", "--threads=-3", "--file=/nonexistent/file"})
     void invalidInputExitsTwoWithOneLine(String bad) {
         Cli r = Cli.run("bench", bad, "--size", "1m", "--dir", dir.toString(), "--no-sweep", "--quiet");
         assertEquals(2, r.exit(), r.toString());
