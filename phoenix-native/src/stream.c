@@ -41,17 +41,8 @@ typedef struct {
     phx_flag_t *flag;
 } release_t;
 
-static void kick_over(stream_op_t *op)
+static void op_finish(stream_op_t *op)
 {
-    pthread_mutex_lock(&op->lock);
-    op->kick_over = 1;
-    pthread_cond_broadcast(&op->cond);
-    pthread_mutex_unlock(&op->lock);
-}
-
-static void op_unref(stream_op_t *op)
-{
-    if (atomic_fetch_sub(&op->refs, 1) != 1) return;
     *op->bytes_done = op->enqueue_err ? op->enqueue_err : op->result;
     __atomic_store_n(op->flag->word, 1, __ATOMIC_RELEASE);
     if (!op->release_queued) {
@@ -65,14 +56,31 @@ static void op_unref(stream_op_t *op)
     free(op);
 }
 
+static void op_unref(stream_op_t *op)
+{
+    if (atomic_fetch_sub(&op->refs, 1) == 1) op_finish(op);
+}
+
+/* The kick side lets go. kick_over is set only after its reference is dropped, so an
+ * enqueuer waiting for it (an abandoned op) is then the last holder and reports before its
+ * call returns: nothing touches the caller's cells afterwards. */
+static void kick_release(stream_op_t *op)
+{
+    pthread_mutex_lock(&op->lock);
+    int last = atomic_fetch_sub(&op->refs, 1) == 1;
+    op->kick_over = 1;
+    pthread_cond_broadcast(&op->cond);
+    pthread_mutex_unlock(&op->lock);
+    if (last) op_finish(op);
+}
+
 static void op_done(phx_batch_state_t *b, int result, void *arg)
 {
     (void)result;
     stream_op_t *op = arg;
     op->result = op->req.result;
     phx_batch_state_free(b);
-    kick_over(op);
-    op_unref(op);
+    kick_release(op);
 }
 
 static void kick(void *arg)
@@ -80,8 +88,7 @@ static void kick(void *arg)
     stream_op_t *op = arg;
     if (atomic_load(&op->abandoned)) {
         op->result = -ECANCELED;
-        kick_over(op);
-        op_unref(op);
+        kick_release(op);
         return;
     }
     op->req.f_offset = *op->f_offset_p;
@@ -89,8 +96,7 @@ static void kick(void *arg)
     phx_batch_state_t *b = phx_batch_start(&op->req, NULL, 1, op->is_write, 0, op_done, op, &err);
     if (!b) {
         op->result = err;
-        kick_over(op);
-        op_unref(op);
+        kick_release(op);
     }
 }
 
