@@ -12,6 +12,10 @@ import java.nio.file.Path;
 public final class LoadWeights {
     /** {@code LoadWeights MODEL REGEX}: MODEL is a .safetensors file, an index or a directory. */
     public static void main(String[] args) throws IOException {
+        if (args.length < 2) {
+            System.err.println("usage: LoadWeights MODEL TENSOR_REGEX");
+            System.exit(2);
+        }
         WeightLoader loader = WeightLoader.builder()
                 .toDevice(Phoenix.open().device(0))         // or .toHost(), or .placement(t -> ...)
                 .select(TensorSelector.regex(args[1]))

@@ -32,6 +32,10 @@ public final class ReadFile {
 
     /** {@code ReadFile FILE [--host]} */
     public static void main(String[] args) {
+        if (args.length < 1) {
+            System.err.println("usage: ReadFile FILE [--host]");
+            System.exit(2);
+        }
         boolean host = args.length > 1 && args[1].equals("--host");
         try (RegisteredBuffer buf = read(Path.of(args[0]), host)) {
             System.out.println("read " + buf.size() + " bytes into " + (host ? "host memory" : "device 0"));

@@ -44,6 +44,10 @@ public final class ReadFiles {
 
     /** {@code ReadFiles FILE...} */
     public static void main(String[] args) {
+        if (args.length < 1) {
+            System.err.println("usage: ReadFiles FILE...");
+            System.exit(2);
+        }
         List<Path> paths = Stream.of(args).map(Path::of).toList();
         try (RegisteredBuffer buf = read(Phoenix.open().device(0), paths)) {
             System.out.println("read " + paths.size() + " files, " + buf.size() + " bytes, into device 0");
