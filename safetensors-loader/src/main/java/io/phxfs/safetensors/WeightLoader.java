@@ -193,7 +193,9 @@ public final class WeightLoader {
          * true: open files with O_DIRECT (libphoenix falls back to buffered reads where the
          * file system refuses); false: through the page cache. Default: per file, O_DIRECT
          * when less than half of it is in the page cache (cold files reach the disk's direct
-         * rate; warm ones are served from memory).
+         * rate; warm ones are served from memory), except files whose host-placed tensors
+         * would have been mapped had they been warm: those are read through the page cache,
+         * so that the next load maps them instead of copying from disk again.
          *
          * @param direct whether to open the files with O_DIRECT
          * @return this builder
@@ -367,7 +369,14 @@ public final class WeightLoader {
             // a mapping's bytes are in place once it is made (populated): progress counts them as done
             long mapped = mapping == null ? 0 : plan.tensors().values().stream()
                     .filter(p -> p.target() == Placement.HOST).mapToLong(ReadPlan.PlannedTensor::nbytes).sum();
-            read(reads, false, mapped);
+            // Host tensors of cold files are copied this time; read through the page cache (not
+            // O_DIRECT), so that the next load finds the files warm and maps them instead of
+            // copying from disk again (O_DIRECT left them cold load after load).
+            java.util.Set<SafetensorsHeader> warmUp = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+            if (mapping == null && mapHost == null && direct == null && !writable && plan.targets().contains(Placement.HOST)) {
+                warmUp.addAll(hostFiles(plan));
+            }
+            read(reads, warmUp::contains, mapped);
             long tEnd = System.nanoTime();
             long nanos = tEnd - t0;
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
@@ -436,7 +445,7 @@ public final class WeightLoader {
                 }
             }
             long tRead = System.nanoTime();
-            read(reads, true, 0);
+            read(reads, h -> true, 0);
             long tEnd = System.nanoTime();
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
@@ -546,11 +555,11 @@ public final class WeightLoader {
     }
 
     /**
-     * Runs {@code reads} as one batch; {@code buffered}: open files through the page cache
-     * whatever {@link #direct} says; {@code inPlace}: bytes already in place (mapped), which
+     * Runs {@code reads} as one batch; {@code buffered}: the files to open through the page
+     * cache whatever {@link #direct} and their cached fraction say; {@code inPlace}: bytes already in place (mapped), which
      * progress reports as done from the start.
      */
-    private void read(List<Read> reads, boolean buffered, long inPlace) {
+    private void read(List<Read> reads, java.util.function.Predicate<SafetensorsHeader> buffered, long inPlace) {
         long total = inPlace + reads.stream().mapToLong(Read::length).sum();
         if (progress != null) {
             progress.onProgress(inPlace, total);
@@ -561,7 +570,7 @@ public final class WeightLoader {
         Map<SafetensorsHeader, PhxFile> files = new IdentityHashMap<>();
         try {
             for (Read r : reads) {
-                files.computeIfAbsent(r.file(), h -> buffered ? PhxFile.open(h.file(), OpenMode.READ) : open(h.file()));
+                files.computeIfAbsent(r.file(), h -> buffered.test(h) ? PhxFile.open(h.file(), OpenMode.READ) : open(h.file()));
             }
             try (IoBatch batch = batch(reads, files)) {
                 BatchResult result = progress == null ? batch.run() : awaitWithProgress(batch, inPlace, total);
