@@ -219,12 +219,13 @@ public final class Errno {
         if (text == null || text.isEmpty()) {
             return OptionalInt.empty();
         }
-        Integer n = ByText.MAP.get(text);
-        if (n == null) {
-            // the JDK words ELOOP as strerror's text plus " or unable to access attributes of symbolic link"
-            int cut = text.indexOf(" or ");
-            n = cut > 0 ? ByText.MAP.get(text.substring(0, cut)) : null;
+        // The JDK adds this suffix for ELOOP alone (UnixException.translateToIOException). The
+        // text before it cannot be trusted: run from the CLI's AOT cache, JDK 25 put "No such
+        // file or directory" there for a symlink loop.
+        if (text.endsWith(" or unable to access attributes of symbolic link")) {
+            return OptionalInt.of(ELOOP);
         }
+        Integer n = ByText.MAP.get(text);
         return n == null ? OptionalInt.empty() : OptionalInt.of(n);
     }
 
