@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -31,9 +32,6 @@ typedef struct {
      * caller's synchronize) back from this I/O, so the kick must not start it, and the
      * enqueuer waits until the kick has run before it reports. */
     atomic_int abandoned;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int kick_over;
 } stream_op_t;
 
 typedef struct {
@@ -51,8 +49,6 @@ static void op_finish(stream_op_t *op)
         if (!op->wait_queued) phx_flag_give(&op->dev->pinned, op->flag);
         phx_device_release(op->dev);
     }
-    pthread_mutex_destroy(&op->lock);
-    pthread_cond_destroy(&op->cond);
     free(op);
 }
 
@@ -61,18 +57,10 @@ static void op_unref(stream_op_t *op)
     if (atomic_fetch_sub(&op->refs, 1) == 1) op_finish(op);
 }
 
-/* The kick side lets go. kick_over is set only after its reference is dropped, so an
- * enqueuer waiting for it (an abandoned op) is then the last holder and reports before its
- * call returns: nothing touches the caller's cells afterwards. */
-static void kick_release(stream_op_t *op)
-{
-    pthread_mutex_lock(&op->lock);
-    int last = atomic_fetch_sub(&op->refs, 1) == 1;
-    op->kick_over = 1;
-    pthread_cond_broadcast(&op->cond);
-    pthread_mutex_unlock(&op->lock);
-    if (last) op_finish(op);
-}
+/* The kick side lets go: its last touch of op is the decrement, so an enqueuer that waits
+ * for the count to reach its own reference alone (an abandoned op) is then the last holder
+ * and reports before its call returns. */
+static void kick_release(stream_op_t *op) { op_unref(op); }
 
 static void op_done(phx_batch_state_t *b, int result, void *arg)
 {
@@ -162,8 +150,6 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
     op->flag = flag;
     *rel = (release_t){d, flag};
     atomic_init(&op->refs, 2);
-    pthread_mutex_init(&op->lock, NULL);
-    pthread_cond_init(&op->cond, NULL);
     rc = phx_conn->launch_host_fn(stream, kick, op);
     if (rc) {
         atomic_fetch_sub(&op->refs, 1); /* the kick will never run */
@@ -175,9 +161,9 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
              * for it to have run (it then touches neither the buffer nor the cells), so the
              * caller may free both once this returns */
             atomic_store(&op->abandoned, 1);
-            pthread_mutex_lock(&op->lock);
-            while (!op->kick_over) pthread_cond_wait(&op->cond, &op->lock);
-            pthread_mutex_unlock(&op->lock);
+            /* an error path only: poll rather than give every op a lock and a condition */
+            struct timespec ts = {0, 50000};
+            while (atomic_load(&op->refs) > 1) nanosleep(&ts, NULL);
         }
         if (!rc) rc = phx_conn->launch_host_fn(stream, release, rel);
         op->release_queued = rc == 0;

@@ -152,7 +152,7 @@ final class BenchCommand implements Callable<Integer> {
 
 
         int ceilingThreads = threads != null ? threads : (device != null ? device.workers() : Integer.parseInt(phx.getConfig("workers")));
-        String targetName = device == null ? "host memory (device -1)"
+        String targetName = device == null ? "host memory"
                 : "device " + device.id() + " (" + device.name() + "; mode " + device.mode().name().toLowerCase()
                 + ", connector " + device.connector() + ", engine " + device.engine().name().toLowerCase() + ")";
         progress.step("target: %s", targetName);

@@ -10,7 +10,7 @@ import picocli.CommandLine.Option;
  * is an accelerator, host memory where there is none (each command may default to host).
  */
 final class TargetOptions {
-    @Option(names = "--host", description = "Host memory (device -1).")
+    @Option(names = "--host", description = "Host memory (Phoenix.host()).")
     boolean host;
 
     @Option(names = "--device", paramLabel = "N", description = "Memory of device N.")
