@@ -72,28 +72,49 @@ final class GenModelCommand implements Callable<Integer> {
         if (shards < 1 || shards > tensors.size()) {
             throw new IllegalArgumentException("--shards must be in 1.." + tensors.size() + ", was " + shards);
         }
+        boolean created = !Files.exists(dir);
         Files.createDirectories(dir);
-        List<List<SafetensorsWriter.Spec>> parts = split(tensors, shards);
-        byte[] random = new byte[32 << 20];
-        fillRandom(random, seed);
-        Map<String, String> weightMap = new TreeMap<>();
+        List<Path> written = new ArrayList<>();
         PrintWriter out = spec.commandLine().getOut();
+        List<List<SafetensorsWriter.Spec>> parts;
         long total = 0;
         long bytes = 0;
-        for (int i = 0; i < parts.size(); i++) {
-            String name = parts.size() == 1 ? ModelFiles.SINGLE_FILE
-                    : String.format("model-%05d-of-%05d.safetensors", i + 1, parts.size());
-            bytes += SafetensorsWriter.write(dir.resolve(name), Map.of("format", "pt"), parts.get(i),
-                    (t, off, dst) -> fill(random, t, off, dst));
-            for (SafetensorsWriter.Spec t : parts.get(i)) {
-                weightMap.put(t.name(), name);
-                total += t.nbytes();
+        try {
+            parts = split(tensors, shards);
+            byte[] random = new byte[32 << 20];
+            fillRandom(random, seed);
+            Map<String, String> weightMap = new TreeMap<>();
+            for (int i = 0; i < parts.size(); i++) {
+                String name = parts.size() == 1 ? ModelFiles.SINGLE_FILE
+                        : String.format("model-%05d-of-%05d.safetensors", i + 1, parts.size());
+                written.add(dir.resolve(name));
+                bytes += SafetensorsWriter.write(dir.resolve(name), Map.of("format", "pt"), parts.get(i),
+                        (t, off, dst) -> fill(random, t, off, dst));
+                for (SafetensorsWriter.Spec t : parts.get(i)) {
+                    weightMap.put(t.name(), name);
+                    total += t.nbytes();
+                }
+                spec.commandLine().getErr().printf("phoenix gen-model: wrote %s (%d tensors)%n", dir.resolve(name),
+                        parts.get(i).size());
             }
-            spec.commandLine().getErr().printf("phoenix gen-model: wrote %s (%d tensors)%n", dir.resolve(name),
-                    parts.get(i).size());
-        }
-        if (parts.size() > 1) {
-            writeIndex(dir.resolve(ModelFiles.INDEX_FILE), total, weightMap);
+            if (parts.size() > 1) {
+                written.add(dir.resolve(ModelFiles.INDEX_FILE));
+                writeIndex(dir.resolve(ModelFiles.INDEX_FILE), total, weightMap);
+            }
+        } catch (IOException | RuntimeException e) {
+            // a failed run (ENOSPC, say) leaves nothing of its own behind: neither its files nor
+            // the directory it made
+            for (Path w : written) {
+                Files.deleteIfExists(w);
+            }
+            if (created) {
+                try {
+                    Files.deleteIfExists(dir);
+                } catch (IOException ignored) {
+                    // not empty: something else is in it now, and it stays
+                }
+            }
+            throw e;
         }
         out.printf("%s: %d layers, %d tensors, %s of weights in %d file(s), %d bytes on disk%n", dir, layers(tensors),
                 tensors.size(), LoadCommand.human(total), parts.size(), bytes);
