@@ -1,0 +1,226 @@
+package io.phxfs.djl;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.NDScope;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import ai.djl.nn.AbstractBlock;
+import ai.djl.nn.Parameter;
+import ai.djl.training.ParameterStore;
+import ai.djl.util.PairList;
+import java.util.Arrays;
+
+/**
+ * A decoder-only language model as a DJL block whose parameters are Phoenix-loaded tensors:
+ * input one sequence of token ids (INT64, {@code [T]} or {@code [1, T]}), output its logits,
+ * {@code [T, vocab]} float32. Computation is float32 with DJL operations; float32 weights are
+ * used in place (zero copy), others (bf16, f16) are converted once at construction.
+ *
+ * <p>The block belongs to the {@link PhoenixWeights} it was made from: once they are closed
+ * (closing the DJL model closes them) any forward raises IllegalStateException.
+ */
+public abstract class CausalLmBlock extends AbstractBlock {
+    /** The checkpoint's arrays. */
+    protected final PhoenixWeights weights;
+    /** The model's configuration. */
+    protected final HfConfig config;
+    /** Holds converted weights; closes with the weights' manager's parent. */
+    protected final NDManager manager;
+    private final int layers;
+    private final int vocab;
+
+    /**
+     * A block over loaded weights.
+     *
+     * @param weights the checkpoint's arrays
+     * @param config its configuration
+     * @param manager where converted weights and caches live (the model's manager)
+     * @param layers the number of decoder layers
+     * @param vocab the vocabulary size
+     */
+    protected CausalLmBlock(PhoenixWeights weights, HfConfig config, NDManager manager, int layers, int vocab) {
+        this.weights = weights;
+        this.config = config;
+        this.manager = manager.newSubManager();
+        this.layers = layers;
+        this.vocab = vocab;
+        this.inputShapes = new Shape[] {new Shape(-1)};
+        this.inputNames = java.util.List.of("input_ids");
+    }
+
+    /**
+     * A weight for computation: the tensor's array itself when float32, else a float32 copy.
+     *
+     * @param name the tensor's name
+     * @param type the DJL parameter type to register it as
+     * @return the float32 array
+     */
+    protected NDArray weight(String name, Parameter.Type type) {
+        NDArray a = weights.get(name);
+        NDArray f = a.getDataType() == DataType.FLOAT32 ? a : convert(a);
+        addParameter(Parameter.builder().setName(name).setType(type).optArray(f).optRequiresGrad(false).build());
+        return f;
+    }
+
+    private NDArray convert(NDArray a) {
+        NDArray f = TensorViews.toFloat32(a);
+        f.attach(manager);
+        f.setName(a.getName());
+        return f;
+    }
+
+    /**
+     * The number of decoder layers.
+     *
+     * @return the layer count
+     */
+    public int layers() {
+        return layers;
+    }
+
+    /**
+     * The vocabulary size (the logits' width).
+     *
+     * @return the vocabulary size
+     */
+    public int vocabSize() {
+        return vocab;
+    }
+
+    /**
+     * The configuration the block was built from.
+     *
+     * @return the configuration
+     */
+    public HfConfig config() {
+        return config;
+    }
+
+    /**
+     * The Phoenix weights behind the parameters.
+     *
+     * @return the weights
+     */
+    public PhoenixWeights weights() {
+        return weights;
+    }
+
+    /**
+     * An empty KV cache for one sequence.
+     *
+     * @return a new cache; the caller closes it
+     */
+    public KvCache newCache() {
+        checkOpen();
+        return new KvCache(manager, layers);
+    }
+
+    /**
+     * The logits of {@code ids} following the positions already in {@code cache} (none when
+     * null), whose keys and values are appended to the cache.
+     *
+     * @param ids token ids, INT64, {@code [T]} or {@code [1, T]}
+     * @param cache the sequence's cache, or null to compute the whole sequence without one
+     * @return the logits {@code [T, vocab]}, float32, in the manager of {@code ids}
+     * @throws IllegalStateException when the model was closed
+     * @throws IllegalArgumentException when an id is outside the vocabulary or the sequence is too long
+     */
+    public NDArray logits(NDArray ids, KvCache cache) {
+        checkOpen();
+        NDArray flat = ids.getShape().dimension() == 2 ? ids.reshape(-1) : ids;
+        if (flat.getShape().dimension() != 1 || flat.size() == 0) {
+            throw new IllegalArgumentException("input ids: expected a non-empty [T] or [1, T] array, got " + ids.getShape());
+        }
+        long[] values = flat.toLongArray();
+        for (long v : values) {
+            if (v < 0 || v >= vocab) {
+                throw new IllegalArgumentException("token id " + v + " outside the vocabulary [0, " + vocab + ")");
+            }
+        }
+        int past = cache == null ? 0 : cache.length();
+        NDManager out = ids.getManager();
+        try (NDScope scope = new NDScope()) {
+            NDArray idx = flat.getDataType() == DataType.INT64 ? flat : flat.toType(DataType.INT64, false);
+            NDArray logits = compute(idx, values.length, past, cache);
+            if (cache != null) {
+                cache.advance(values.length);
+            }
+            NDScope.unregister(logits);
+            logits.attach(out);
+            scope.suppressNotUsedWarning();
+            return logits;
+        }
+    }
+
+    /**
+     * The forward pass.
+     *
+     * @param ids token ids, INT64 {@code [T]}
+     * @param tokens T
+     * @param past positions already in the cache
+     * @param cache the cache, or null
+     * @return the logits {@code [T, vocab]}
+     */
+    protected abstract NDArray compute(NDArray ids, int tokens, int past, KvCache cache);
+
+    /**
+     * The causal mask of T new positions over past + T keys: 0 where visible, -inf above the diagonal.
+     *
+     * @param m the manager to create it in
+     * @param tokens T
+     * @param past positions before them
+     * @return the mask {@code [T, past + T]}
+     */
+    protected static NDArray causalMask(NDManager m, int tokens, int past) {
+        int s = past + tokens;
+        float[] mask = new float[tokens * s];
+        for (int i = 0; i < tokens; i++) {
+            Arrays.fill(mask, i * s + past + i + 1, (i + 1) * s, Float.NEGATIVE_INFINITY);
+        }
+        return m.create(mask, new Shape(tokens, s));
+    }
+
+    /**
+     * Scaled dot-product attention with grouped heads: {@code q [Hq, T, d]} over
+     * {@code k, v [Hkv, S, d]}, each key head serving {@code Hq / Hkv} query heads (Hugging
+     * Face's repeat_kv order).
+     *
+     * @param q queries
+     * @param k keys
+     * @param v values
+     * @param mask {@code [T, S]}
+     * @return {@code [Hq, T, d]}
+     */
+    protected static NDArray attention(NDArray q, NDArray k, NDArray v, NDArray mask) {
+        long hq = q.getShape().get(0);
+        long t = q.getShape().get(1);
+        long d = q.getShape().get(2);
+        long hkv = k.getShape().get(0);
+        NDArray qg = q.reshape(hkv, hq / hkv, t, d);
+        NDArray kg = k.expandDims(1);
+        NDArray vg = v.expandDims(1);
+        NDArray scores = qg.matMul(kg.transpose(0, 1, 3, 2)).div(Math.sqrt(d)).add(mask);
+        return scores.softmax(-1).matMul(vg).reshape(hq, t, d);
+    }
+
+    /** Raises once the weights are closed. */
+    protected void checkOpen() {
+        if (weights.isClosed()) {
+            throw new IllegalStateException("the model was closed: " + weights.path() + " is no longer loaded");
+        }
+    }
+
+    @Override
+    protected NDList forwardInternal(ParameterStore parameterStore, NDList inputs, boolean training,
+                                     PairList<String, Object> params) {
+        return new NDList(logits(inputs.head(), null));
+    }
+
+    @Override
+    public Shape[] getOutputShapes(Shape[] inputShapes) {
+        long t = inputShapes[0].get(inputShapes[0].dimension() - 1);
+        return new Shape[] {new Shape(t, vocab)};
+    }
+}

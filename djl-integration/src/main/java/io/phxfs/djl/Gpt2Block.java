@@ -1,0 +1,121 @@
+package io.phxfs.djl;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.nn.Parameter;
+
+/**
+ * GPT-2 ({@code model_type: gpt2}) from DJL operations: learned position embeddings,
+ * pre-norm layers with biased LayerNorm, fused QKV ({@code Conv1D}, weights stored
+ * {@code [in, out]}), the {@code gelu_new} MLP, and the LM head tied to the token embedding
+ * ({@code transformer.wte.weight}) unless the checkpoint has its own {@code lm_head.weight}.
+ */
+public final class Gpt2Block extends CausalLmBlock {
+    private final int heads;
+    private final int width;
+    private final int positions;
+    private final double eps;
+    private final String activation;
+    private final NDArray wte;
+    private final NDArray wpe;
+    private final NDArray head;
+    private final Layer[] layer;
+    private final NDArray lnfW;
+    private final NDArray lnfB;
+
+    private record Layer(NDArray ln1W, NDArray ln1B, NDArray attnW, NDArray attnB, NDArray projW, NDArray projB,
+                         NDArray ln2W, NDArray ln2B, NDArray fcW, NDArray fcB, NDArray mlpW, NDArray mlpB) {
+    }
+
+    /**
+     * GPT-2 over loaded weights.
+     *
+     * @param weights the checkpoint's arrays (names as transformers saves them, with or without the {@code transformer.} prefix)
+     * @param config its config.json
+     * @param manager the model's manager
+     */
+    public Gpt2Block(PhoenixWeights weights, HfConfig config, NDManager manager) {
+        super(weights, config, manager, config.integer("n_layer", "num_hidden_layers"), config.integer("vocab_size"));
+        heads = config.integer("n_head", "num_attention_heads");
+        width = config.integer("n_embd", "hidden_size");
+        positions = config.integer("n_positions", "max_position_embeddings");
+        eps = config.number("layer_norm_epsilon", 1e-5);
+        activation = config.string("activation_function").orElse("gelu_new");
+        if (!activation.equals("gelu_new") && !activation.equals("gelu_pytorch_tanh") && !activation.equals("gelu")) {
+            throw new IllegalArgumentException(config.file() + ": \"activation_function\" " + activation
+                    + " is not supported (gelu_new, gelu_pytorch_tanh, gelu)");
+        }
+        if (width % heads != 0) {
+            throw new IllegalArgumentException(config.file() + ": n_embd " + width + " is not a multiple of n_head " + heads);
+        }
+        String p = weights.contains("transformer.wte.weight") ? "transformer." : "";
+        wte = weight(p + "wte.weight", Parameter.Type.WEIGHT);
+        wpe = weight(p + "wpe.weight", Parameter.Type.WEIGHT);
+        layer = new Layer[layers()];
+        for (int i = 0; i < layer.length; i++) {
+            String l = p + "h." + i + ".";
+            layer[i] = new Layer(weight(l + "ln_1.weight", Parameter.Type.GAMMA), weight(l + "ln_1.bias", Parameter.Type.BETA),
+                    weight(l + "attn.c_attn.weight", Parameter.Type.WEIGHT), weight(l + "attn.c_attn.bias", Parameter.Type.BIAS),
+                    weight(l + "attn.c_proj.weight", Parameter.Type.WEIGHT), weight(l + "attn.c_proj.bias", Parameter.Type.BIAS),
+                    weight(l + "ln_2.weight", Parameter.Type.GAMMA), weight(l + "ln_2.bias", Parameter.Type.BETA),
+                    weight(l + "mlp.c_fc.weight", Parameter.Type.WEIGHT), weight(l + "mlp.c_fc.bias", Parameter.Type.BIAS),
+                    weight(l + "mlp.c_proj.weight", Parameter.Type.WEIGHT), weight(l + "mlp.c_proj.bias", Parameter.Type.BIAS));
+        }
+        lnfW = weight(p + "ln_f.weight", Parameter.Type.GAMMA);
+        lnfB = weight(p + "ln_f.bias", Parameter.Type.BETA);
+        // tied: the transposed embedding is a view, no copy
+        NDArray lm = weights.contains("lm_head.weight") ? weight("lm_head.weight", Parameter.Type.WEIGHT) : wte;
+        head = lm.transpose();
+        head.attach(this.manager);
+    }
+
+    private NDArray layerNorm(NDArray x, NDArray w, NDArray b) {
+        NDArray mean = x.mean(new int[] {-1}, true);
+        NDArray c = x.sub(mean);
+        NDArray var = c.square().mean(new int[] {-1}, true);
+        return c.div(var.add(eps).sqrt()).mul(w).add(b);
+    }
+
+    private NDArray gelu(NDArray x) {
+        if (activation.equals("gelu")) {
+            return ai.djl.nn.Activation.gelu(x);
+        }
+        // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        NDArray inner = x.add(x.pow(3).mul(0.044715)).mul(Math.sqrt(2 / Math.PI));
+        return x.mul(0.5).mul(inner.tanh().add(1));
+    }
+
+    @Override
+    protected NDArray compute(NDArray ids, int tokens, int past, KvCache cache) {
+        if (past + tokens > positions) {
+            throw new IllegalArgumentException(past + tokens + " positions: GPT-2 " + config.file()
+                    + " has n_positions " + positions);
+        }
+        NDManager m = ids.getManager();
+        int hd = width / heads;
+        NDArray pos = m.arange((long) past, (long) past + tokens);
+        NDArray x = wte.get(ids).add(wpe.get(pos));
+        NDArray mask = causalMask(m, tokens, past);
+        for (int i = 0; i < layer.length; i++) {
+            Layer l = layer[i];
+            NDArray h = layerNorm(x, l.ln1W, l.ln1B);
+            NDList qkv = h.matMul(l.attnW).add(l.attnB).split(3, 1);
+            NDArray q = qkv.get(0).reshape(tokens, heads, hd).transpose(1, 0, 2);
+            NDArray k = qkv.get(1).reshape(tokens, heads, hd).transpose(1, 0, 2);
+            NDArray v = qkv.get(2).reshape(tokens, heads, hd).transpose(1, 0, 2);
+            if (cache != null) {
+                if (cache.key(i) != null) {
+                    k = cache.key(i).concat(k, 1);
+                    v = cache.value(i).concat(v, 1);
+                }
+                cache.set(i, k, v);
+            }
+            NDArray a = attention(q, k, v, mask).transpose(1, 0, 2).reshape(tokens, width);
+            x = x.add(a.matMul(l.projW).add(l.projB));
+            h = layerNorm(x, l.ln2W, l.ln2B);
+            x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));
+        }
+        return layerNorm(x, lnfW, lnfB).matMul(head);
+    }
+}

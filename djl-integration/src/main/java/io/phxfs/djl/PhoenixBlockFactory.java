@@ -1,0 +1,72 @@
+package io.phxfs.djl;
+
+import ai.djl.Model;
+import ai.djl.nn.Block;
+import ai.djl.nn.BlockFactory;
+import ai.djl.pytorch.engine.PtNDManager;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * DJL's hook for building a model's block: reads a Hugging Face checkpoint directory
+ * (config.json and safetensors, single or sharded) with Phoenix and returns the block of its
+ * architecture, its parameters the loaded tensors. Name it in a {@code Criteria} with
+ * {@code optArgument("blockFactory", PhoenixBlockFactory.class.getName())} and
+ * {@code optOption("hasParameter", "false")} (there are no {@code .params} files), or use a
+ * {@code phoenix://} URL, which sets both.
+ *
+ * <p>Supported {@code model_type}s: {@code gpt2} ({@link Gpt2Block}) and {@code llama}
+ * ({@link LlamaBlock}). The weights close with the model.
+ */
+public final class PhoenixBlockFactory implements BlockFactory {
+    private static final long serialVersionUID = 1L;
+
+    /** A factory; DJL instantiates it by class name. */
+    public PhoenixBlockFactory() {
+    }
+
+    @Override
+    public Block newBlock(Model model, Path modelPath, Map<String, ?> arguments) throws IOException {
+        if (!(model.getNDManager() instanceof PtNDManager)) {
+            throw new IllegalArgumentException("Phoenix blocks need DJL's PyTorch engine; the model's engine is "
+                    + model.getNDManager().getEngine().getEngineName() + " (optEngine(\"PyTorch\"))");
+        }
+        return newBlock(modelPath, model);
+    }
+
+    /**
+     * Loads a checkpoint directory into a block of {@code model}'s manager.
+     *
+     * @param dir the checkpoint directory
+     * @param model the DJL model the weights belong to
+     * @return the architecture's block
+     * @throws IOException when a file cannot be read
+     */
+    public static CausalLmBlock newBlock(Path dir, Model model) throws IOException {
+        HfConfig config = HfConfig.read(dir);
+        String type = config.modelType();
+        if (!type.equals("gpt2") && !type.equals("llama")) {
+            throw new IllegalArgumentException(config.file() + ": model_type \"" + type
+                    + "\" is not supported (gpt2, llama)");
+        }
+        PhoenixWeights weights = PhoenixWeights.load(dir, model.getNDManager());
+        try {
+            return type.equals("gpt2") ? new Gpt2Block(weights, config, model.getNDManager())
+                    : new LlamaBlock(weights, config, model.getNDManager());
+        } catch (RuntimeException e) {
+            weights.close();
+            throw e;
+        }
+    }
+
+    /** Unchecked for callers that cannot throw IOException. */
+    static CausalLmBlock newBlockUnchecked(Path dir, Model model) {
+        try {
+            return newBlock(dir, model);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
