@@ -33,13 +33,28 @@ public final class LlamaBlock extends CausalLmBlock {
     }
 
     /**
-     * Llama over loaded weights.
+     * Llama over loaded weights, rotary frequencies in float32.
      *
      * @param weights the checkpoint's arrays
      * @param config its config.json
      * @param manager the model's manager
      */
     public LlamaBlock(PhoenixWeights weights, HfConfig config, NDManager manager) {
+        this(weights, config, manager, false);
+    }
+
+    /**
+     * Llama over loaded weights.
+     *
+     * @param weights the checkpoint's arrays
+     * @param config its config.json
+     * @param manager the model's manager
+     * @param bf16RopeFrequencies round the rotary inverse frequencies to bf16, as transformers
+     *        does when it runs a model in bf16 (its {@code inv_freq} buffer is cast with the
+     *        model): the angles then drift from the exact ones in proportion to the position
+     *        (about 0.1 rad at position 600 for tiny-llama), which the logits of such a run show
+     */
+    public LlamaBlock(PhoenixWeights weights, HfConfig config, NDManager manager, boolean bf16RopeFrequencies) {
         super(weights, config, manager, config.integer("num_hidden_layers"), config.integer("vocab_size"));
         heads = config.integer("num_attention_heads");
         kvHeads = config.optInteger("num_key_value_heads").orElse(heads);
@@ -75,6 +90,10 @@ public final class LlamaBlock extends CausalLmBlock {
         for (int i = 0; i < invFreq.length; i++) {
             // as transformers computes it: float32 of theta^(2i/d)
             invFreq[i] = (float) (1.0 / Math.pow(theta, (2.0 * i) / headDim));
+            if (bf16RopeFrequencies) {
+                int bits = Float.floatToIntBits(invFreq[i]);
+                invFreq[i] = Float.intBitsToFloat((bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000); // round to nearest even
+            }
         }
         embed = weight("model.embed_tokens.weight", Parameter.Type.WEIGHT);
         layer = new Layer[layers()];

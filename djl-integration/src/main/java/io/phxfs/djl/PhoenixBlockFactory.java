@@ -5,7 +5,6 @@ import ai.djl.nn.Block;
 import ai.djl.nn.BlockFactory;
 import ai.djl.pytorch.engine.PtNDManager;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.Map;
 
@@ -23,6 +22,12 @@ import java.util.Map;
 public final class PhoenixBlockFactory implements BlockFactory {
     private static final long serialVersionUID = 1L;
 
+    /**
+     * Criteria argument: {@code float32} (default) or {@code bfloat16}, the precision of
+     * Llama's rotary frequencies; bfloat16 reproduces transformers running the model in bf16.
+     */
+    public static final String ROPE_DTYPE = "ropeDtype";
+
     /** A factory; DJL instantiates it by class name. */
     public PhoenixBlockFactory() {
     }
@@ -33,7 +38,11 @@ public final class PhoenixBlockFactory implements BlockFactory {
             throw new IllegalArgumentException("Phoenix blocks need DJL's PyTorch engine; the model's engine is "
                     + model.getNDManager().getEngine().getEngineName() + " (optEngine(\"PyTorch\"))");
         }
-        return newBlock(modelPath, model);
+        Object rope = arguments.get(ROPE_DTYPE);
+        if (rope != null && !"float32".equals(rope) && !"bfloat16".equals(rope)) {
+            throw new IllegalArgumentException("argument " + ROPE_DTYPE + "=" + rope + ": float32 or bfloat16");
+        }
+        return newBlock(modelPath, model, "bfloat16".equals(rope));
     }
 
     /**
@@ -45,6 +54,19 @@ public final class PhoenixBlockFactory implements BlockFactory {
      * @throws IOException when a file cannot be read
      */
     public static CausalLmBlock newBlock(Path dir, Model model) throws IOException {
+        return newBlock(dir, model, false);
+    }
+
+    /**
+     * Loads a checkpoint directory into a block of {@code model}'s manager.
+     *
+     * @param dir the checkpoint directory
+     * @param model the DJL model the weights belong to
+     * @param bf16Rope Llama: rotary frequencies rounded to bf16 (see {@link LlamaBlock})
+     * @return the architecture's block
+     * @throws IOException when a file cannot be read
+     */
+    public static CausalLmBlock newBlock(Path dir, Model model, boolean bf16Rope) throws IOException {
         HfConfig config = HfConfig.read(dir);
         String type = config.modelType();
         if (!type.equals("gpt2") && !type.equals("llama")) {
@@ -54,19 +76,11 @@ public final class PhoenixBlockFactory implements BlockFactory {
         PhoenixWeights weights = PhoenixWeights.load(dir, model.getNDManager());
         try {
             return type.equals("gpt2") ? new Gpt2Block(weights, config, model.getNDManager())
-                    : new LlamaBlock(weights, config, model.getNDManager());
+                    : new LlamaBlock(weights, config, model.getNDManager(), bf16Rope);
         } catch (RuntimeException e) {
             weights.close();
             throw e;
         }
     }
 
-    /** Unchecked for callers that cannot throw IOException. */
-    static CausalLmBlock newBlockUnchecked(Path dir, Model model) {
-        try {
-            return newBlock(dir, model);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
 }
