@@ -12,7 +12,8 @@ log="$out/write-explore.txt"
   echo "kernel $(uname -r); /tmp is $(df -T /tmp | awk 'NR==2 {print $2}')"
   sysctl vm.dirty_ratio vm.dirty_background_ratio vm.dirty_bytes vm.dirty_background_bytes 2>/dev/null
   mkdir -p /mnt/phx-huge && mount -t tmpfs -o size=48g,huge=always tmpfs /mnt/phx-huge 2>&1
-  for cfg in "/tmp 8 8" "/tmp 16 16" "/dev/shm 8 8" "/dev/shm 16 16" "/mnt/phx-huge 8 8" "/mnt/phx-huge 16 16"; do
+  configs=("/tmp 16 16" "/dev/shm 8 8" "/mnt/phx-huge 8 8" "/mnt/phx-huge 16 16")
+  for cfg in "${configs[@]}"; do
     set -- $cfg
     echo; echo "=== dir $1, Phoenix workers $2, kernel threads $3"
     PHX_CONNECTOR=cuda PHX_WORKERS=$2 RW_THREADS=$3 timeout 150 $b/rw_bench "$1" 4 2>&1 | grep -vE '^device' || echo "rw_bench failed ($?)"
