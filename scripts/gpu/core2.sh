@@ -22,7 +22,9 @@ b=build/gpu
 [ $skip_c = 1 ] || gcc -O2 -Iphoenix-native/include phoenix-native/tests/gpu/rw_bench.c -L$b -lphoenix -lpthread \
   -Wl,-rpath="$root/$b" -o $b/rw_bench && timeout 200 $b/rw_bench /tmp "${RW_GIB:-4}" 2>&1 | tee "$out/rw-bench.txt" || status=1
 jt=.gpu/java-tests
-PHX_CONNECTOR=cuda PHX_LIBRARY_PATH="$root/$b/libphoenix.so" timeout 180 .gpu/jre/bin/java --enable-native-access=ALL-UNNAMED \
+# what surefire passes in the Maven build (PhoenixTest checks the library against it)
+version=$(sed -n 's:^  <version>\(.*\)</version>$:\1:p' pom.xml | head -1)
+PHX_CONNECTOR=cuda PHX_LIBRARY_PATH="$root/$b/libphoenix.so" timeout 180 .gpu/jre/bin/java --enable-native-access=ALL-UNNAMED -Dphx.project.version="$version" \
   -jar $jt/junit-platform-console-standalone-*.jar execute --class-path "$jt/classes:$(ls $jt/lib/*.jar | tr '\n' ':')" \
   --select-package io.phxfs.core --exclude-classname '.*PhoenixCloseTest' --exclude-classname '.*ModuleTest' --details=summary --disable-banner 2>&1 \
   | tail -30 | tee "$out/java-core.txt" || status=1

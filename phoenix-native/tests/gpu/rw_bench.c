@@ -18,6 +18,7 @@
 
 #define REQ (64ull << 20)
 #define FILES 8
+static int threads = 8; /* RW_THREADS: the kernel rows' thread count */
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
 static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp); return v[n / 2]; }
@@ -57,16 +58,16 @@ static void *job(void *a)
 /* 8 threads, host memory: the kernel's ceiling for the same files */
 static double host_pass(char *host, int *fds, int nf, int is_write)
 {
-    pthread_t th[8];
-    job_t js[8];
-    size_t per_file = total / (size_t)nf, per = total / 8;
+    pthread_t th[64];
+    job_t js[64];
+    size_t per_file = total / (size_t)nf, per = total / (size_t)threads;
     double t0 = now();
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < threads; i++) {
         size_t off = (size_t)i * per;
         js[i] = (job_t){fds[off / per_file], host, off, per, off % per_file, is_write};
         pthread_create(&th[i], NULL, job, &js[i]);
     }
-    for (int i = 0; i < 8; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
     return total / (now() - t0) / 1e9;
 }
 
@@ -74,6 +75,8 @@ int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     total = (size_t)(argc > 2 ? atoi(argv[2]) : 4) << 30;
+    if (getenv("RW_THREADS")) threads = atoi(getenv("RW_THREADS"));
+    if (threads < 1 || threads > 64 || (FILES % threads && threads % FILES)) { fprintf(stderr, "RW_THREADS: 1..64, a divisor or multiple of %d\n", FILES); return 2; }
     char p[512];
     snprintf(p, sizeof p, "%s/rw_bench_one.bin", dir);
     fds1[0] = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -114,10 +117,11 @@ int main(int argc, char **argv)
     int ok = memcmp(chk, host + total - (64 << 20), 64 << 20) == 0;
     const char *rows[] = {"phoenix read  page cache -> device, 1 file ", "phoenix write device -> page cache, 1 file ",
                           "phoenix read  page cache -> device, 8 files", "phoenix write device -> page cache, 8 files",
-                          "kernel  pread  8 threads -> host,   1 file ", "kernel  pwrite host -> page cache,  1 file ",
-                          "kernel  pread  8 threads -> host,   8 files", "kernel  pwrite host -> page cache,  8 files"};
+                          "kernel  pread  host <- page cache, 1 file ", "kernel  pwrite host -> page cache, 1 file ",
+                          "kernel  pread  host <- page cache, 8 files", "kernel  pwrite host -> page cache, 8 files"};
     double m[8];
     for (int i = 0; i < 8; i++) { m[i] = median(v[i], R); printf("%s  %6.2f GB/s (median of %d)\n", rows[i], m[i], R); }
+    printf("kernel rows: %d threads from host memory; dir %s\n", threads, dir);
     printf("write/read, phoenix, 1 file : %.3f\n", m[1] / m[0]);
     printf("write/read, phoenix, 8 files: %.3f\n", m[3] / m[2]);
     printf("phoenix write / kernel pwrite ceiling, 1 file : %.3f\n", m[1] / m[5]);
