@@ -66,15 +66,39 @@ class LlamaTest {
         }
     }
 
+    /**
+     * scripts/gpu/llama_reference.py: transformers' float32 forward over the bf16 weights
+     * upcast (lossless), as this block computes. Tolerance 1e-3 absolute, the issue's bound
+     * for bf16 weights computed in fp32: the two differ only in float32 operation order (the
+     * same kernels give 2.4e-7 between the reference's own CPU and CUDA runs); measured 
+     * max error printed.
+     */
+    @Test
+    void logitsAndGreedyTokensMatchTransformers() throws Exception {
+        com.fasterxml.jackson.databind.JsonNode ref = TestFixtures.json("tiny-llama/expected_logits.json");
+        long[] ids = TestFixtures.longs(ref.get("input_ids").get(0));
+        float[][] expected = TestFixtures.rows(ref.get("logits"));
+        try (ZooModel<long[], float[][]> model = Criteria.builder().setTypes(long[].class, float[][].class)
+                .optModelUrls("phoenix://" + TestFixtures.file("tiny-llama")).build().loadModel();
+             ai.djl.inference.Predictor<long[], float[][]> p = model.newPredictor()) {
+            double err = Gpt2ZooTest.maxAbsDiff(expected, p.predict(ids));
+            System.out.printf("tiny-llama logits: max abs error %.3g vs transformers%n", err);
+            assertTrue(err <= 1e-3, "max abs error " + err);
+            Greedy g = Greedy.of(model);
+            assertArrayEquals(TestFixtures.longs(ref.get("generate_8_greedy")), g.generate(ids, 8, true).tokens());
+            assertArrayEquals(TestFixtures.longs(ref.get("generate_8_greedy_no_cache")), g.generate(ids, 8, false).tokens());
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"tiny-llama", "tiny-gpt2", "tiny-gpt2-sharded"})
     void generationWithTheKvCacheEqualsGenerationWithout(String dir) throws Exception {
         try (ZooModel<long[], float[]> model = load(dir)) {
             Greedy g = Greedy.of(model);
             long[] prompt = {1, 7, 42, 300, 5};
-            Greedy.Result cached = g.generate(prompt, 40, true);
-            Greedy.Result full = g.generate(prompt, 40, false);
-            assertEquals(40, cached.tokens().length);
+            Greedy.Result cached = g.generate(prompt, 32, true);
+            Greedy.Result full = g.generate(prompt, 32, false);
+            assertEquals(32, cached.tokens().length);
             assertArrayEquals(full.tokens(), cached.tokens(), dir);
         }
     }
