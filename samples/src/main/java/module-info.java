@@ -6,6 +6,8 @@ module io.phxfs.cli {
     requires io.phxfs.safetensors;
     requires info.picocli;
     requires com.fasterxml.jackson.core;
+    // djl-run only: static, so that the other commands run as named modules without DJL
+    requires static io.phxfs.djl;
     // com.sun.nio.file.ExtendedOpenOption.DIRECT for the bench's O_DIRECT baseline
     requires jdk.unsupported;
 
