@@ -8,7 +8,8 @@ import java.nio.file.Path;
  * libtorch from the {@code pytorch-native-cpu} jar on the class path (or from
  * {@code PYTORCH_LIBRARY_PATH}) and never downloads; the natives are extracted once into
  * {@code DJL_CACHE_DIR} (environment variable or system property), which the build sets to a
- * directory it controls.
+ * directory it controls. Without the native jar and PYTORCH_LIBRARY_PATH, a libtorch 2.7.1
+ * extracted there earlier is used.
  */
 public final class DjlRuntime {
     /** The engine name DJL registers the PyTorch engine under. */
@@ -28,12 +29,40 @@ public final class DjlRuntime {
         if (System.getenv("DJL_OFFLINE") == null && System.getProperty("ai.djl.offline") == null) {
             System.setProperty("ai.djl.offline", "true");
         }
+        useExtractedLibtorch();
         try {
             return Engine.getEngine(ENGINE);
         } catch (RuntimeException e) {
             throw new IllegalStateException("DJL's PyTorch engine did not start (offline; natives from the "
                     + "ai.djl.pytorch:pytorch-native-cpu jar into DJL_CACHE_DIR=" + cacheDir()
                     + ", or PYTORCH_LIBRARY_PATH): " + e.getMessage(), e);
+        }
+    }
+
+    /** The libtorch version DJL 0.36's JNI is built against. */
+    static final String LIBTORCH_VERSION = "2.7.1";
+
+    /**
+     * Without the native jar on the class path (the CLI's jar leaves it out: 111 MB) and without
+     * PYTORCH_LIBRARY_PATH, DJL offline looks for a libtorch it downloaded itself and finds none,
+     * although a run with the jar extracted one into the cache directory: point it there.
+     */
+    private static void useExtractedLibtorch() {
+        if (ai.djl.util.Utils.getEnvOrSystemProperty("PYTORCH_LIBRARY_PATH") != null
+                || DjlRuntime.class.getClassLoader().getResource("pytorch/cpu/linux-x86_64/libtorch_cpu.so") != null
+                || Thread.currentThread().getContextClassLoader() != null
+                && Thread.currentThread().getContextClassLoader().getResource("pytorch/cpu/linux-x86_64/libtorch_cpu.so") != null) {
+            return;
+        }
+        Path root = ai.djl.util.Utils.getEngineCacheDir("pytorch");
+        try (java.util.stream.Stream<Path> dirs = java.nio.file.Files.list(root)) {
+            dirs.filter(d -> d.getFileName().toString().startsWith(LIBTORCH_VERSION + "-")
+                            && d.getFileName().toString().endsWith("-cpu-linux-x86_64")
+                            && java.nio.file.Files.isRegularFile(d.resolve("libtorch_cpu.so")))
+                    .sorted().findFirst()
+                    .ifPresent(d -> System.setProperty("PYTORCH_LIBRARY_PATH", d.toString()));
+        } catch (java.io.IOException e) {
+            // no cache directory yet: DJL reports what it looked for
         }
     }
 
