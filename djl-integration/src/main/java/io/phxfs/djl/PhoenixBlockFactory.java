@@ -4,6 +4,7 @@ import ai.djl.Model;
 import ai.djl.nn.Block;
 import ai.djl.nn.BlockFactory;
 import ai.djl.pytorch.engine.PtNDManager;
+import io.phxfs.safetensors.WeightLoader;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Map;
@@ -15,6 +16,9 @@ import java.util.Map;
  * {@code optArgument("blockFactory", PhoenixBlockFactory.class.getName())} and
  * {@code optOption("hasParameter", "false")} (there are no {@code .params} files), or use a
  * {@code phoenix://} URL, which sets both.
+ *
+ * <p>A model on a GPU ({@code optDevice(Device.gpu(n))}) has its weights loaded into that
+ * GPU's memory and wrapped there, which needs a CUDA build of libtorch 2.7 (see the README).
  *
  * <p>Supported {@code model_type}s: {@code gpt2} ({@link Gpt2Block}) and {@code llama}
  * ({@link LlamaBlock}). The weights close with the model.
@@ -73,7 +77,11 @@ public final class PhoenixBlockFactory implements BlockFactory {
             throw new IllegalArgumentException(config.file() + ": model_type \"" + type
                     + "\" is not supported (gpt2, llama)");
         }
-        PhoenixWeights weights = PhoenixWeights.load(dir, model.getNDManager());
+        ai.djl.Device device = model.getNDManager().getDevice();
+        // a model on a GPU gets its weights read straight into that GPU's memory
+        WeightLoader loader = device.isGpu() ? WeightLoader.builder().toDevice(device.getDeviceId()).build()
+                : WeightLoader.builder().writable(true).build();
+        PhoenixWeights weights = PhoenixWeights.load(dir, model.getNDManager(), loader);
         try {
             return type.equals("gpt2") ? new Gpt2Block(weights, config, model.getNDManager())
                     : new LlamaBlock(weights, config, model.getNDManager(), bf16Rope);

@@ -43,4 +43,18 @@ class DeviceMemoryTest {
             assertFalse(loaded.buffer(0).orElseThrow().isClosed());
         }
     }
+
+    @Test
+    void aZooModelOnAGpuLoadsItsWeightsIntoThatGpu() throws Exception {
+        DjlRuntime.pytorch();
+        Exception e = assertThrows(Exception.class, () -> ai.djl.repository.zoo.Criteria.builder()
+                .setTypes(long[].class, float[].class).optDevice(Device.gpu(0))
+                .optModelUrls("phoenix://" + TestFixtures.file("tiny-gpt2")).build().loadModel());
+        Throwable t = e;
+        while (t.getCause() != null) {
+            t = t.getCause();
+        }
+        assertTrue(t.getMessage().contains("aoti_torch_create_tensor_from_blob"),
+                "the device tensors reached libtorch as CUDA tensors: " + e);
+    }
 }
