@@ -5,6 +5,7 @@
  * URLs, GPT-2 and Llama blocks built from DJL operations, and TorchScript parameter
  * replacement. It calls libtorch through java.lang.foreign, so it needs native access.
  */
+@SuppressWarnings({"requires-automatic", "requires-transitive-automatic"}) // DJL's jars are automatic modules (Automatic-Module-Name)
 module io.phxfs.djl {
     requires transitive io.phxfs.safetensors;
     requires transitive ai.djl.api;

@@ -203,6 +203,7 @@ public final class TensorViews {
      * @return a read-only view of its bytes
      * @throws IllegalArgumentException for an array on a GPU
      */
+    @SuppressWarnings("restricted") // libtorch reports the data pointer of a tensor of exactly this many bytes
     public static MemorySegment bytes(NDArray array, long bytesPerElement) {
         if (array.getManager().getDevice().isGpu()) {
             throw new IllegalArgumentException("bytes(): array on " + array.getManager().getDevice()

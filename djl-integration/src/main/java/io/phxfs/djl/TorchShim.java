@@ -22,6 +22,7 @@ import java.util.Map;
  * and terminates the JVM on the others). Every call returns an error code, which becomes an
  * exception here: the shim catches C++ exceptions itself.
  */
+@SuppressWarnings("restricted") // the one class that links libtorch; the module needs native access anyway
 final class TorchShim {
     private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG;
     private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT;

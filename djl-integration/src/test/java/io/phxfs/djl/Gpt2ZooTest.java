@@ -71,6 +71,15 @@ class Gpt2ZooTest {
     }
 
     @Test
+    void anOpaquePhoenixUrlIsAPathRelativeToTheWorkingDirectory() throws Exception {
+        Path rel = Path.of("").toAbsolutePath().relativize(TestFixtures.file("tiny-gpt2"));
+        Criteria<long[], float[][]> c = Criteria.builder().setTypes(long[].class, float[][].class)
+                .optModelUrls("phoenix:" + rel).build();
+        double err = maxAbsDiff(expected(), logits(c));
+        assertTrue(err <= TOLERANCE, rel + ": max abs error " + err);
+    }
+
+    @Test
     void nextTokenTranslatorGivesTheLastRow() throws Exception {
         Criteria<long[], float[]> c = Criteria.builder().setTypes(long[].class, float[].class)
                 .optModelUrls("phoenix://" + TestFixtures.file("tiny-gpt2-sharded")).build();

@@ -80,7 +80,7 @@ class TensorViewsTest {
 
     private static float[] decode(byte[] raw, Dtype dtype) {
         MemorySegment s = MemorySegment.ofArray(raw);
-        int n = (int) (raw.length / (dtype.bits() / 8));
+        int n = raw.length / (dtype.bits() / 8);
         float[] out = new float[n];
         for (int i = 0; i < n; i++) {
             out[i] = switch (dtype) {

@@ -79,7 +79,8 @@ class TorchScriptTest {
     @Test
     void float32TensorsReplaceTheParametersWithoutACopy() throws Exception {
         Path st = safetensors("w.safetensors", Dtype.F32, new float[] {0, 1, 0, 0, 0, 2}, new float[] {-1, -2});
-        try (ZooModel<NDList, NDList> m = load(true)) {
+        ZooModel<NDList, NDList> m = load(true);
+        try {
             TorchScriptWeights.Result r = TorchScriptWeights.replace(m, st);
             assertEquals(List.of("weight", "bias"), r.aliased());
             assertEquals(List.of(), r.converted());
@@ -92,6 +93,8 @@ class TorchScriptTest {
             PhoenixWeights w = r.weights();
             m.close();
             assertEquals(1, w.releaseCount(), "the weights close with the model, once");
+        } finally {
+            m.close();
         }
     }
 

@@ -1,22 +1,11 @@
 package io.phxfs.cli;
 
-import ai.djl.Device;
-import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDList;
-import ai.djl.ndarray.NDManager;
-import io.phxfs.djl.DjlRuntime;
-import io.phxfs.djl.SafetensorsNDList;
-import io.phxfs.djl.TensorViews;
 import io.phxfs.safetensors.Dtype;
 import io.phxfs.safetensors.SafetensorsWriter;
-import java.io.BufferedInputStream;
 import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
@@ -65,7 +54,7 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
         if (child != null) {
-            out.println(runChild(child));
+            out.println(DjlBenchChild.run(child, file));
             out.flush();
             return 0;
         }
@@ -123,37 +112,6 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
             while (ch.read(b) > 0) {
                 b.clear();
             }
-        }
-    }
-
-    /** One path in this JVM: "result SECONDS RSS_START PEAK_RSS TENSORS CHECKSUM". */
-    private String runChild(String path) throws IOException {
-        DjlRuntime.pytorch();
-        try (NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE)) {
-            m.zeros(new ai.djl.ndarray.types.Shape(1)).close(); // engine and allocator up before the clock
-            System.gc();
-            long start = ProcStatus.rss();
-            long t0 = System.nanoTime();
-            NDList list;
-            if (path.equals("phoenix")) {
-                list = SafetensorsNDList.load(file, m);
-            } else if (path.equals("decode")) {
-                try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 20)) {
-                    list = NDList.decode(m, in);
-                }
-            } else {
-                throw new IllegalArgumentException("--child " + path + ": phoenix or decode");
-            }
-            double sec = (System.nanoTime() - t0) / 1e9;
-            long hwm = ProcStatus.peakRss();
-            long sum = 0;
-            for (NDArray a : list) {
-                MemorySegment s = TensorViews.bytes(a, a.getDataType().getNumOfBytes());
-                for (long i = 0; i + 8 <= s.byteSize(); i += 8) {
-                    sum = sum * 31 + s.get(ValueLayout.JAVA_LONG_UNALIGNED, i);
-                }
-            }
-            return String.format(Locale.ROOT, "result %.4f %d %d %d %016x", sec, start, hwm, list.size(), sum);
         }
     }
 
