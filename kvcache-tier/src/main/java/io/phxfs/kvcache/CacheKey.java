@@ -8,23 +8,30 @@ import java.util.Map;
 
 /**
  * The key of one stored chunk, with LMCache's string form
- * {@code model@worldSize@workerId@chunkHash@dtype[@tag%value...]}.
- *
- * @param model     the model's name; may not contain {@code @}
- * @param worldSize tensor-parallel world size
- * @param workerId  this worker's rank
- * @param chunkHash the chunk's chained prefix hash, lower-case hex
- * @param dtype     the KV dtype's LMCache name ({@code bfloat16}, ...)
- * @param tags      extra tags in order; names and values may contain neither {@code @} nor {@code %}
+ * {@code model@worldSize@workerId@chunkHash@dtype[@tag%value...]}. Two keys are equal when their
+ * strings are; the string is built once (tiers index by it).
  */
-public record CacheKey(String model, int worldSize, int workerId, String chunkHash, String dtype,
-                       Map<String, String> tags) {
+public final class CacheKey {
+    private final String model;
+    private final int worldSize;
+    private final int workerId;
+    private final String chunkHash;
+    private final String dtype;
+    private final Map<String, String> tags;
+    private final String string;
+
     /**
      * Checks the fields and freezes the tags.
      *
+     * @param model     the model's name; may not contain {@code @}
+     * @param worldSize tensor-parallel world size
+     * @param workerId  this worker's rank
+     * @param chunkHash the chunk's chained prefix hash, lower-case hex
+     * @param dtype     the KV dtype's LMCache name ({@code bfloat16}, ...)
+     * @param tags      extra tags in order (may be null); names and values may contain neither {@code @} nor {@code %}
      * @throws IllegalArgumentException when a field holds a separator or is empty
      */
-    public CacheKey {
+    public CacheKey(String model, int worldSize, int workerId, String chunkHash, String dtype, Map<String, String> tags) {
         check("model", model, false);
         check("chunkHash", chunkHash, false);
         check("dtype", dtype, false);
@@ -39,7 +46,77 @@ public record CacheKey(String model, int worldSize, int workerId, String chunkHa
                 t.put(k, v);
             });
         }
-        tags = Collections.unmodifiableMap(t);
+        this.model = model;
+        this.worldSize = worldSize;
+        this.workerId = workerId;
+        this.chunkHash = chunkHash;
+        this.dtype = dtype;
+        this.tags = t.isEmpty() ? Map.of() : Collections.unmodifiableMap(t);
+        this.string = build();
+    }
+
+    /**
+     * The model's name.
+     *
+     * @return the model
+     */
+    public String model() {
+        return model;
+    }
+
+    /**
+     * The tensor-parallel world size.
+     *
+     * @return the world size
+     */
+    public int worldSize() {
+        return worldSize;
+    }
+
+    /**
+     * This worker's rank.
+     *
+     * @return the worker id
+     */
+    public int workerId() {
+        return workerId;
+    }
+
+    /**
+     * The chunk's chained prefix hash, lower-case hex.
+     *
+     * @return the hash
+     */
+    public String chunkHash() {
+        return chunkHash;
+    }
+
+    /**
+     * The dtype's LMCache name.
+     *
+     * @return the dtype
+     */
+    public String dtype() {
+        return dtype;
+    }
+
+    /**
+     * The extra tags, in order.
+     *
+     * @return an unmodifiable map
+     */
+    public Map<String, String> tags() {
+        return tags;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof CacheKey k && k.string.equals(string);
+    }
+
+    @Override
+    public int hashCode() {
+        return string.hashCode();
     }
 
     private static void check(String what, String s, boolean tag) {
@@ -59,6 +136,10 @@ public record CacheKey(String model, int worldSize, int workerId, String chunkHa
      */
     @Override
     public String toString() {
+        return string;
+    }
+
+    private String build() {
         StringBuilder sb = new StringBuilder(model.length() + chunkHash.length() + 32);
         sb.append(model).append('@').append(worldSize).append('@').append(workerId).append('@')
                 .append(chunkHash).append('@').append(dtype);

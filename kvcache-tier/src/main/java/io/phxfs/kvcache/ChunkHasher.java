@@ -82,14 +82,7 @@ public final class ChunkHasher {
             if (scratch.length < len * 4) {
                 scratch = new byte[chunkSize * 4];
             }
-            for (int t = 0; t < len; t++) {
-                int v = tokens[from + t];
-                int o = t * 4;
-                scratch[o] = (byte) v;
-                scratch[o + 1] = (byte) (v >>> 8);
-                scratch[o + 2] = (byte) (v >>> 16);
-                scratch[o + 3] = (byte) (v >>> 24);
-            }
+            java.nio.ByteBuffer.wrap(scratch).order(java.nio.ByteOrder.LITTLE_ENDIAN).asIntBuffer().put(tokens, from, len);
             sha.update(prev);
             sha.update(scratch, 0, len * 4);
             sha.update(extra);

@@ -104,9 +104,22 @@ public final class DiskTier implements KvTier {
     }
 
     /**
-     * Opens the directory; {@code readOnly} only reads and counts (nothing deleted), as
-     * {@code phoenix kv stats} does.
+     * Reads the directory's headers without changing anything: damaged files and leftover
+     * temporaries are counted ({@link TierStats#corrupt()}, {@link #removedTemporaries()}),
+     * not deleted, and stores are refused. What {@code phoenix kv stats} shows.
+     *
+     * @param dir the cache directory
+     * @return a read-only tier over it
+     * @throws IllegalArgumentException when {@code dir} is not a directory
      */
+    public static DiskTier openReadOnly(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            throw new IllegalArgumentException(dir + ": " + (Files.exists(dir) ? "not a directory" : "no such directory"));
+        }
+        return new DiskTier(dir, Long.MAX_VALUE, 0, FsyncPolicy.NONE, true);
+    }
+
+    /** Opens the directory; {@code readOnly} only reads and counts (nothing deleted). */
     DiskTier(Path dir, long capBytes, long minFreeBytes, FsyncPolicy fsync, boolean readOnly) {
         if (capBytes <= 0) {
             throw new IllegalArgumentException("max_local_disk_size must be > 0, was " + capBytes + " bytes");
@@ -225,7 +238,7 @@ public final class DiskTier implements KvTier {
     }
 
     /**
-     * Temporary files of interrupted stores found (and deleted) at open.
+     * Temporary files of interrupted stores found at open (and deleted, unless read-only).
      *
      * @return leftover temporaries
      */
