@@ -94,6 +94,12 @@ final class KvBench {
             double[] rt = new double[o.repeat];
             try (KvCacheEngine engine = new KvCacheEngine(cfg, layout)) {
                 ChunkedKv kv = new ChunkedKv(buf, layout, CHUNK);
+                // untimed warm-up of both paths: staging buffers, JIT, the first open of each kind
+                int[] warm = randomTokens(CHUNK * Math.min(o.chunks, 4), 99);
+                rawWrite(buf, raw, false);
+                rawRead(buf, raw);
+                engine.store(warm, kv);
+                engine.retrieve(warm, kv);
                 for (int r = 0; r < o.repeat; r++) {
                     int[] prompt = randomTokens(tokens, 100 + r);
                     rw[r] = rawWrite(buf, raw, fsync != DiskTier.FsyncPolicy.NONE);
