@@ -5,6 +5,7 @@
  * events have not been collected yet. */
 #include "shim.h"
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -35,7 +35,6 @@ static const char *bool_names[N_BOOL] = {"properties.use_poll_mode", "properties
     "fs.misc.api_check_aggressive", "execution.parallel_io", "profile.nvtx", "properties.allow_system_memory",
     "properties.use_pci_p2pdma", "properties.prefer_io_uring", "properties.force_odirect_mode",
     "properties.skip_topology_detection", "properties.stream_memops_bypass"};
-static const char *string_names[N_STRING] = {"logging.level", "logging.file", "logging.dir"};
 /* What Phoenix honours; the rest of the parameter API answers CU_FILE_INVALID_VALUE. */
 static const int sizet_ok[N_SIZET] = {0, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1};
 static const int bool_ok[N_BOOL] = {1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0};

@@ -35,7 +35,7 @@ static ssize_t io_result(ssize_t n, const char *what)
 static ssize_t sync_io(CUfileHandle_t fh, void *base, size_t size, off_t foff, off_t boff, int is_write)
 {
     const char *what = is_write ? "cuFileWrite" : "cuFileRead";
-    cf_ensure_open();
+    /* a live handle means an open driver: no implicit open for a stale one */
     int fd;
     int rc = cf_handle_fd(fh, &fd);
     if (rc) return -(ssize_t)rc;
@@ -154,7 +154,6 @@ int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_
 static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p,
                               ssize_t *done_p, CUstream stream, int is_write)
 {
-    cf_ensure_open();
     int fd;
     int rc = cf_handle_fd(fh, &fd);
     if (rc) return cf_status((CUfileOpError)rc);
