@@ -136,8 +136,11 @@ static void load_config_locked(void)
     fclose(f);
     text[n] = 0;
     char err[160];
-    if (cf_json_parse(text, apply_json, NULL, err, sizeof err))
+    /* checked whole before anything is applied: a broken file changes nothing */
+    if (cf_json_parse(text, NULL, NULL, err, sizeof err))
         fprintf(stderr, "phxfile: ignoring %s: %s\n", path, err);
+    else
+        cf_json_parse(text, apply_json, NULL, err, sizeof err);
     free(text);
 }
 
