@@ -31,7 +31,7 @@ static void *dev_alloc(size_t len, int *dev)
         CHECK_EQ(phxfs_mem_alloc(0, len, &p), 0);
         *dev = 0;
     } else {
-        p = aligned_alloc(4096, len);
+        p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
         *dev = -1;
     }
     return p;

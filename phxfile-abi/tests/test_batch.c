@@ -88,8 +88,8 @@ static void test_mixed_128(void)
         CHECK_EQ(phxfs_mem_alloc(0, fsize, (void **)&regd), 0);
         CHECK_EQ(phxfs_mem_alloc(0, fsize, (void **)&unreg), 0);
     } else {
-        regd = aligned_alloc(4096, fsize);
-        unreg = aligned_alloc(4096, fsize);
+        regd = aligned_alloc(4096, (fsize + 4095) & ~(size_t)4095);
+        unreg = aligned_alloc(4096, (fsize + 4095) & ~(size_t)4095);
     }
     CHECK_ST(cuFileBufRegister(regd, fsize, 0), CU_FILE_SUCCESS);
     /* writes take their bytes from file content we put there first */

@@ -38,7 +38,7 @@ int main(void)
     size_t blen = fsize + 65536;
     char *m;
     if (dev >= 0) CHECK_EQ(phxfs_mem_alloc(0, blen, (void **)&m), 0);
-    else m = aligned_alloc(4096, blen);
+    else m = aligned_alloc(4096, (blen + 4095) & ~(size_t)4095);
     void *s;
     CHECK_EQ(phxfs_stream_create(0, &s), 0);
     CUstream cs = (CUstream)s;
