@@ -75,6 +75,7 @@ int cf_buf_register(const void *base, size_t len, int flags, int owner)
     }
     if (dev >= 0 && (rc = cf_device_use(dev)) != 0) return err_of(owner, cf_from_errno(rc), rc);
     uintptr_t a = (uintptr_t)base;
+    size_t cap_bytes = cf_pinned_cap(); /* before the lock: the driver lock is taken first elsewhere */
     pthread_rwlock_wrlock(&lock);
     ssize_t i = find_le(a);
     if (i >= 0 && regs[i].base == a && regs[i].len == len && owner == CF_OWNER_PHXFILE && regs[i].owner == owner) {
@@ -86,9 +87,9 @@ int cf_buf_register(const void *base, size_t len, int flags, int owner)
         pthread_rwlock_unlock(&lock);
         return err_of(owner, CU_FILE_MEMORY_ALREADY_REGISTERED, -EEXIST);
     }
-    if (dev >= 0 && dev_bytes + len > cf_pinned_cap()) {
+    if (dev >= 0 && dev_bytes + len > cap_bytes) {
         pthread_rwlock_unlock(&lock);
-        cf_log(CF_LOG_ERROR, "BufRegister: %zu bytes would exceed max_device_pinned_mem_size (%zu KiB)", len, cf_pinned_cap() >> 10);
+        cf_log(CF_LOG_ERROR, "BufRegister: %zu bytes would exceed max_device_pinned_mem_size (%zu KiB)", len, cap_bytes >> 10);
         return err_of(owner, CU_FILE_INVALID_MAPPING_SIZE, -ENOMEM);
     }
     if (nregs == cap) {

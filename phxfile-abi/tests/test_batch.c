@@ -21,17 +21,21 @@ static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
 static int gate_open;
 
+static ssize_t (*real_pread)(int, void *, size_t, off_t);
+__attribute__((constructor)) static void find_pread(void)
+{
+    real_pread = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
+}
+
 ssize_t pread(int fd, void *buf, size_t n, off_t off);
 ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-    static ssize_t (*real)(int, void *, size_t, off_t);
-    if (!real) real = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread");
     if (fd == atomic_load(&gate_fd)) {
         pthread_mutex_lock(&gate_lock);
         while (!gate_open) pthread_cond_wait(&gate_cond, &gate_lock);
         pthread_mutex_unlock(&gate_lock);
     }
-    return real(fd, buf, n, off);
+    return real_pread(fd, buf, n, off);
 }
 
 static void gate_release(void)
