@@ -43,7 +43,7 @@ for d in ${CUDA_HOME:-/usr/local/cuda} /usr/local/cuda /usr/local/cuda/targets/x
   [ -n "$d" ] && [ -z "$nv_inc" ] && [ -f "$d/include/cufile.h" ] && nv_inc=$d/include
   [ -n "$d" ] && [ -z "$nv_lib" ] && for l in "$d/lib64/libcufile.so.0" "$d/lib/libcufile.so.0"; do [ -f "$l" ] && nv_lib=$l && break; done
 done
-[ -z "$nv_inc" ] && nv_inc=$(dirname "$(timeout 60 find / -xdev -name cufile.h -path '*include*' 2>/dev/null | head -1)" 2>/dev/null)
+[ -z "$nv_inc" ] && nv_inc=$(dirname "$(timeout 60 find / -xdev -name cufile.h -path '*include*' 2>/dev/null | grep -v "$root" | head -1)" 2>/dev/null)
 [ -z "$nv_lib" ] && nv_lib=$(timeout 60 find / -xdev -name libcufile.so.0 2>/dev/null | grep -v "$root" | head -1)
 nv_lib=$(readlink -f "$nv_lib" 2>/dev/null || echo "$nv_lib")
 cuda_inc=$(dirname "$(command -v nvcc)")/../include
