@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dlfcn.h>
 
 /* cuFile 1.15's interface */
 #define CF_VERSION 1150
@@ -47,6 +48,7 @@ static struct {
     char str[N_STRING][64];
 } cfg;
 static atomic_int log_level; /* CF_LOG_ERROR (0) until the configuration says otherwise */
+static char config_used[256] = "built-in defaults";
 
 static int level_of(const char *s)
 {
@@ -115,8 +117,11 @@ static void load_config_locked(void)
     snprintf(cfg.str[0], sizeof cfg.str[0], "ERROR");
     const char *env = getenv("CUFILE_ENV_PATH_JSON");
     const char *path = env && *env ? env : "/etc/cufile.json";
+    /* CUFILE_LOGGING_LEVEL, as NVIDIA's library reads it, outranks the file's logging.level */
+    const char *lv = getenv("CUFILE_LOGGING_LEVEL");
     FILE *f = fopen(path, "r");
     if (!f) {
+        if (lv && level_of(lv) >= 0) atomic_store(&log_level, level_of(lv));
         /* no file is the normal case outside a GDS installation; a named one that is missing is not */
         if (env && *env) fprintf(stderr, "phxfile: cannot read CUFILE_ENV_PATH_JSON=%s: %s; using defaults\n", path, strerror(errno));
         return;
@@ -139,9 +144,15 @@ static void load_config_locked(void)
     /* checked whole before anything is applied: a broken file changes nothing */
     if (cf_json_parse(text, NULL, NULL, err, sizeof err))
         fprintf(stderr, "phxfile: ignoring %s: %s\n", path, err);
-    else
+    else {
         cf_json_parse(text, apply_json, NULL, err, sizeof err);
+        snprintf(config_used, sizeof config_used, "%s", path);
+    }
     free(text);
+    if (lv && level_of(lv) >= 0) {
+        atomic_store(&log_level, level_of(lv));
+        snprintf(cfg.str[0], sizeof cfg.str[0], "%s", lv);
+    }
 }
 
 /* Pushes one honoured value into libphoenix; 0 or a CUfileOpError. PHX_* in the environment
@@ -218,6 +229,11 @@ __attribute__((destructor)) static void on_unload(void) { atomic_store(&exiting,
 static void open_locked(void)
 {
     load_config_locked();
+    /* CUFILE_LOGGING_LEVEL=INFO shows that this library, not NVIDIA's, answered */
+    Dl_info self;
+    cf_log(CF_LOG_INFO, "Phoenix cuFile-compatible library %s (cuFile API %d.%d, libphoenix %d), configuration: %s",
+           dladdr((void *)cuFileDriverOpen, &self) && self.dli_fname ? self.dli_fname : "?", CF_VERSION / 1000,
+           CF_VERSION % 1000 / 10, phxfs_version(), config_used);
     /* registered at the first open, so it runs before the exit handlers of CUDA and of the
      * frameworks that opened us earlier: a close after it only drops the count */
     if (!atexit_done) atexit_done = atexit(at_exit) == 0;
