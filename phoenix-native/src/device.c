@@ -406,6 +406,18 @@ int phxfs_check_device_pointer(int dev, const void *ptr, size_t len)
     return 0;
 }
 
+int phxfs_pointer_device(const void *ptr, size_t len, int *dev)
+{
+    phx_clear_error();
+    if (!dev) return phx_fail(EINVAL, "pointer_device: dev is NULL");
+    int rc = phx_lib_init();
+    if (rc < 0) return rc;
+    char why[200] = "";
+    rc = phx_conn->pointer_device(ptr, len, dev, why, sizeof why);
+    if (rc) return phx_fail(-rc, "pointer %p (%zu bytes) %s", ptr, len, why);
+    return 0;
+}
+
 int phxfs_check_stream(int dev, void *stream)
 {
     phx_clear_error();

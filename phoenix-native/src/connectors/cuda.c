@@ -268,6 +268,30 @@ static int c_check(int dev, const void *p, size_t len, char *why, size_t n)
     return 0;
 }
 
+static int c_pdev(const void *p, size_t len, int *dev, char *why, size_t n)
+{
+    CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)p;
+    unsigned type = 0;
+    *dev = -1;
+    /* unknown to CUDA (plain host memory), pinned host or managed memory: the CPU can reach it */
+    if (cu.PointerGetAttribute(&type, ATTR_MEMORY_TYPE, ptr) || type != 2 /* CU_MEMORYTYPE_DEVICE */) return 0;
+    int ordinal = -1;
+    CUresult r = cu.PointerGetAttribute(&ordinal, ATTR_ORDINAL, ptr);
+    if (r) {
+        snprintf(why, n, "device memory whose device CUDA does not say; cuPointerGetAttribute: error %d", r);
+        return -EINVAL;
+    }
+    *dev = ordinal;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    if (!cu.PointerGetAttribute(&start, ATTR_RANGE_START, ptr) && !cu.PointerGetAttribute(&size, ATTR_RANGE_SIZE, ptr) &&
+        ptr + len > start + size) {
+        snprintf(why, n, "runs %llu bytes past the end of its allocation", (unsigned long long)(ptr + len - start - size));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int c_sdev(void *s)
 {
     int rc = c_enter(-1, s);
@@ -284,5 +308,5 @@ const phx_connector_t phx_connector_cuda = {
     .stream_create = c_screate, .stream_destroy = c_sdestroy, .stream_sync = c_ssync,
     .htod_async = c_htod, .dtoh_async = c_dtoh, .memset_async = c_memset, .event_create = c_ecreate, .event_destroy = c_edestroy,
     .event_record = c_erecord, .event_sync = c_esync, .launch_host_fn = c_launch, .wait_flag = c_wait,
-    .check_pointer = c_check, .stream_device = c_sdev,
+    .check_pointer = c_check, .pointer_device = c_pdev, .stream_device = c_sdev,
 };

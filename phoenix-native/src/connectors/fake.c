@@ -137,6 +137,24 @@ static int f_check(int dev, const void *p, size_t len, char *why, size_t n)
     if (found != dev) { snprintf(why, n, "memory of device %d, not of device %d", found, dev); return -EINVAL; }
     return 0;
 }
+static int f_pdev(const void *p, size_t len, int *dev, char *why, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    int rc = 0;
+    *dev = -1;
+    pthread_mutex_lock(&alloc_lock);
+    for (size_t i = 0; i < nallocs; i++)
+        if (a >= allocs[i].addr && a - allocs[i].addr < allocs[i].len) {
+            *dev = allocs[i].dev;
+            if (len > allocs[i].len - (a - allocs[i].addr)) {
+                snprintf(why, n, "runs %zu bytes past the end of its device allocation", len - (allocs[i].len - (a - allocs[i].addr)));
+                rc = -EINVAL;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&alloc_lock);
+    return rc;
+}
 static int f_reg(int dev, void *p, size_t len) { (void)dev; (void)p; (void)len; return 0; }
 static int f_unreg(int dev, void *p) { (void)dev; (void)p; return 0; }
 
@@ -311,5 +329,5 @@ const phx_connector_t phx_connector_fake = {
     .stream_create = f_screate, .stream_destroy = f_sdestroy, .stream_sync = f_ssync,
     .htod_async = f_copy, .dtoh_async = f_copy, .memset_async = f_memset, .event_create = f_ecreate, .event_destroy = f_edestroy,
     .event_record = f_erecord, .event_sync = f_esync, .launch_host_fn = f_launch, .wait_flag = f_wait,
-    .check_pointer = f_check, .stream_device = f_sdev,
+    .check_pointer = f_check, .pointer_device = f_pdev, .stream_device = f_sdev,
 };
