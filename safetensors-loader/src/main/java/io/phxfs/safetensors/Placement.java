@@ -24,6 +24,14 @@ public interface Placement {
      * @return a placement that answers {@code target} for every tensor
      */
     static Placement all(int target) {
-        return t -> target;
+        return new SingleTarget(target);
+    }
+}
+
+/** {@link Placement#all}: the loader can tell that every tensor goes to one target. */
+record SingleTarget(int target) implements Placement {
+    @Override
+    public int targetOf(TensorInfo tensor) {
+        return target;
     }
 }
