@@ -41,8 +41,12 @@ public final class LoadedModel implements AutoCloseable {
     record Phases(long parse, long plan, long allocate, long read, long views) {
     }
 
+    /** With {@link WeightLoader.Builder#replicate}: each device's tensors; empty otherwise. */
+    private final Map<Integer, Map<String, LoadedTensor>> replicas;
+
     LoadedModel(ModelFiles model, ReadPlan plan, SortedMap<Integer, RegisteredBuffer> buffers,
-                List<AutoCloseable> owned, Map<String, LoadedTensor> tensors, long nanos, Phases phases) {
+                List<AutoCloseable> owned, Map<String, LoadedTensor> tensors,
+                Map<Integer, Map<String, LoadedTensor>> replicas, long nanos, Phases phases) {
         this.model = model;
         this.plan = plan;
         this.buffers = Collections.unmodifiableSortedMap(buffers);
@@ -51,6 +55,9 @@ public final class LoadedModel implements AutoCloseable {
         this.all = Map.copyOf(tensors);
         this.nanos = nanos;
         this.phases = phases;
+        Map<Integer, Map<String, LoadedTensor>> r = new LinkedHashMap<>();
+        replicas.forEach((d, m) -> r.put(d, Collections.unmodifiableMap(new LinkedHashMap<>(m))));
+        this.replicas = Collections.unmodifiableMap(r);
     }
 
     /**
@@ -81,6 +88,29 @@ public final class LoadedModel implements AutoCloseable {
      */
     public Map<String, LoadedTensor> tensors() {
         return Collections.unmodifiableMap(tensors);
+    }
+
+    /**
+     * The tensors in memory of one device (or {@link Placement#HOST}), in model order. After
+     * {@link WeightLoader.Builder#replicate} every device holds all of them, each device's
+     * its own copy; otherwise these are the tensors of {@link #tensors()} placed there.
+     *
+     * @param target a device id, or {@link Placement#HOST}
+     * @return the tensors by name, empty when the target holds none
+     */
+    public Map<String, LoadedTensor> tensorsOn(int target) {
+        if (!replicas.isEmpty()) {
+            return replicas.getOrDefault(target, Map.of());
+        }
+        Map<String, LoadedTensor> m = new LinkedHashMap<>();
+        synchronized (tensors) {
+            for (LoadedTensor t : tensors.values()) {
+                if (t.target() == target) {
+                    m.put(t.name(), t);
+                }
+            }
+        }
+        return Collections.unmodifiableMap(m);
     }
 
     /**
@@ -249,6 +279,7 @@ public final class LoadedModel implements AutoCloseable {
         RuntimeException failure = null;
         List<AutoCloseable> toClose = new ArrayList<>(all.size() + owned.size());
         all.values().forEach(t -> toClose.add(t::close));
+        replicas.values().forEach(m -> m.values().forEach(t -> toClose.add(t::close)));
         toClose.addAll(owned);
         for (AutoCloseable c : toClose) {
             try {

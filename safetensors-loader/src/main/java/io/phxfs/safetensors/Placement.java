@@ -10,6 +10,12 @@ public interface Placement {
     int HOST = -1;
 
     /**
+     * Not a target: what a placement given to {@link WeightLoader.Builder#split(java.util.List, Placement)}
+     * answers for the tensors it leaves to the split's layer rule.
+     */
+    int BY_LAYER = -2;
+
+    /**
      * The target of one tensor.
      *
      * @param tensor a tensor the load selected
