@@ -394,6 +394,7 @@ public final class WeightLoader {
         long t0 = System.nanoTime();
         ModelFiles.Located located = ModelFiles.locate(path, parser);
         EarlyReads early = EarlyReads.start(this, located);
+        long tParse = System.nanoTime();
         ModelFiles model;
         try {
             model = ModelFiles.parse(located, parser);
@@ -403,7 +404,7 @@ public final class WeightLoader {
             }
             throw e;
         }
-        return load(model, t0, System.nanoTime() - t0, early);
+        return load(model, t0, System.nanoTime() - tParse, early);
     }
 
     /**

@@ -64,6 +64,9 @@ final class LoadCommand implements Callable<Integer> {
     @Option(names = "--buffered", hidden = true, description = "Always read through the page cache.")
     boolean buffered;
 
+    @Option(names = "--parse-first", hidden = true, description = "Parse every header before the first read (benchmarks the overlap).")
+    boolean parseFirst;
+
     @Option(names = "--devices", paramLabel = "IDS", split = ",", description = {
             "Several devices (comma-separated ids, e.g. 0,1): --spread says how the model goes onto them."})
     List<Integer> devices;
@@ -112,7 +115,7 @@ final class LoadCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         // Everything onto one device (or copied into host memory): the loader parses the
         // headers itself, while the reads of the data sections already run.
-        boolean parseInLoad = only == null && devices == null && (device != null || copy);
+        boolean parseInLoad = !parseFirst && only == null && devices == null && (device != null || copy);
         ModelFiles model = null;
         double parseSeconds = 0;
         if (!parseInLoad) {
