@@ -218,6 +218,17 @@ int phxfs_host_free_pinned(void *ptr);
 int phxfs_memcpy_to_device_async(int dev, void *dst, const void *src, size_t len, void *stream);
 int phxfs_memcpy_to_host_async(int dev, void *dst, const void *src, size_t len, void *stream);
 
+/* Several devices. phxfs_device_can_access_peer: 1 when dev can read and write peer's
+ * memory directly (peer access over NVLink or PCIe; the library enables it on this first
+ * ask), 0 when copies between the two go through host memory, or -errno (a device that does
+ * not exist). phxfs_memcpy_peer copies len bytes from src (memory of src_dev) to dst (memory
+ * of dst_dev) and waits for them: directly where the pair allows peer access, otherwise
+ * through src_dev's pinned pool (two slots in flight: the read of one from src_dev overlaps
+ * the write of the other into dst_dev). dst_dev == src_dev: a copy within the device. Both
+ * devices must be open; len 0 does nothing. */
+int phxfs_device_can_access_peer(int dev, int peer);
+int phxfs_memcpy_peer(int dst_dev, void *dst, int src_dev, const void *src, size_t len);
+
 /* Checks that [ptr, ptr + len) is memory of device dev: 0, or -EINVAL naming
  * what it is instead (host memory, another device's memory, unknown). */
 int phxfs_check_device_pointer(int dev, const void *ptr, size_t len);
