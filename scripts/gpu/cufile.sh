@@ -91,8 +91,8 @@ step "3a header layout: NVIDIA's cufile.h vs ours (diff)" abi-layout.txt 60 bash
   wc -l '$out/layout-nvidia.txt' && diff '$out/layout-nvidia.txt' '$out/layout-ours.txt' && echo 'identical layout and values'"
 step "3b build abi_check against NVIDIA's cufile.h" abi-build.txt 120 \
   nvcc -O2 -arch=sm_90 -I"$nv_inc" "$G/abi_check.cu" -Xlinker "$nv_lib" -ldl -o "$B/abi_check"
-step "3c abi_check (NVIDIA-compiled) on OUR libcufile.so.0, no udev data" abi-check-ours.txt 120 \
-  env LD_LIBRARY_PATH="$B" PHX_CONNECTOR=cuda "$B/abi_check" "$scratch" "$B"
+step "3c abi_check (NVIDIA-compiled) on OUR libcufile.so.0, no udev data" abi-check-ours.txt 150 \
+  bash scripts/gpu/hang_dump.sh "${ABI_SECS:-90}" env LD_LIBRARY_PATH="$B" PHX_CONNECTOR=cuda "$B/abi_check" "$scratch" "$B"
 
 # ---- 4 torch.cuda.gds through ours ----
 step "4 torch.cuda.gds GdsFile save+load through OUR library" torch-gds-ours.txt 240 \
@@ -111,7 +111,8 @@ for dev in os.listdir("/sys/class/block"):
     except OSError: continue
     path = f"/run/udev/data/b{majmin}"
     if not os.path.exists(path):
-        open(path, "w").write(f"E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE={fstypes.get(majmin, \"ext4\")}\n")
+        fst = fstypes.get(majmin) or "ext4"
+        open(path, "w").write("E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=" + fst + "\n")
 print(sorted(os.listdir("/run/udev/data")))'
 step "5b abi_check on NVIDIA's libcufile (compat mode), for comparison" abi-check-nvidia.txt 120 \
   env LD_LIBRARY_PATH="$(dirname "$nv_lib")" "$B/abi_check" "$scratch" ""
@@ -124,14 +125,15 @@ step "6a build bench against NVIDIA's cufile.h" bench-build.txt 120 \
 step "6b 4 GiB file, page cache warmed" bench-file.txt 120 bash -c "
   head -c 64M /dev/urandom > '$scratch/chunk' && for i in \$(seq 64); do cat '$scratch/chunk'; done > '$scratch/bench.bin' &&
   rm '$scratch/chunk' && sync && cat '$scratch/bench.bin' > /dev/null && ls -la '$scratch/bench.bin' && free -g"
-ours() { env LD_PRELOAD="$B/libcufile.so.0" LD_LIBRARY_PATH="$B" "$B/bench" "$scratch/bench.bin" "$@"; }
-nvidia() { env LD_LIBRARY_PATH="$(dirname "$nv_lib")" "$B/bench" "$scratch/bench.bin" "$@"; }
+# arrays, not functions: step runs its command under timeout(1), which cannot run a function
+ours=(env LD_PRELOAD="$B/libcufile.so.0" LD_LIBRARY_PATH="$B" "$B/bench" "$scratch/bench.bin")
+nvidia=(env LD_LIBRARY_PATH="$(dirname "$nv_lib")" "$B/bench" "$scratch/bench.bin")
 for round in 1 2; do
-  step "6c round $round: ours, page cache" bench-ours-$round.txt 120 ours ours
-  step "6c round $round: NVIDIA compat mode, page cache" bench-nvidia-$round.txt 120 nvidia nvidia
+  step "6c round $round: ours, page cache" bench-ours-$round.txt 120 "${ours[@]}" ours
+  step "6c round $round: NVIDIA compat mode, page cache" bench-nvidia-$round.txt 120 "${nvidia[@]}" nvidia
 done
-step "6d ours, O_DIRECT" bench-ours-direct.txt 150 ours ours-direct direct
-step "6d NVIDIA compat mode, O_DIRECT" bench-nvidia-direct.txt 150 nvidia nvidia-direct direct
+step "6d ours, O_DIRECT" bench-ours-direct.txt 150 "${ours[@]}" ours-direct direct
+step "6d NVIDIA compat mode, O_DIRECT" bench-nvidia-direct.txt 150 "${nvidia[@]}" nvidia-direct direct
 cat "$out"/bench-*.txt > "$out/bench-all.txt"
 step "6e table" table.txt 30 python3 - "$out/bench-all.txt" <<'PY'
 import collections, statistics, sys

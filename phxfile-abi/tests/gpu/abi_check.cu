@@ -71,11 +71,13 @@ static CUfileHandle_t reg(int fd)
 int main(int argc, char **argv)
 {
     if (argc != 3) { fprintf(stderr, "usage: abi_check DIR EXPECT\n"); return 2; }
+    setvbuf(stdout, NULL, _IOLBF, 0); // a run killed by its time limit still shows how far it got
     CUDA(cudaFree(0));
     std::string lib = loaded_cufile();
     printf("libcufile: %s\n", lib.c_str());
     if (argv[2][0] && lib.find(argv[2]) == std::string::npos) { fprintf(stderr, "abi_check: expected a library under %s\n", argv[2]); return 1; }
 
+    fprintf(stderr, "abi_check: at cuFileDriverOpen\n");
     CU_OK(cuFileDriverOpen());
     CUfileDrvProps_t p;
     CU_OK(cuFileDriverGetProperties(&p));
@@ -136,6 +138,7 @@ int main(int argc, char **argv)
     std::vector<unsigned char> hb(N * CH);
     CU_OK(cuFileBufRegister(hb.data(), hb.size(), 0));
     CUfileBatchHandle_t b;
+    fprintf(stderr, "abi_check: at the batch\n");
     CU_OK(cuFileBatchIOSetUp(&b, N));
     std::vector<CUfileIOParams_t> io(N);
     for (unsigned i = 0; i < N; i++) {
@@ -195,6 +198,7 @@ int main(int argc, char **argv)
     // then sums the bytes read, with no host sync in between
     cudaStream_t s;
     CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    fprintf(stderr, "abi_check: at the stream section\n");
     CU_OK(cuFileStreamRegister(s, 0));
     unsigned long long *dsum;
     CUDA(cudaMalloc(&dsum, sizeof *dsum));
@@ -205,6 +209,7 @@ int main(int argc, char **argv)
     off_t foff = 0, boff = 0;
     ssize_t done = -999;
     CU_OK(cuFileReadAsync(fh, d, &sz, &foff, &boff, &done, s));
+    fprintf(stderr, "abi_check: ReadAsync queued, synchronizing\n");
     sum_bytes<<<64, 256, 0, s>>>(d + 100, 300000, dsum);
     sz = 300000; foff = 54321; boff = 100; // the stream has not got there yet
     CUDA(cudaStreamSynchronize(s));
@@ -220,6 +225,7 @@ int main(int argc, char **argv)
     off_t wfo = 0, wbo = 100;
     ssize_t wdone = -999;
     CU_OK(cuFileWriteAsync(ofh, d, &wsz, &wfo, &wbo, &wdone, s));
+    fprintf(stderr, "abi_check: WriteAsync queued, synchronizing\n");
     CUDA(cudaStreamSynchronize(s));
     CHECK_EQ(wdone, 4096);
     CHECK(pread(ofd, got.data(), 4096, 0) == 4096 && memcmp(got.data(), ref.data() + 54321, 4096) == 0);
