@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Run ON THE GPU MACHINE: why abi_check's stream section hangs on our libcufile. Builds as
+# cufile.sh does, then runs abi_check (NVIDIA-compiled) with the default number of CUDA
+# hardware queues, with CUDA_DEVICE_MAX_CONNECTIONS=32, and with 1 Phoenix worker.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD out=${OUT:-gpu-results}; mkdir -p "$out"
+B=$root/build/gpu-phxfile G=$root/phxfile-abi/tests/gpu
+cmake -S phxfile-abi -B "$B" -DCMAKE_BUILD_TYPE=Release -DURING_STATIC="$root/.gpu/uring/lib/liburing.a" \
+  -DURING_INCLUDE="$root/.gpu/uring/include" >/dev/null && cmake --build "$B" -j 16 >/dev/null || { echo build failed; exit 1; }
+nv_lib=$(readlink -f /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcufile.so.0)
+nvcc -O2 -arch=sm_90 -I/usr/local/cuda/include "$G/abi_check.cu" -Xlinker "$nv_lib" -ldl -o "$B/abi_check" || exit 1
+mkdir -p /tmp/abi
+for v in "default" "CUDA_DEVICE_MAX_CONNECTIONS=32" "PHX_WORKERS=1" "CUDA_DEVICE_MAX_CONNECTIONS=32 PHX_WORKERS=16"; do
+  echo "=== $v"
+  env $( [ "$v" = default ] || echo "$v" ) LD_LIBRARY_PATH="$B" PHX_CONNECTOR=cuda \
+    bash scripts/gpu/hang_dump.sh 25 "$B/abi_check" /tmp/abi "$B" 2>&1 | grep -vE '^\[<0>\]' | head -40
+done
