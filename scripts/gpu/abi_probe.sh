@@ -11,8 +11,9 @@ cmake -S phxfile-abi -B "$B" -DCMAKE_BUILD_TYPE=Release -DURING_STATIC="$root/.g
 nv_lib=$(readlink -f /opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcufile.so.0)
 nvcc -O2 -arch=sm_90 -I/usr/local/cuda/include "$G/abi_check.cu" -Xlinker "$nv_lib" -ldl -o "$B/abi_check" || exit 1
 mkdir -p /tmp/abi
-for v in "default" "CUDA_DEVICE_MAX_CONNECTIONS=32" "PHX_WORKERS=1" "CUDA_DEVICE_MAX_CONNECTIONS=32 PHX_WORKERS=16"; do
+for v in ${VARIANTS:-default ABI_NO_SPIN=1 ABI_EARLY=1 ABI_NO_SPIN=1,ABI_EARLY=1 PHX_ENGINE=sync}; do
+  v=${v//,/ }
   echo "=== $v"
   env $( [ "$v" = default ] || echo "$v" ) LD_LIBRARY_PATH="$B" PHX_CONNECTOR=cuda \
-    bash scripts/gpu/hang_dump.sh 25 "$B/abi_check" /tmp/abi "$B" 2>&1 | grep -vE '^\[<0>\]' | head -40
+    bash scripts/gpu/hang_dump.sh ${SECS:-20} "$B/abi_check" /tmp/abi "$B" 2>&1 | grep -vE '^\[<0>\]' | head -40
 done

@@ -204,9 +204,11 @@ int main(int argc, char **argv)
     CUDA(cudaMalloc(&dsum, sizeof *dsum));
     CUDA(cudaMemsetAsync(dsum, 0, sizeof *dsum, s));
     CUDA(cudaMemsetAsync(d, 0, 1u << 20, s));
-    spin<<<1, 1, 0, s>>>(200000000LL); // ~100 ms
+    // ABI_NO_SPIN / ABI_EARLY (diagnosis): no kernel ahead of the read / values bound before enqueue
+    if (!getenv("ABI_NO_SPIN")) spin<<<1, 1, 0, s>>>(200000000LL); // ~100 ms
     size_t sz = 1;
     off_t foff = 0, boff = 0;
+    if (getenv("ABI_EARLY")) { sz = 300000; foff = 54321; boff = 100; }
     ssize_t done = -999;
     CU_OK(cuFileReadAsync(fh, d, &sz, &foff, &boff, &done, s));
     fprintf(stderr, "abi_check: ReadAsync queued, synchronizing\n");
