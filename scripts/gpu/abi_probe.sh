@@ -20,7 +20,7 @@ done
 # the same stream section on libphoenix alone (no shim)
 nvcc -O2 -arch=sm_90 -Iphoenix-native/include phoenix-native/tests/gpu/stream_probe.cu -L"$B" -lphoenix \
   -Xlinker -rpath="$B" -o "$B/stream_probe" || ls "$B"
-for m in plain after-sync; do
-  echo "=== stream_probe $m"
-  PHX_CONNECTOR=cuda bash scripts/gpu/hang_dump.sh "${SECS:-20}" "$B/stream_probe" /tmp "$m" 2>&1 | grep -vE '^\[<0>\]' | head -20
+for m in ${PROBES:-plain,memset+spin plain,spin plain,memset}; do
+  echo "=== stream_probe ${m//,/ }"
+  PHX_CONNECTOR=cuda bash scripts/gpu/hang_dump.sh "${SECS:-20}" "$B/stream_probe" /tmp ${m//,/ } 2>&1 | grep -vE '^\[<0>\]' | grep -v "^-- " | head -8
 done

@@ -46,9 +46,12 @@ int main(int argc, char **argv)
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     unsigned long long *dsum;
     cudaMalloc(&dsum, sizeof *dsum);
-    cudaMemsetAsync(dsum, 0, sizeof *dsum, s);
-    cudaMemsetAsync(d, 0, 1u << 20, s);
-    spin<<<1, 1, 0, s>>>(200000000LL);
+    // argv[3]: which work precedes the read on the stream: "memset+spin" (abi_check's), "spin", "memset"
+    const char *before = argc > 3 ? argv[3] : "memset+spin";
+    cudaMemset(dsum, 0, sizeof *dsum);
+    if (strstr(before, "memset")) cudaMemsetAsync(d, 0, 1u << 20, s);
+    if (strstr(before, "spin")) spin<<<1, 1, 0, s>>>(200000000LL);
+    printf("before the read: %s\n", before);
     size_t sz = 1;
     off_t foff = 0, boff = 0;
     ssize_t done = -999;
