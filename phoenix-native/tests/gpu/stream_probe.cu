@@ -52,20 +52,25 @@ int main(int argc, char **argv)
     if (strstr(before, "memset")) cudaMemsetAsync(d, 0, 1u << 20, s);
     if (strstr(before, "spin")) spin<<<1, 1, 0, s>>>(200000000LL);
     printf("before the read: %s\n", before);
-    size_t sz = 1;
-    off_t foff = 0, boff = 0;
+    // argv[4]: bytes to read (300000); argv[5]: "late" (all three cells bound late, sizes set
+    // after enqueue) or "early" (values set before enqueue, only the file offset late)
+    const size_t want_n = argc > 4 ? strtoull(argv[4], NULL, 0) : 300000;
+    const int all_late = !(argc > 5 && !strcmp(argv[5], "early"));
+    size_t sz = all_late ? 1 : want_n;
+    off_t foff = all_late ? 0 : 54321, boff = all_late ? 0 : 100;
     ssize_t done = -999;
-    int rc = phxfs_read_stream_ex(fd, 0, d, &sz, &boff, &foff, &done, s,
-                                  PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET);
-    printf("queued rc %d\n", rc);
-    sum_bytes<<<64, 256, 0, s>>>(d + 100, 300000, dsum);
-    sz = 300000; foff = 54321; boff = 100;
+    int rc = phxfs_read_stream_ex(fd, 0, d, &sz, &boff, &foff, &done, s, all_late ?
+                                  PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET
+                                  : PHXFS_STREAM_LATE_F_OFFSET);
+    printf("queued rc %d (%zu bytes, %s)\n", rc, want_n, all_late ? "late" : "early");
+    sum_bytes<<<64, 256, 0, s>>>(d + 100, want_n, dsum);
+    sz = want_n; foff = 54321; boff = 100;
     cudaError_t e = cudaStreamSynchronize(s);
     unsigned long long sum = 0, want = 0;
     cudaMemcpy(&sum, dsum, sizeof sum, cudaMemcpyDeviceToHost);
-    for (size_t i = 0; i < 300000; i++) want += ref[54321 + i];
+    for (size_t i = 0; i < want_n; i++) want += ref[54321 + i];
     printf("sync %s, done %zd, sum %llu, want %llu: %s\n", cudaGetErrorString(e), done, sum, want,
-           done == 300000 && sum == want ? "ok" : "FAILED");
+           done == (ssize_t)want_n && sum == want ? "ok" : "FAILED");
     unlink(path);
-    return done == 300000 && sum == want ? 0 : 1;
+    return done == (ssize_t)want_n && sum == want ? 0 : 1;
 }
