@@ -10,6 +10,8 @@ command -v gcc >/dev/null || { need+=(gcc); why+=("gcc: compiles libphoenix"); }
 command -v mvn >/dev/null || { need+=(maven); why+=("maven: builds the Java modules"); }
 [ -f /usr/include/liburing.h ] && ls /usr/lib/*/liburing.a >/dev/null 2>&1 \
   || { need+=(liburing-dev); why+=("liburing-dev: libphoenix's io_uring engine, linked statically"); }
+command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] \
+  || { need+=(redis-server); why+=("redis-server: kvcache-tier's Redis tests (where no Docker engine answers)"); }
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   # said before anything runs: sudo may ask for a password, and a user should know what for

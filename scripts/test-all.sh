@@ -59,6 +59,22 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CTEST_ARGS="-E test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CTEST_ARGS="-E test_bounds" \
   step "C tests (ThreadSanitizer)" "$logs/c-tsan.log" run_ctest build/c-tsan -DPHX_TSAN=ON
 
+# The cuFile-compatible library (phxfile-abi, with its own libphoenix build): its tests on the
+# host connector (both engines), the fake device and the cuda connector over the fake libcuda,
+# plain, under ASan+UBSan and under TSan; the sample is built and run with them.
+run_phxfile_ctest() { # $1 build dir, $2... cmake flags
+  local dir=$1; shift
+  cmake -S phxfile-abi -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j "$jobs" >/dev/null
+  (cd "$dir" && ctest --output-on-failure -j "$jobs")
+}
+step "cuFile-compatible library (phxfile-abi) tests (plain)" "$logs/phxfile-plain.log" run_phxfile_ctest build/phxfile
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  step "cuFile-compatible library tests (AddressSanitizer with leak detection + UndefinedBehaviorSanitizer)" \
+  "$logs/phxfile-asan.log" run_phxfile_ctest build/phxfile-asan -DPHX_SANITIZE=ON
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  step "cuFile-compatible library tests (ThreadSanitizer)" "$logs/phxfile-tsan.log" run_phxfile_ctest build/phxfile-tsan -DPHX_TSAN=ON
+
 # Reports of test classes since deleted would otherwise be counted again.
 rm -rf ./*/target/surefire-reports*
 step "Java build and tests" "$logs/maven.log" mvn -B -q -ntp -Dstyle.color=never install
@@ -69,4 +85,5 @@ java_counts=$(cat ./*/target/surefire-reports*/TEST-*.xml | grep -o '<testsuite 
   { for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) { gsub(/[">]/, "", kv[2]); s[kv[1]] += kv[2] } }
   END { printf "%d tests, %d failures, %d errors, %d skipped", s["tests"], s["failures"], s["errors"], s["skipped"] }')
 echo "== all tests passed: C $(ctest_count "$logs/c-plain.log") plain, $(ctest_count "$logs/c-asan.log") ASan+UBSan," \
-  "$(ctest_count "$logs/c-tsan.log") TSan; Java (JUnit, every surefire execution) $java_counts"
+  "$(ctest_count "$logs/c-tsan.log") TSan; cuFile library $(ctest_count "$logs/phxfile-plain.log") plain," \
+  "$(ctest_count "$logs/phxfile-asan.log") ASan+UBSan, $(ctest_count "$logs/phxfile-tsan.log") TSan; Java (JUnit, every surefire execution) $java_counts"

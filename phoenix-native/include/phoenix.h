@@ -171,6 +171,22 @@ int phxfs_read_stream(int fd, int dev, void *buf, const size_t *nbytes, const of
 int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes,
                        const off_t *buf_offset, const off_t *f_offset, ssize_t *bytes_done,
                        void *stream);
+/* The same with a choice of which cells are read when the stream reaches the
+ * operation (late) rather than at enqueue: an OR of PHXFS_STREAM_LATE_*
+ * (phxfs_read_stream is late = PHXFS_STREAM_LATE_F_OFFSET). A cell read at
+ * enqueue may change or go away once the call returns; a late one must stay
+ * valid until the stream has passed the operation. With a late size or buffer
+ * offset the registration is checked when the stream gets there, so a range
+ * outside it lands in *bytes_done (-EFAULT) instead of failing the call.
+ * cuFile's ReadAsync/WriteAsync bind all three late unless the stream was
+ * registered with its FIXED_* flags. */
+#define PHXFS_STREAM_LATE_NBYTES 0x1u
+#define PHXFS_STREAM_LATE_BUF_OFFSET 0x2u
+#define PHXFS_STREAM_LATE_F_OFFSET 0x4u
+int phxfs_read_stream_ex(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
+                         const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late);
+int phxfs_write_stream_ex(int fd, int dev, const void *buf, const size_t *nbytes, const off_t *buf_offset,
+                          const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late);
 
 /* Files: opens with O_DIRECT when want_direct and the file system accepts it,
  * buffered otherwise; *is_direct (may be NULL) says which. Returns fd or -errno. */
@@ -202,9 +218,25 @@ int phxfs_host_free_pinned(void *ptr);
 int phxfs_memcpy_to_device_async(int dev, void *dst, const void *src, size_t len, void *stream);
 int phxfs_memcpy_to_host_async(int dev, void *dst, const void *src, size_t len, void *stream);
 
+/* Several devices. phxfs_device_can_access_peer: 1 when dev can read and write peer's
+ * memory directly (peer access over NVLink or PCIe; the library enables it on this first
+ * ask), 0 when copies between the two go through host memory, or -errno (a device that does
+ * not exist). phxfs_memcpy_peer copies len bytes from src (memory of src_dev) to dst (memory
+ * of dst_dev) and waits for them: directly where the pair allows peer access, otherwise
+ * through src_dev's pinned pool (two slots in flight: the read of one from src_dev overlaps
+ * the write of the other into dst_dev). dst_dev == src_dev: a copy within the device. Both
+ * devices must be open; len 0 does nothing. */
+int phxfs_device_can_access_peer(int dev, int peer);
+int phxfs_memcpy_peer(int dst_dev, void *dst, int src_dev, const void *src, size_t len);
+
 /* Checks that [ptr, ptr + len) is memory of device dev: 0, or -EINVAL naming
  * what it is instead (host memory, another device's memory, unknown). */
 int phxfs_check_device_pointer(int dev, const void *ptr, size_t len);
+/* Whose memory [ptr, ptr + len) is, without opening any device: 0 with *dev the
+ * device, or -1 for host memory (anything the accelerator does not own: plain,
+ * pinned or managed); -EINVAL when it is device memory that runs past the end
+ * of its allocation. For adapters (the cuFile ABI) that get bare pointers. */
+int phxfs_pointer_device(const void *ptr, size_t len, int *dev);
 /* Checks that stream (a caller's CUstream) belongs to device dev: 0 or -EINVAL. */
 int phxfs_check_stream(int dev, void *stream);
 

@@ -42,8 +42,17 @@ typedef struct phx_connector {
     int (*wait_flag)(void *s, volatile uint32_t *flag);
     /* 0 when [p, p+len) is memory of dev; else -EINVAL with what it is in why */
     int (*check_pointer)(int dev, const void *p, size_t len, char *why, size_t n);
+    /* Whose memory [p, p+len) is: 0 with *dev the device, or -1 for host memory (any
+     * memory the accelerator does not own, pinned or not); -EINVAL (why filled) for
+     * device memory that runs past its allocation. Needs no open device. */
+    int (*pointer_device)(const void *p, size_t len, int *dev, char *why, size_t n);
     /* the device a caller's stream belongs to, or -errno */
     int (*stream_device)(void *s);
+    /* 1 when dev may access peer's memory directly (then enables that access, once), 0 when
+     * copies between the two must go through host memory, or -errno */
+    int (*peer_access)(int dev, int peer);
+    /* a device-to-device copy on s (a stream of dst_dev): direct where peer_access said 1 */
+    int (*peer_async)(void *dst, int dst_dev, const void *src, int src_dev, size_t len, void *s);
 } phx_connector_t;
 
 extern const phx_connector_t phx_connector_cuda;

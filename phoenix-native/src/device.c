@@ -406,6 +406,18 @@ int phxfs_check_device_pointer(int dev, const void *ptr, size_t len)
     return 0;
 }
 
+int phxfs_pointer_device(const void *ptr, size_t len, int *dev)
+{
+    phx_clear_error();
+    if (!dev) return phx_fail(EINVAL, "pointer_device: dev is NULL");
+    int rc = phx_lib_init();
+    if (rc < 0) return rc;
+    char why[200] = "";
+    rc = phx_conn->pointer_device(ptr, len, dev, why, sizeof why);
+    if (rc) return phx_fail(-rc, "pointer %p (%zu bytes) %s", ptr, len, why);
+    return 0;
+}
+
 int phxfs_check_stream(int dev, void *stream)
 {
     phx_clear_error();
@@ -471,3 +483,94 @@ int phxfs_stream_create(int dev, void **stream)
 
 int phxfs_stream_synchronize(int dev, void *stream) { WITH_DEVICE(dev, "stream_synchronize", phx_conn->stream_sync(stream)); }
 int phxfs_stream_destroy(int dev, void *stream) { WITH_DEVICE(dev, "stream_destroy", phx_conn->stream_destroy(stream)); }
+
+/* ---- several devices: peer access and device-to-device copies ---- */
+
+int phxfs_device_can_access_peer(int dev, int peer)
+{
+    phx_clear_error();
+    int err;
+    phx_device_t *a = phx_device_acquire(dev, &err);
+    if (!a) return err;
+    phx_device_t *b = phx_device_acquire(peer, &err);
+    if (!b) { phx_device_release(a); return err; }
+    int rc = phx_conn->peer_access(dev, peer);
+    phx_device_release(b);
+    phx_device_release(a);
+    return rc;
+}
+
+/* Through host memory: src's pinned slots, two in flight. Chunk k is copied out of src on
+ * src's helper stream, then into dst on dst's helper stream, where an event marks when its
+ * slot is free again; chunk k+1's copy out of src runs meanwhile. */
+static int peer_staged(phx_device_t *dd, void *dst, phx_device_t *sd, const void *src, size_t len)
+{
+    char *slot[2] = {NULL, NULL};
+    void *ev[2] = {NULL, NULL};
+    int used[2] = {0, 0};
+    size_t chunk = sd->pinned.slot_bytes;
+    int rc = phx_conn->enter(dd->id, NULL);
+    if (rc) return rc;
+    for (int i = 0; i < 2 && !rc; i++) rc = phx_conn->event_create(&ev[i]);
+    phx_conn->leave();
+    slot[0] = rc ? NULL : phx_pinned_take(&sd->pinned, 1);
+    slot[1] = rc ? NULL : phx_pinned_take(&sd->pinned, 0); /* one slot is enough, two overlap */
+    int nslots = slot[1] ? 2 : 1;
+    for (size_t off = 0, k = 0; !rc && off < len; off += chunk, k++) {
+        int i = (int)(k % (size_t)nslots);
+        size_t n = len - off < chunk ? len - off : chunk;
+        if (used[i]) rc = phx_conn->event_sync(ev[i]);
+        if (!rc) rc = phx_conn->dtoh_async(slot[i], (const char *)src + off, n, sd->helper_stream);
+        if (!rc) rc = phx_conn->stream_sync(sd->helper_stream);
+        if (!rc) rc = phx_conn->htod_async((char *)dst + off, slot[i], n, dd->helper_stream);
+        if (!rc) rc = phx_conn->event_record(ev[i], dd->helper_stream);
+        used[i] = !rc;
+    }
+    /* whatever happened, nothing may still be copying out of a slot when it goes back */
+    int rc2 = phx_conn->stream_sync(dd->helper_stream);
+    if (!rc) rc = rc2;
+    for (int i = 0; i < 2; i++) {
+        if (slot[i]) phx_pinned_give(&sd->pinned, slot[i]);
+        if (ev[i]) phx_conn->event_destroy(ev[i]);
+    }
+    return rc;
+}
+
+int phxfs_memcpy_peer(int dst_dev, void *dst, int src_dev, const void *src, size_t len)
+{
+    phx_clear_error();
+    if (!dst || !src) return phx_fail(EINVAL, "memcpy_peer: NULL %s", dst ? "source" : "destination");
+    int err;
+    phx_device_t *dd = phx_device_acquire(dst_dev, &err);
+    if (!dd) return err;
+    phx_device_t *sd = phx_device_acquire(src_dev, &err);
+    if (!sd) { phx_device_release(dd); return err; }
+    int rc = 0;
+    if (len == 0) {
+        /* nothing to move */
+    } else if (!phx_conn->is_accelerator) {
+        memmove(dst, src, len);
+    } else {
+        /* both helper streams are held, lower id first, so two opposite copies cannot deadlock */
+        phx_device_t *lo = dd->id < sd->id ? dd : sd, *hi = dd->id < sd->id ? sd : dd;
+        pthread_mutex_lock(&lo->helper_lock);
+        if (hi != lo) pthread_mutex_lock(&hi->helper_lock);
+        int direct = phx_conn->peer_access(dst_dev, src_dev);
+        if (direct < 0) {
+            rc = direct;
+        } else if (direct) {
+            rc = phx_conn->peer_async(dst, dst_dev, src, src_dev, len, dd->helper_stream);
+            int rc2 = phx_conn->stream_sync(dd->helper_stream);
+            if (!rc) rc = rc2;
+        } else {
+            rc = peer_staged(dd, dst, sd, src, len);
+        }
+        if (hi != lo) pthread_mutex_unlock(&hi->helper_lock);
+        pthread_mutex_unlock(&lo->helper_lock);
+        if (rc < 0 && !*phxfs_last_error())
+            phx_fail(-rc, "memcpy_peer: device %d -> device %d, %zu bytes", src_dev, dst_dev, len);
+    }
+    phx_device_release(sd);
+    phx_device_release(dd);
+    return rc;
+}

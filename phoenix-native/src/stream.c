@@ -19,6 +19,9 @@
 typedef struct {
     phxfs_io_req_t req;
     int is_write;
+    unsigned late;           /* PHXFS_STREAM_LATE_*: which cells the kick reads */
+    const size_t *nbytes_p;
+    const off_t *buf_offset_p;
     const off_t *f_offset_p;
     ssize_t *bytes_done;
     phx_device_t *dev;       /* the stream's device, with a use taken until release runs */
@@ -79,7 +82,9 @@ static void kick(void *arg)
         kick_release(op);
         return;
     }
-    op->req.f_offset = *op->f_offset_p;
+    if (op->late & PHXFS_STREAM_LATE_NBYTES) op->req.nbytes = *op->nbytes_p;
+    if (op->late & PHXFS_STREAM_LATE_BUF_OFFSET) op->req.buf_offset = *op->buf_offset_p;
+    if (op->late & PHXFS_STREAM_LATE_F_OFFSET) op->req.f_offset = *op->f_offset_p;
     int err = 0;
     phx_batch_state_t *b = phx_batch_start(&op->req, NULL, 1, op->is_write, 0, op_done, op, &err);
     if (!b) {
@@ -97,7 +102,7 @@ static void release(void *arg)
 }
 
 static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const off_t *buf_offset_p,
-                     const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write)
+                     const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write, unsigned late)
 {
     phx_clear_error();
     const char *what = is_write ? "write_stream" : "read_stream";
@@ -107,8 +112,13 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
     if (rc) return rc;
     size_t n = *nbytes_p;
     off_t bo = *buf_offset_p;
-    if (bo < 0 || n > (size_t)SSIZE_MAX) return phx_fail(EINVAL, "%s: buffer offset %lld or size %zu out of range", what, (long long)bo, n);
-    if (stream && dev >= 0) {
+    if (late & ~(unsigned)(PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET))
+        return phx_fail(EINVAL, "%s: unknown flags 0x%x in late", what, late);
+    /* a late cell may hold anything until the stream gets there: checked then, into bytes_done */
+    int early = !(late & (PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET));
+    if (early && (bo < 0 || n > (size_t)SSIZE_MAX))
+        return phx_fail(EINVAL, "%s: buffer offset %lld or size %zu out of range", what, (long long)bo, n);
+    if (stream && dev >= 0 && early) {
         /* resolved now so a bad range fails the call instead of landing in bytes_done; the
          * batch that moves the bytes takes its own hold */
         int err;
@@ -142,8 +152,11 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
         phx_device_release(d);
         return phx_fail(ENOMEM, "%s: out of memory", what);
     }
-    op->req = (phxfs_io_req_t){fd, dev, buf, bo, n, 0, 0};
+    op->req = (phxfs_io_req_t){fd, dev, buf, bo, n, *f_offset_p, 0};
     op->is_write = is_write;
+    op->late = late;
+    op->nbytes_p = nbytes_p;
+    op->buf_offset_p = buf_offset_p;
     op->f_offset_p = f_offset_p;
     op->bytes_done = bytes_done;
     op->dev = d;
@@ -180,11 +193,23 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
 int phxfs_read_stream(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
                       const off_t *f_offset, ssize_t *bytes_done, void *stream)
 {
-    return stream_io(fd, dev, buf, nbytes, buf_offset, f_offset, bytes_done, stream, 0);
+    return stream_io(fd, dev, buf, nbytes, buf_offset, f_offset, bytes_done, stream, 0, PHXFS_STREAM_LATE_F_OFFSET);
 }
 
 int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes, const off_t *buf_offset,
                        const off_t *f_offset, ssize_t *bytes_done, void *stream)
 {
-    return stream_io(fd, dev, (void *)buf, nbytes, buf_offset, f_offset, bytes_done, stream, 1);
+    return stream_io(fd, dev, (void *)buf, nbytes, buf_offset, f_offset, bytes_done, stream, 1, PHXFS_STREAM_LATE_F_OFFSET);
+}
+
+int phxfs_read_stream_ex(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
+                         const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late)
+{
+    return stream_io(fd, dev, buf, nbytes, buf_offset, f_offset, bytes_done, stream, 0, late);
+}
+
+int phxfs_write_stream_ex(int fd, int dev, const void *buf, const size_t *nbytes, const off_t *buf_offset,
+                          const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late)
+{
+    return stream_io(fd, dev, (void *)buf, nbytes, buf_offset, f_offset, bytes_done, stream, 1, late);
 }

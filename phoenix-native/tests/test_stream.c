@@ -78,6 +78,40 @@ int main(void)
     CHECK_EQ(phxfs_memcpy_to_host(0, got, dmem, 4096), 0);
     CHECK(memcmp(got, ref + 31 * 4096, 4096) == 0);
 
+    /* _ex: size and buffer offset bound late too, read when the stream gets there; a
+     * bound-at-enqueue file offset may change at once */
+    {
+        size_t big = fsize, n7 = 1, n8 = 0;
+        off_t zero = 0, bo7 = 0, fo7 = 0, bo8 = 0, fo8 = 0;
+        ssize_t dbig = -999, d7 = -999, d8 = -999;
+        CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &big, &zero, &zero, &dbig, s), 0); /* keeps the stream busy */
+        CHECK_EQ(phxfs_read_stream_ex(fd, 0, dmem, &n7, &bo7, &fo7, &d7, s,
+                                      PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET), 0);
+        fo8 = 8192;
+        CHECK_EQ(phxfs_read_stream_ex(fd, 0, (char *)dmem + 65536, &n8, &bo8, &fo8, &d8, s, PHXFS_STREAM_LATE_NBYTES), 0);
+        fo8 = 999999999; /* bound at enqueue: ignored */
+        if (!immediate) { n7 = 5000; bo7 = 100; fo7 = 4096; n8 = 3000; }
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        CHECK_EQ(dbig, (ssize_t)fsize);
+        CHECK_EQ(d7, immediate ? 1 : 5000);
+        CHECK_EQ(d8, immediate ? 0 : 3000);
+        if (!immediate) {
+            CHECK_EQ(phxfs_memcpy_to_host(0, got, dmem, 65536 + 3000), 0);
+            CHECK(memcmp(got + 100, ref + 4096, 5000) == 0);
+            CHECK(memcmp(got + 65536, ref + 8192, 3000) == 0);
+        }
+        /* a late size past the registration fails into bytes_done, not the call */
+        size_t n9 = 0;
+        off_t bo9 = 0, fo9 = 0;
+        ssize_t d9 = -999;
+        CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &big, &zero, &zero, &dbig, s), 0);
+        CHECK_EQ(phxfs_read_stream_ex(fd, 0, dmem, &n9, &bo9, &fo9, &d9, s, PHXFS_STREAM_LATE_NBYTES), 0);
+        if (!immediate) n9 = blen + 1;
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        CHECK_EQ(d9, immediate ? 0 : -EFAULT);
+        CHECK_EQ(phxfs_read_stream_ex(fd, 0, dmem, &n9, &bo9, &fo9, &d9, s, 0x80), -EINVAL);
+    }
+
     /* NULL stream: runs now */
     ssize_t d6 = 0;
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n5, &bo5, &fo1, &d6, NULL), 0);

@@ -40,7 +40,13 @@ static struct {
     CUresult (*MemHostGetDevicePointer)(CUdeviceptr *, void *, unsigned);
     CUresult (*PointerGetAttribute)(void *, int, CUdeviceptr);
     CUresult (*GetErrorString)(CUresult, const char **);
+    CUresult (*DeviceCanAccessPeer)(int *, int, int);
+    CUresult (*CtxEnablePeerAccess)(void *, unsigned);
+    CUresult (*MemcpyPeerAsync)(CUdeviceptr, void *, CUdeviceptr, void *, size_t, void *);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, void *);
     int count;
+    /* peer[dev][peer]: 0 not asked yet, 1 enabled, -1 not possible */
+    signed char peer[PHX_MAX_DEVICES][PHX_MAX_DEVICES];
     pthread_mutex_t ctx_lock;
     void *ctx[PHX_MAX_DEVICES];
 } cu = {.ctx_lock = PTHREAD_MUTEX_INITIALIZER};
@@ -98,6 +104,9 @@ static int c_init(int fake_devices, char *why, size_t n)
         {"cuEventCreate", (void **)&cu.EventCreate}, {"cuEventDestroy_v2", (void **)&cu.EventDestroy},
         {"cuEventRecord", (void **)&cu.EventRecord}, {"cuEventSynchronize", (void **)&cu.EventSynchronize},
         {"cuLaunchHostFunc", (void **)&cu.LaunchHostFunc}, {"cuGetErrorString", (void **)&cu.GetErrorString},
+        {"cuDeviceCanAccessPeer", (void **)&cu.DeviceCanAccessPeer},
+        {"cuCtxEnablePeerAccess", (void **)&cu.CtxEnablePeerAccess},
+        {"cuMemcpyPeerAsync", (void **)&cu.MemcpyPeerAsync}, {"cuMemcpyDtoDAsync_v2", (void **)&cu.MemcpyDtoDAsync},
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
         if (load(syms[i].name, syms[i].fn, why, n)) return -ENOSYS;
@@ -268,6 +277,30 @@ static int c_check(int dev, const void *p, size_t len, char *why, size_t n)
     return 0;
 }
 
+static int c_pdev(const void *p, size_t len, int *dev, char *why, size_t n)
+{
+    CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)p;
+    unsigned type = 0;
+    *dev = -1;
+    /* unknown to CUDA (plain host memory), pinned host or managed memory: the CPU can reach it */
+    if (cu.PointerGetAttribute(&type, ATTR_MEMORY_TYPE, ptr) || type != 2 /* CU_MEMORYTYPE_DEVICE */) return 0;
+    int ordinal = -1;
+    CUresult r = cu.PointerGetAttribute(&ordinal, ATTR_ORDINAL, ptr);
+    if (r) {
+        snprintf(why, n, "device memory whose device CUDA does not say; cuPointerGetAttribute: error %d", r);
+        return -EINVAL;
+    }
+    *dev = ordinal;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    if (!cu.PointerGetAttribute(&start, ATTR_RANGE_START, ptr) && !cu.PointerGetAttribute(&size, ATTR_RANGE_SIZE, ptr) &&
+        ptr + len > start + size) {
+        snprintf(why, n, "runs %llu bytes past the end of its allocation", (unsigned long long)(ptr + len - start - size));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int c_sdev(void *s)
 {
     int rc = c_enter(-1, s);
@@ -278,11 +311,57 @@ static int c_sdev(void *s)
     return r ? cu_err(r, "cuCtxGetDevice") : d;
 }
 
+/* Whether dev reaches peer's memory directly; on the first yes, enables it in dev's context
+ * (cuCtxEnablePeerAccess: dev's context may then map peer's allocations). */
+static int c_peer_access(int dev, int peer)
+{
+    if (dev < 0 || dev >= cu.count || peer < 0 || peer >= cu.count) return phx_fail(ENODEV, "no CUDA device %d", dev < 0 || dev >= cu.count ? dev : peer);
+    if (dev == peer) return 1;
+    pthread_mutex_lock(&cu.ctx_lock);
+    int known = cu.peer[dev][peer];
+    pthread_mutex_unlock(&cu.ctx_lock);
+    if (known) return known > 0;
+    int d = 0, p = 0, can = 0;
+    CU(cu.DeviceGet(&d, dev), "cuDeviceGet");
+    CU(cu.DeviceGet(&p, peer), "cuDeviceGet");
+    CU(cu.DeviceCanAccessPeer(&can, d, p), "cuDeviceCanAccessPeer");
+    if (can) {
+        void *peer_ctx = NULL;
+        int rc = primary_ctx(peer, &peer_ctx);
+        if (rc) return rc;
+        rc = c_enter(dev, NULL);
+        if (rc) return rc;
+        CUresult r = cu.CtxEnablePeerAccess(peer_ctx, 0);
+        c_leave();
+        if (r && r != 704 /* CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED */) return cu_err(r, "cuCtxEnablePeerAccess");
+    }
+    pthread_mutex_lock(&cu.ctx_lock);
+    cu.peer[dev][peer] = can ? 1 : -1;
+    pthread_mutex_unlock(&cu.ctx_lock);
+    return can != 0;
+}
+
+static int c_peer(void *dst, int dst_dev, const void *src, int src_dev, size_t len, void *s)
+{
+    CUdeviceptr to = (CUdeviceptr)(uintptr_t)dst, from = (CUdeviceptr)(uintptr_t)src;
+    if (dst_dev == src_dev) {
+        IN_CTX(-1, s, cu.MemcpyDtoDAsync(to, from, len, s), "cuMemcpyDtoDAsync");
+        return 0;
+    }
+    void *dst_ctx = NULL, *src_ctx = NULL;
+    int rc = primary_ctx(dst_dev, &dst_ctx);
+    if (!rc) rc = primary_ctx(src_dev, &src_ctx);
+    if (rc) return rc;
+    IN_CTX(-1, s, cu.MemcpyPeerAsync(to, dst_ctx, from, src_ctx, len, s), "cuMemcpyPeerAsync");
+    return 0;
+}
+
 const phx_connector_t phx_connector_cuda = {
     .name = "cuda", .is_accelerator = 1, .init = c_init, .device_name = c_name, .enter = c_enter, .leave = c_leave,
     .mem_alloc = c_alloc, .mem_free = c_free, .host_register = c_reg, .host_unregister = c_unreg,
     .stream_create = c_screate, .stream_destroy = c_sdestroy, .stream_sync = c_ssync,
     .htod_async = c_htod, .dtoh_async = c_dtoh, .memset_async = c_memset, .event_create = c_ecreate, .event_destroy = c_edestroy,
     .event_record = c_erecord, .event_sync = c_esync, .launch_host_fn = c_launch, .wait_flag = c_wait,
-    .check_pointer = c_check, .stream_device = c_sdev,
+    .check_pointer = c_check, .pointer_device = c_pdev, .stream_device = c_sdev,
+    .peer_access = c_peer_access, .peer_async = c_peer,
 };

@@ -38,6 +38,9 @@ typedef struct fake_stream {
 } fake_stream_t;
 
 static int fake_count;
+/* PHX_FAKE_PEER=0: the fake devices cannot reach each other's memory, so device-to-device
+ * copies take the path through host memory that GPUs without peer access need */
+static int fake_peer = 1;
 
 /* Fault injection for the error paths a GPU rarely shows: PHX_FAKE_FAIL_LAUNCH and
  * PHX_FAKE_FAIL_COPY and PHX_FAKE_FAIL_WAIT list the 1-based calls (host-function launches;
@@ -72,6 +75,8 @@ static int f_init(int fake_devices, char *why, size_t n)
     parse_faults("PHX_FAKE_FAIL_LAUNCH", fail_launch);
     parse_faults("PHX_FAKE_FAIL_COPY", fail_copy);
     parse_faults("PHX_FAKE_FAIL_WAIT", fail_wait);
+    const char *peer = getenv("PHX_FAKE_PEER");
+    fake_peer = !(peer && !strcmp(peer, "0"));
     return fake_count;
 }
 
@@ -136,6 +141,24 @@ static int f_check(int dev, const void *p, size_t len, char *why, size_t n)
     if (found < 0) { snprintf(why, n, "host memory, not device memory"); return -EINVAL; }
     if (found != dev) { snprintf(why, n, "memory of device %d, not of device %d", found, dev); return -EINVAL; }
     return 0;
+}
+static int f_pdev(const void *p, size_t len, int *dev, char *why, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    int rc = 0;
+    *dev = -1;
+    pthread_mutex_lock(&alloc_lock);
+    for (size_t i = 0; i < nallocs; i++)
+        if (a >= allocs[i].addr && a - allocs[i].addr < allocs[i].len) {
+            *dev = allocs[i].dev;
+            if (len > allocs[i].len - (a - allocs[i].addr)) {
+                snprintf(why, n, "runs %zu bytes past the end of its device allocation", len - (allocs[i].len - (a - allocs[i].addr)));
+                rc = -EINVAL;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&alloc_lock);
+    return rc;
 }
 static int f_reg(int dev, void *p, size_t len) { (void)dev; (void)p; (void)len; return 0; }
 static int f_unreg(int dev, void *p) { (void)dev; (void)p; return 0; }
@@ -264,6 +287,18 @@ static int f_wait(void *s, volatile uint32_t *flag)
 
 static int f_sdev(void *s) { return ((fake_stream_t *)s)->dev; }
 
+static int f_peer_access(int dev, int peer)
+{
+    if (f_enter(dev, NULL) || f_enter(peer, NULL)) return -ENODEV;
+    return dev == peer || fake_peer;
+}
+
+static int f_peer_async(void *dst, int dst_dev, const void *src, int src_dev, size_t len, void *s)
+{
+    if (dst_dev != src_dev && !fake_peer) return -EINVAL; /* as a GPU pair without peer access would */
+    return f_copy(dst, src, len, s);
+}
+
 static int f_ecreate(void **out)
 {
     fake_event_t *e = calloc(1, sizeof *e);
@@ -311,5 +346,6 @@ const phx_connector_t phx_connector_fake = {
     .stream_create = f_screate, .stream_destroy = f_sdestroy, .stream_sync = f_ssync,
     .htod_async = f_copy, .dtoh_async = f_copy, .memset_async = f_memset, .event_create = f_ecreate, .event_destroy = f_edestroy,
     .event_record = f_erecord, .event_sync = f_esync, .launch_host_fn = f_launch, .wait_flag = f_wait,
-    .check_pointer = f_check, .stream_device = f_sdev,
+    .check_pointer = f_check, .pointer_device = f_pdev, .stream_device = f_sdev,
+    .peer_access = f_peer_access, .peer_async = f_peer_async,
 };

@@ -38,7 +38,20 @@ static int h_check(int dev, const void *p, size_t len, char *why, size_t n)
     if (!p) { snprintf(why, n, "NULL pointer"); return -EINVAL; }
     return 0; /* device memory is host memory here */
 }
+static int h_pdev(const void *p, size_t len, int *dev, char *why, size_t n)
+{
+    (void)p; (void)len; (void)why; (void)n;
+    *dev = -1; /* all memory is host memory */
+    return 0;
+}
 static int h_sdev(void *s) { (void)s; return 0; }
+static int h_peer_access(int dev, int peer) { (void)dev; (void)peer; return 1; }
+static int h_peer_async(void *dst, int dst_dev, const void *src, int src_dev, size_t len, void *s)
+{
+    (void)dst_dev; (void)src_dev; (void)s;
+    memmove(dst, src, len);
+    return 0;
+}
 
 const phx_connector_t phx_connector_host = {
     .name = "host", .is_accelerator = 0, .init = h_init, .device_name = h_name, .enter = h_enter, .leave = h_leave,
@@ -46,5 +59,6 @@ const phx_connector_t phx_connector_host = {
     .stream_create = h_screate, .stream_destroy = h_sdestroy, .stream_sync = h_ssync,
     .htod_async = h_copy, .dtoh_async = h_copy, .memset_async = h_memset, .event_create = h_ecreate, .event_destroy = h_edestroy,
     .event_record = h_erecord, .event_sync = h_esync, .launch_host_fn = h_launch, .wait_flag = h_wait,
-    .check_pointer = h_check, .stream_device = h_sdev,
+    .check_pointer = h_check, .pointer_device = h_pdev, .stream_device = h_sdev,
+    .peer_access = h_peer_access, .peer_async = h_peer_async,
 };

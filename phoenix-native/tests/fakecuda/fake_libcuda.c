@@ -57,6 +57,7 @@ struct fctx {
     int dev;
     int primary;
     int destroyed;            /* cuCtxDestroy, or a primary context released to 0 */
+    unsigned long long peers; /* devices whose memory this context was enabled to access */
     struct fstream *null_stream;
     struct fctx *next;        /* every context ever made; none is freed, so stale handles stay checkable */
 };
@@ -835,6 +836,58 @@ EXPORT CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstr
     if ((r = check_device_span(src, n))) return r;
     if (n == 0) return CUDA_SUCCESS;
     return enqueue(s, (op_t){.kind = OP_COPY, .dst = dst, .src = (const void *)(uintptr_t)src, .len = n});
+}
+
+/* Peer copies: every fake device may reach every other one (FAKECUDA_NO_PEER=1: none may);
+ * access must be enabled from the context that uses it, once. */
+EXPORT CUresult cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer)
+{
+    if (!atomic_load(&g_inited)) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!can) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = check_dev(dev);
+    if (!r) r = check_dev(peer);
+    if (r) return r;
+    const char *no = getenv("FAKECUDA_NO_PEER");
+    *can = dev != peer && !(no && *no == '1');
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags)
+{
+    CUcontext cur;
+    CUresult r = mem_call_ctx(&cur);
+    if (r) return r;
+    if (flags || !peer) return CUDA_ERROR_INVALID_VALUE;
+    if ((r = check_ctx_handle(peer))) return r;
+    if (peer == cur) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_lock);
+    unsigned long long bit = 1ull << peer->dev;
+    r = cur->peers & bit ? 704 /* PEER_ACCESS_ALREADY_ENABLED */ : CUDA_SUCCESS;
+    cur->peers |= bit;
+    pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n,
+                                  CUstream h)
+{
+    struct fstream *s;
+    CUresult r = resolve_stream(h, &s);
+    if (r) return r;
+    if ((r = check_ctx_handle(dst_ctx)) || (r = check_ctx_handle(src_ctx))) return r;
+    if ((r = check_device_span(dst, n)) || (r = check_device_span(src, n))) return r;
+    if (n == 0) return CUDA_SUCCESS;
+    return enqueue(s, (op_t){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src, .len = n});
+}
+
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h)
+{
+    struct fstream *s;
+    CUresult r = resolve_stream(h, &s);
+    if (r) return r;
+    if ((r = check_device_span(dst, n)) || (r = check_device_span(src, n))) return r;
+    if (n == 0) return CUDA_SUCCESS;
+    return enqueue(s, (op_t){.kind = OP_COPY, .dst = (void *)(uintptr_t)dst, .src = (const void *)(uintptr_t)src, .len = n});
 }
 
 EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream h)

@@ -4,6 +4,9 @@
  */
 module io.phxfs.cli {
     requires io.phxfs.safetensors;
+    // phoenix kv: optional, so that the other commands run as named modules without Lettuce and Netty
+    requires static io.phxfs.kvcache;
+    requires static lettuce.core;
     requires info.picocli;
     requires com.fasterxml.jackson.core;
     // djl-run only: static, so that the other commands run as named modules without DJL

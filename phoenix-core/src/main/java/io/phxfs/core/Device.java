@@ -399,6 +399,65 @@ public final class Device {
     }
 
     /**
+     * Whether this device reads and writes {@code peer}'s memory directly (peer access over
+     * NVLink or PCIe, enabled by this call), so that {@link #copyFromDevice} between them
+     * takes no detour through host memory.
+     *
+     * @param peer another open device
+     * @return true when the pair allows peer access (a device always reaches itself)
+     */
+    public boolean canAccessPeer(Device peer) {
+        int rc = MemoryCalls.canAccessPeer(id, peer.id());
+        if (rc < 0) {
+            throw PhoenixException.fromNative("phxfs_device_can_access_peer(" + id + ", " + peer.id() + ")", rc);
+        }
+        return rc == 1;
+    }
+
+    /**
+     * Copies {@code length} bytes from {@code src} (memory of any open device) at
+     * {@code srcOffset} into {@code dst} (memory of this device) at {@code dstOffset}, and
+     * waits for them: directly where the devices allow peer access ({@link #canAccessPeer}),
+     * otherwise through the source device's pinned pool, so host memory use stays bounded.
+     *
+     * @param src the device buffer to copy from
+     * @param srcOffset where in {@code src} the copy starts
+     * @param dst the device buffer to copy into, of this device
+     * @param dstOffset where in {@code dst} the copy lands
+     * @param length the number of bytes
+     * @throws IllegalArgumentException when {@code dst} is not this device's, {@code src} is host
+     *                                  memory, or a range lies outside its buffer
+     */
+    public void copyFromDevice(RegisteredBuffer src, long srcOffset, RegisteredBuffer dst, long dstOffset, long length) {
+        checkOwn(dst, "copyFromDevice");
+        if (src.isHost()) {
+            throw new IllegalArgumentException("copyFromDevice: " + src + " is host memory (use copyToDevice)");
+        }
+        src.checkRange(srcOffset, length, "copyFromDevice");
+        dst.checkRange(dstOffset, length, "copyFromDevice");
+        if (length == 0) {
+            return;
+        }
+        src.acquire();
+        try {
+            dst.acquire();
+            try {
+                int rc = MemoryCalls.memcpyPeer(id, MemorySegment.ofAddress(dst.address() + dstOffset), src.deviceId(),
+                        MemorySegment.ofAddress(src.address() + srcOffset), length);
+                if (rc < 0) {
+                    throw PhoenixException.fromNative("phxfs_memcpy_peer(device " + src.deviceId() + " " + src + " offset "
+                            + srcOffset + " -> device " + id + " " + dst + " offset " + dstOffset + ", " + length
+                            + " bytes)", rc);
+                }
+            } finally {
+                dst.release();
+            }
+        } finally {
+            src.release();
+        }
+    }
+
+    /**
      * A new stream for stream-ordered I/O ({@link PhxFile#readAsync}).
      *
      * @return a stream owned by the caller, who closes it

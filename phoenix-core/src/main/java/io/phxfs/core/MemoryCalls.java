@@ -39,6 +39,11 @@ final class MemoryCalls {
             MEMCPY_ASYNC);
     private static final MethodHandle CHECK_DEVICE_POINTER = downcall("phxfs_check_device_pointer",
             DEV_PTR_LEN);
+    // loader-2: several devices
+    private static final MethodHandle CAN_ACCESS_PEER = downcall("phxfs_device_can_access_peer",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    private static final MethodHandle MEMCPY_PEER = downcall("phxfs_memcpy_peer",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG));
 
     private MemoryCalls() {
     }
@@ -94,6 +99,22 @@ final class MemoryCalls {
     static int memcpyToDevice(int dev, MemorySegment dst, MemorySegment src, long len) {
         try {
             return (int) MEMCPY_TO_DEVICE.invokeExact(dev, dst, src, len);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int canAccessPeer(int dev, int peer) {
+        try {
+            return (int) CAN_ACCESS_PEER.invokeExact(dev, peer);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int memcpyPeer(int dstDev, MemorySegment dst, int srcDev, MemorySegment src, long len) {
+        try {
+            return (int) MEMCPY_PEER.invokeExact(dstDev, dst, srcDev, src, len);
         } catch (Throwable t) {
             throw rethrow(t);
         }

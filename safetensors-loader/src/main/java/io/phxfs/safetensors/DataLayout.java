@@ -44,7 +44,6 @@ final class DataLayout {
     }
 
     private static TensorInfo tensor(Path file, HeaderJson.Entry e, long dataBytes) {
-        String subject = Names.tensor(e.name());
         long[] shape = e.shape();
         long numel;
         long nbytes;
@@ -54,19 +53,19 @@ final class DataLayout {
         } catch (ArithmeticException x) {
             String why = x.getMessage() != null && x.getMessage().contains("whole number of bytes")
                     ? x.getMessage() : "the size overflows 64 bits";
-            throw new SafetensorsFormatException(file, subject, "shape " + Arrays.toString(shape) + " of " + e.dtype()
+            throw new SafetensorsFormatException(file, Names.tensor(e.name()), "shape " + Arrays.toString(shape) + " of " + e.dtype()
                     + ": " + why);
         }
         if (e.end() < e.begin()) {
-            throw new SafetensorsFormatException(file, subject, "data_offsets [" + e.begin() + ", " + e.end()
+            throw new SafetensorsFormatException(file, Names.tensor(e.name()), "data_offsets [" + e.begin() + ", " + e.end()
                     + "] are reversed (end before begin)");
         }
         if (e.end() > dataBytes) {
-            throw new SafetensorsFormatException(file, subject, "data_offsets [" + e.begin() + ", " + e.end()
+            throw new SafetensorsFormatException(file, Names.tensor(e.name()), "data_offsets [" + e.begin() + ", " + e.end()
                     + "] lie outside the file: its data section has " + dataBytes + " bytes");
         }
         if (e.end() - e.begin() != nbytes) {
-            throw new SafetensorsFormatException(file, subject, "shape " + Arrays.toString(shape) + " of " + e.dtype()
+            throw new SafetensorsFormatException(file, Names.tensor(e.name()), "shape " + Arrays.toString(shape) + " of " + e.dtype()
                     + " needs " + nbytes + " bytes, but data_offsets [" + e.begin() + ", " + e.end() + "] span "
                     + (e.end() - e.begin()));
         }

@@ -31,12 +31,22 @@ public final class LoadedModel implements AutoCloseable {
     /** Every tensor, released or not: close lets go of what each still holds. */
     private final Map<String, LoadedTensor> all;
     private final long nanos;
-    private final long allocateNanos;
-    private final long readNanos;
+    private final Phases phases;
+
+    /**
+     * Where a load's time went, in nanoseconds: {@code parse} (headers, when the load parsed
+     * them; it may overlap the reads), {@code plan}, {@code allocate}, {@code read} (from the
+     * first request submitted to the last completed) and {@code views} (the tensor map).
+     */
+    record Phases(long parse, long plan, long allocate, long read, long views) {
+    }
+
+    /** With {@link WeightLoader.Builder#replicate}: each device's tensors; empty otherwise. */
+    private final Map<Integer, Map<String, LoadedTensor>> replicas;
 
     LoadedModel(ModelFiles model, ReadPlan plan, SortedMap<Integer, RegisteredBuffer> buffers,
-                List<AutoCloseable> owned, Map<String, LoadedTensor> tensors, long nanos, long allocateNanos,
-                long readNanos) {
+                List<AutoCloseable> owned, Map<String, LoadedTensor> tensors,
+                Map<Integer, Map<String, LoadedTensor>> replicas, long nanos, Phases phases) {
         this.model = model;
         this.plan = plan;
         this.buffers = Collections.unmodifiableSortedMap(buffers);
@@ -44,8 +54,10 @@ public final class LoadedModel implements AutoCloseable {
         this.tensors = Collections.synchronizedMap(new LinkedHashMap<>(tensors));
         this.all = Map.copyOf(tensors);
         this.nanos = nanos;
-        this.allocateNanos = allocateNanos;
-        this.readNanos = readNanos;
+        this.phases = phases;
+        Map<Integer, Map<String, LoadedTensor>> r = new LinkedHashMap<>();
+        replicas.forEach((d, m) -> r.put(d, Collections.unmodifiableMap(new LinkedHashMap<>(m))));
+        this.replicas = Collections.unmodifiableMap(r);
     }
 
     /**
@@ -76,6 +88,29 @@ public final class LoadedModel implements AutoCloseable {
      */
     public Map<String, LoadedTensor> tensors() {
         return Collections.unmodifiableMap(tensors);
+    }
+
+    /**
+     * The tensors in memory of one device (or {@link Placement#HOST}), in model order. After
+     * {@link WeightLoader.Builder#replicate} every device holds all of them, each device's
+     * its own copy; otherwise these are the tensors of {@link #tensors()} placed there.
+     *
+     * @param target a device id, or {@link Placement#HOST}
+     * @return the tensors by name, empty when the target holds none
+     */
+    public Map<String, LoadedTensor> tensorsOn(int target) {
+        if (!replicas.isEmpty()) {
+            return replicas.getOrDefault(target, Map.of());
+        }
+        Map<String, LoadedTensor> m = new LinkedHashMap<>();
+        synchronized (tensors) {
+            for (LoadedTensor t : tensors.values()) {
+                if (t.target() == target) {
+                    m.put(t.name(), t);
+                }
+            }
+        }
+        return Collections.unmodifiableMap(m);
     }
 
     /**
@@ -182,16 +217,47 @@ public final class LoadedModel implements AutoCloseable {
      * @return the allocation's seconds
      */
     public double allocateSeconds() {
-        return allocateNanos / 1e9;
+        return phases.allocate() / 1e9;
     }
 
     /**
-     * Seconds spent reading into the buffers, within {@link #seconds()}.
+     * Seconds from the first read submitted to the last one completed, within {@link #seconds()}.
+     * When the load parsed the headers itself ({@link WeightLoader#load(java.nio.file.Path)})
+     * and everything goes to one target, the reads start before the parse: then this overlaps
+     * {@link #parseSeconds()} and {@link #planSeconds()}.
      *
      * @return the reads' seconds
      */
     public double readSeconds() {
-        return readNanos / 1e9;
+        return phases.read() / 1e9;
+    }
+
+    /**
+     * Seconds spent reading and validating the headers within {@link #seconds()}; 0 when the
+     * load was given a parsed {@link ModelFiles}.
+     *
+     * @return the parse's seconds
+     */
+    public double parseSeconds() {
+        return phases.parse() / 1e9;
+    }
+
+    /**
+     * Seconds spent planning the reads ({@link ReadPlan}), within {@link #seconds()}.
+     *
+     * @return the plan's seconds
+     */
+    public double planSeconds() {
+        return phases.plan() / 1e9;
+    }
+
+    /**
+     * Seconds spent making the tensor map (one view per tensor), within {@link #seconds()}.
+     *
+     * @return the views' seconds
+     */
+    public double viewSeconds() {
+        return phases.views() / 1e9;
     }
 
     /**
@@ -213,6 +279,7 @@ public final class LoadedModel implements AutoCloseable {
         RuntimeException failure = null;
         List<AutoCloseable> toClose = new ArrayList<>(all.size() + owned.size());
         all.values().forEach(t -> toClose.add(t::close));
+        replicas.values().forEach(m -> m.values().forEach(t -> toClose.add(t::close)));
         toClose.addAll(owned);
         for (AutoCloseable c : toClose) {
             try {

@@ -78,6 +78,23 @@ public final class ModelFiles {
      * @return the opened model
      */
     public static ModelFiles open(Path path, SafetensorsParser parser) throws IOException {
+        return parse(locate(path, parser), parser);
+    }
+
+    /**
+     * Which files a model path names, before any header is parsed: the single file, or the
+     * shards an index lists (the index is read and checked here).
+     *
+     * @param path   what {@link #open} was given
+     * @param index  the index file, or null for a single file
+     * @param weightMap the index's tensor-to-shard map, or null for a single file
+     * @param files  the files to parse, shards sorted by name
+     */
+    record Located(Path path, Path index, Map<String, Path> weightMap, List<Path> files) {
+    }
+
+    /** Finds the files of {@code path} ({@link #open}'s errors for a path that holds no model). */
+    static Located locate(Path path, SafetensorsParser parser) throws IOException {
         BasicFileAttributes a;
         try {
             a = Files.readAttributes(path, BasicFileAttributes.class);
@@ -93,11 +110,11 @@ public final class ModelFiles {
             // search but no read permission (mode 0711) cannot be listed, yet its files open
             Path single = path.resolve(SINGLE_FILE);
             if (attributes(single) != null) {
-                return of(path, parser.parse(single));
+                return new Located(path, null, null, List.of(single));
             }
             Path idx = path.resolve(INDEX_FILE);
             if (attributes(idx) != null) {
-                return sharded(idx, parser);
+                return shards(idx, parser);
             }
             throw new IllegalArgumentException(path + ": no " + SINGLE_FILE + " or " + INDEX_FILE + " in the directory");
         }
@@ -105,9 +122,17 @@ public final class ModelFiles {
             throw new IllegalArgumentException(path + ": not a regular file or directory");
         }
         if (path.getFileName().toString().endsWith(".json")) {
-            return sharded(path, parser);
+            return shards(path, parser);
         }
-        return of(path, parser.parse(path));
+        return new Located(path, null, null, List.of(path));
+    }
+
+    /** Parses and cross-checks the files {@link #locate} found. */
+    static ModelFiles parse(Located l, SafetensorsParser parser) throws IOException {
+        if (l.index() == null) {
+            return of(l.path(), parser.parse(l.files().get(0)));
+        }
+        return sharded(l, parser);
     }
 
     /**
@@ -143,11 +168,18 @@ public final class ModelFiles {
         return new ModelFiles(path, IndexFile.directoryOf(single.file()), null, List.of(single));
     }
 
-    private static ModelFiles sharded(Path index, SafetensorsParser parser) throws IOException {
+    private static Located shards(Path index, SafetensorsParser parser) throws IOException {
         Map<String, Path> weightMap = IndexFile.read(index, parser.maxHeaderBytes());
         Set<Path> shardPaths = new LinkedHashSet<>(weightMap.values());
         List<Path> ordered = new ArrayList<>(shardPaths);
         Collections.sort(ordered);
+        return new Located(index, index, weightMap, ordered);
+    }
+
+    private static ModelFiles sharded(Located l, SafetensorsParser parser) throws IOException {
+        Path index = l.index();
+        Map<String, Path> weightMap = l.weightMap();
+        List<Path> ordered = l.files();
         List<SafetensorsHeader> headers = new ArrayList<>(ordered.size());
         Map<String, Path> found = new LinkedHashMap<>();
         for (Path shard : ordered) {

@@ -10,6 +10,12 @@ public interface Placement {
     int HOST = -1;
 
     /**
+     * Not a target: what a placement given to {@link WeightLoader.Builder#split(java.util.List, Placement)}
+     * answers for the tensors it leaves to the split's layer rule.
+     */
+    int BY_LAYER = -2;
+
+    /**
      * The target of one tensor.
      *
      * @param tensor a tensor the load selected
@@ -24,6 +30,14 @@ public interface Placement {
      * @return a placement that answers {@code target} for every tensor
      */
     static Placement all(int target) {
-        return t -> target;
+        return new SingleTarget(target);
+    }
+}
+
+/** {@link Placement#all}: the loader can tell that every tensor goes to one target. */
+record SingleTarget(int target) implements Placement {
+    @Override
+    public int targetOf(TensorInfo tensor) {
+        return target;
     }
 }

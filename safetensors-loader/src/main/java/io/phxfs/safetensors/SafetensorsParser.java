@@ -128,7 +128,12 @@ public final class SafetensorsParser {
                 throw new SafetensorsFormatException(file, null, "header is not valid UTF-8 (at byte "
                         + (bad + SafetensorsHeader.LENGTH_PREFIX) + ")");
             }
-            HeaderJson.Parsed parsed = new HeaderJson(file, maxHeaderBytes).parse(header, header.length);
+            // the usual shape at byte speed; anything else (or anything wrong) through the full
+            // parser, which names the tensor and field at fault
+            HeaderJson.Parsed parsed = FastHeaderJson.parse(header, header.length);
+            if (parsed == null) {
+                parsed = new HeaderJson(file, maxHeaderBytes).parse(header, header.length);
+            }
             long dataBytes = after - n;
             return new SafetensorsHeader(file, size, n, parsed.metadata(),
                     DataLayout.validate(file, parsed.entries(), dataBytes));

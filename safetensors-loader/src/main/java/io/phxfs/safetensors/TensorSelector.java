@@ -22,7 +22,7 @@ public interface TensorSelector {
      * @return a selector of all tensors
      */
     static TensorSelector all() {
-        return name -> true;
+        return AllTensors.INSTANCE;
     }
 
     /**
@@ -87,5 +87,18 @@ public interface TensorSelector {
         public boolean test(String name) {
             return names.contains(name);
         }
+    }
+}
+
+/** {@link TensorSelector#all()}: one instance, so that the loader can tell "everything" apart. */
+final class AllTensors implements TensorSelector {
+    static final AllTensors INSTANCE = new AllTensors();
+
+    private AllTensors() {
+    }
+
+    @Override
+    public boolean test(String name) {
+        return true;
     }
 }

@@ -60,6 +60,12 @@ public final class WeightLoader {
     private final ProgressListener progress;
     private final TensorAllocator allocator;
     private final Map<String, RegisteredBuffer> intoBuffers;
+    private final Spread spread;
+    private final List<Integer> devices;
+    private final Placement splitOverride;
+
+    /** How a load uses several devices: one placement, a whole copy on each, or layers spread. */
+    private enum Spread { PLACEMENT, REPLICATE, SPLIT }
 
     private WeightLoader(Builder b) {
         this.placement = b.placement;
@@ -72,6 +78,9 @@ public final class WeightLoader {
         this.progress = b.progress;
         this.allocator = b.allocator;
         this.intoBuffers = b.intoBuffers;
+        this.spread = b.spread;
+        this.devices = b.devices;
+        this.splitOverride = b.splitOverride;
     }
 
     /**
@@ -95,6 +104,9 @@ public final class WeightLoader {
         private ProgressListener progress;
         private TensorAllocator allocator;
         private Map<String, RegisteredBuffer> intoBuffers;
+        private Spread spread = Spread.PLACEMENT;
+        private List<Integer> devices = List.of();
+        private Placement splitOverride;
 
         private Builder() {
         }
@@ -142,7 +154,84 @@ public final class WeightLoader {
             this.placement = Objects.requireNonNull(placement);
             this.allocator = null;
             this.intoBuffers = null;
+            this.spread = Spread.PLACEMENT;
             return this;
+        }
+
+        /**
+         * The whole model on each of {@code devices}: each device reads about 1/N of the bytes
+         * from the files (through its own link), and the rest reaches it by device-to-device
+         * copies from the others: directly where the devices allow peer access, through the
+         * source device's pinned pool otherwise ({@link Device#copyFromDevice}). Each device
+         * gets the same layout; {@link LoadedModel#tensors()} are the first device's tensors,
+         * {@link LoadedModel#tensorsOn(int)} any device's. Progress reports the file reads.
+         * Replaces an earlier placement or {@code into}.
+         *
+         * @param devices distinct device ids, at least one
+         * @return this builder
+         */
+        public Builder replicate(List<Integer> devices) {
+            this.devices = checkDevices(devices);
+            this.spread = Spread.REPLICATE;
+            this.allocator = null;
+            this.intoBuffers = null;
+            return this;
+        }
+
+        /**
+         * {@link #replicate(List)} over these device ids.
+         *
+         * @param devices distinct device ids, at least one
+         * @return this builder
+         */
+        public Builder replicate(int... devices) {
+            return replicate(Arrays.stream(devices).boxed().toList());
+        }
+
+        /**
+         * Pipeline placement: consecutive layers spread over {@code devices} in runs of about
+         * equal bytes, each device reading only its own tensors. A tensor's layer is the number
+         * after {@code layers.}, {@code layer.}, {@code h.}, {@code blocks.} or {@code block.}
+         * in its name; a tensor of no layer goes to the first device when its name contains
+         * {@code embed}, {@code wte} or {@code wpe} (the input side), to the last device
+         * otherwise (final norm, {@code lm_head}). Replaces an earlier placement or {@code into}.
+         *
+         * @param devices distinct device ids in pipeline order, at least one
+         * @return this builder
+         */
+        public Builder split(int... devices) {
+            return split(Arrays.stream(devices).boxed().toList(), null);
+        }
+
+        /**
+         * {@link #split(int...)}, where {@code placement} decides first: the tensors it gives
+         * a target (a device id, or {@link Placement#HOST}) go there, those it answers
+         * {@link Placement#BY_LAYER} for follow the layer rule.
+         *
+         * @param devices distinct device ids in pipeline order, at least one
+         * @param placement the caller's placement, or null to leave every tensor to the rule
+         * @return this builder
+         */
+        public Builder split(List<Integer> devices, Placement placement) {
+            this.devices = checkDevices(devices);
+            this.splitOverride = placement;
+            this.spread = Spread.SPLIT;
+            this.allocator = null;
+            this.intoBuffers = null;
+            return this;
+        }
+
+        private static List<Integer> checkDevices(List<Integer> devices) {
+            if (devices.isEmpty()) {
+                throw new IllegalArgumentException("devices: at least one device id is needed");
+            }
+            if (devices.stream().anyMatch(d -> d == null || d < 0)) {
+                throw new IllegalArgumentException("devices: ids must be >= 0 (host memory is toHost()), were " + devices);
+            }
+            if (new java.util.HashSet<>(devices).size() != devices.size()) {
+                throw new IllegalArgumentException("devices: each id once, were " + devices);
+            }
+            return List.copyOf(devices);
         }
 
         /**
@@ -158,6 +247,7 @@ public final class WeightLoader {
         public Builder into(Map<String, RegisteredBuffer> buffers) {
             this.intoBuffers = Map.copyOf(buffers);
             this.allocator = TensorAllocator.of(intoBuffers);
+            this.spread = Spread.PLACEMENT;
             return this;
         }
 
@@ -175,6 +265,7 @@ public final class WeightLoader {
         public Builder into(TensorAllocator allocator) {
             this.allocator = Objects.requireNonNull(allocator);
             this.intoBuffers = null;
+            this.spread = Spread.PLACEMENT;
             return this;
         }
 
@@ -286,6 +377,12 @@ public final class WeightLoader {
     /**
      * Loads a {@code .safetensors} file, a model directory or an index file.
      *
+     * <p>When every tensor goes to one device (or is copied into host memory), the reads of
+     * the data sections start before the headers are parsed: their extent follows from each
+     * file's header length and size, and the format demands that the tensors tile them. The
+     * parse and the plan then run while the bytes move; a header that turns out malformed
+     * still fails the load (after the reads end, their buffer freed).
+     *
      * @throws SafetensorsFormatException when a file or the index is malformed
      * @throws IllegalArgumentException   when the path holds no model or a named tensor is missing
      * @throws PhoenixException           when allocation or a read fails
@@ -295,7 +392,19 @@ public final class WeightLoader {
      */
     public LoadedModel load(Path path) throws IOException {
         long t0 = System.nanoTime();
-        return load(ModelFiles.open(path, parser), t0);
+        ModelFiles.Located located = ModelFiles.locate(path, parser);
+        EarlyReads early = EarlyReads.start(this, located);
+        long tParse = System.nanoTime();
+        ModelFiles model;
+        try {
+            model = ModelFiles.parse(located, parser);
+        } catch (IOException | RuntimeException | Error e) {
+            if (early != null) {
+                early.abandon(e);
+            }
+            throw e;
+        }
+        return load(model, t0, System.nanoTime() - tParse, early);
     }
 
     /**
@@ -305,33 +414,70 @@ public final class WeightLoader {
      * @return the loaded model; the caller closes it
      */
     public LoadedModel load(ModelFiles model) {
-        return load(model, System.nanoTime());
+        return load(model, System.nanoTime(), 0, null);
     }
 
     /**
-     * The plan this loader would execute for {@code model}.
+     * The plan this loader would execute for {@code model}; with {@link Builder#replicate},
+     * the plan of each device.
      *
      * @param model the model to plan
      * @return the plan
      */
     public ReadPlan plan(ModelFiles model) {
-        return ReadPlan.of(model, selector, placement, options);
+        Placement p = switch (spread) {
+            case PLACEMENT -> placement;
+            case REPLICATE -> Placement.all(devices.get(0));
+            case SPLIT -> LayerSplit.of(model, selector, devices, splitOverride);
+        };
+        return ReadPlan.of(model, selector, p, options);
     }
 
-    private LoadedModel load(ModelFiles model, long t0) {
-        if (allocator != null) {
-            return loadInto(model, t0);
+    /** The one target of a load whose reads may start before the parse, or null. */
+    private Integer earlyTarget() {
+        if (allocator != null || spread != Spread.PLACEMENT || selector != AllTensors.INSTANCE
+                || !(placement instanceof SingleTarget single)) {
+            return null;
         }
-        ReadPlan plan = plan(model);
+        // host tensors of warm files are mapped, not read, unless a copy is asked for
+        boolean hostCopy = writable || Boolean.FALSE.equals(mapHost);
+        return single.target() >= 0 || hostCopy ? single.target() : null;
+    }
+
+    private LoadedModel load(ModelFiles model, long t0, long parseNanos, EarlyReads early) {
+        if (allocator != null) {
+            return loadInto(model, t0, parseNanos);
+        }
+        long tPlan = System.nanoTime();
+        ReadPlan plan;
+        try {
+            plan = plan(model);
+        } catch (RuntimeException | Error e) {
+            if (early != null) {
+                early.abandon(e);
+            }
+            throw e;
+        }
+        long planNanos = System.nanoTime() - tPlan;
+        if (spread == Spread.REPLICATE) {
+            return loadReplicated(model, plan, t0, parseNanos, planNanos);
+        }
+        if (early != null) {
+            if (early.matches(plan)) {
+                return early.finish(model, plan, t0, parseNanos, planNanos);
+            }
+            // cannot happen for a file that passed validation, unless it changed in between
+            early.abandon(null);
+        }
         Phoenix phx = Phoenix.open();
         SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>();
         List<AutoCloseable> owned = new ArrayList<>();
-        Map<Integer, Device> devices = new HashMap<>();
+        Map<Integer, Device> devs = new HashMap<>();
         Map<Integer, Device> uninitialized = new HashMap<>();
         try {
             for (int target : plan.targets()) {
                 if (target != Placement.HOST) {
-                    devices.put(target, phx.device(target));
+                    devs.put(target, phx.device(target));
                 }
             }
             long tAlloc = System.nanoTime();
@@ -348,12 +494,12 @@ public final class WeightLoader {
                     buffers.put(target, b);
                 } else if (readsCover(plan, target, e.getValue())) {
                     // every byte is read before anyone sees it (tails past EOF are zeroed after)
-                    RegisteredBuffer b = devices.get(target).allocateUninitialized(e.getValue());
+                    RegisteredBuffer b = devs.get(target).allocateUninitialized(e.getValue());
                     owned.add(b);
                     buffers.put(target, b);
-                    uninitialized.put(target, devices.get(target));
+                    uninitialized.put(target, devs.get(target));
                 } else {
-                    RegisteredBuffer b = devices.get(target).allocate(e.getValue());
+                    RegisteredBuffer b = devs.get(target).allocate(e.getValue());
                     owned.add(b);
                     buffers.put(target, b);
                 }
@@ -362,8 +508,8 @@ public final class WeightLoader {
             List<Read> reads = new ArrayList<>();
             for (ReadPlan.ReadRequest r : plan.requests()) {
                 if (mapping == null || r.target() != Placement.HOST) {
-                    reads.add(new Read(r.file(), buffers.get(r.target()), r.bufferOffset(), r.fileOffset(), r.length(),
-                            r.neededLength(), uninitialized.get(r.target())));
+                    reads.add(new Read(r.file().file(), buffers.get(r.target()), r.bufferOffset(), r.fileOffset(),
+                            r.length(), r.neededLength(), uninitialized.get(r.target())));
                 }
             }
             // a mapping's bytes are in place once it is made (populated): progress counts them as done
@@ -372,34 +518,346 @@ public final class WeightLoader {
             // Host tensors of cold files are copied this time; read through the page cache (not
             // O_DIRECT), so that the next load finds the files warm and maps them instead of
             // copying from disk again (O_DIRECT left them cold load after load).
-            java.util.Set<SafetensorsHeader> warmUp = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+            java.util.Set<Path> warmUp = new java.util.HashSet<>();
             if (mapping == null && mapHost == null && direct == null && !writable && plan.targets().contains(Placement.HOST)) {
-                warmUp.addAll(hostFiles(plan));
+                hostFiles(plan).forEach(h -> warmUp.add(h.file()));
             }
-            read(reads, warmUp::contains, mapped);
+            try (Batch batch = new Batch(reads, warmUp::contains, mapped)) {
+                batch.start();
+                batch.finish();
+            }
+            long tViews = System.nanoTime();
+            Map<String, LoadedTensor> tensors = views(plan, buffers, devs, mapping);
             long tEnd = System.nanoTime();
-            long nanos = tEnd - t0;
-            Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
-            for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
-                long at = mapping != null && p.target() == Placement.HOST ? mapping.offsetOf(p.file(), p.info()) : p.bufferOffset();
-                tensors.put(p.name(), new LoadedTensor(p.info(), p.file().file(), p.target(), at,
-                        buffers.get(p.target()), devices.get(p.target()), LoadedTensor.Memory.SHARED));
-            }
-            return new LoadedModel(model, plan, buffers, owned, tensors, nanos, tRead - tAlloc, tEnd - tRead);
+            return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
+                    new LoadedModel.Phases(parseNanos, planNanos, tRead - tAlloc, tViews - tRead, tEnd - tViews));
         } catch (RuntimeException | Error e) {
-            for (AutoCloseable c : owned) {
-                try {
-                    c.close();
-                } catch (Exception suppressed) {
-                    e.addSuppressed(suppressed);
-                }
-            }
+            closeAll(owned, e);
             throw e;
         }
     }
 
+    /** One view per planned tensor into its target's buffer (or the host mapping). */
+    private static Map<String, LoadedTensor> views(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers,
+                                                   Map<Integer, Device> devs, HostMapping mapping) {
+        Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
+        for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
+            long at = mapping != null && p.target() == Placement.HOST ? mapping.offsetOf(p.file(), p.info()) : p.bufferOffset();
+            tensors.put(p.name(), new LoadedTensor(p.info(), p.file().file(), p.target(), at,
+                    buffers.get(p.target()), devs.get(p.target()), LoadedTensor.Memory.SHARED));
+        }
+        return tensors;
+    }
+
+    private static void closeAll(List<? extends AutoCloseable> owned, Throwable e) {
+        for (AutoCloseable c : owned) {
+            try {
+                c.close();
+            } catch (Exception suppressed) {
+                e.addSuppressed(suppressed);
+            }
+        }
+    }
+
+    /**
+     * {@link Builder#replicate}: one buffer per device with the same layout; device k reads
+     * the k-th run of requests (about 1/N of the bytes, one contiguous range of the buffer),
+     * then each device copies the other devices' ranges from them.
+     */
+    private LoadedModel loadReplicated(ModelFiles model, ReadPlan plan, long t0, long parseNanos, long planNanos) {
+        Phoenix phx = Phoenix.open();
+        int n = devices.size();
+        List<Device> devs = new ArrayList<>(n);
+        SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>();
+        List<AutoCloseable> owned = new ArrayList<>();
+        try {
+            for (int id : devices) {
+                devs.add(phx.device(id));
+            }
+            long tAlloc = System.nanoTime();
+            int primary = devices.get(0);
+            Long size = plan.bufferBytes().get(primary);
+            boolean cover = size != null && readsCover(plan, primary, size);
+            if (size != null) {
+                for (int k = 0; k < n; k++) {
+                    RegisteredBuffer b = cover ? devs.get(k).allocateUninitialized(size) : devs.get(k).allocate(size);
+                    owned.add(b);
+                    buffers.put(devices.get(k), b);
+                }
+            }
+            long tRead = System.nanoTime();
+            List<ReadPlan.ReadRequest> requests = plan.requests().stream()
+                    .sorted(Comparator.comparingLong(ReadPlan.ReadRequest::bufferOffset)).toList();
+            long total = requests.stream().mapToLong(ReadPlan.ReadRequest::length).sum();
+            long[] lo = new long[n];
+            long[] hi = new long[n];
+            Arrays.fill(lo, Long.MAX_VALUE);
+            List<Read> reads = new ArrayList<>(requests.size());
+            long before = 0;
+            for (ReadPlan.ReadRequest r : requests) {
+                // by the request's middle byte: shares are runs of requests, about total/N bytes each
+                int k = (int) Math.min(n - 1, (long) ((before + r.length() / 2.0) / total * n));
+                reads.add(new Read(r.file().file(), buffers.get(devices.get(k)), r.bufferOffset(), r.fileOffset(),
+                        r.length(), r.neededLength(), cover ? devs.get(k) : null));
+                lo[k] = Math.min(lo[k], r.bufferOffset());
+                hi[k] = Math.max(hi[k], r.bufferOffset() + r.length());
+                before += r.length();
+            }
+            try (Batch batch = new Batch(reads, f -> false, 0)) {
+                batch.start();
+                batch.finish();
+            }
+            copyShares(devs, buffers, lo, hi);
+            long tViews = System.nanoTime();
+            Map<Integer, Map<String, LoadedTensor>> replicas = new LinkedHashMap<>();
+            for (int k = 0; k < n; k++) {
+                int id = devices.get(k);
+                Map<String, LoadedTensor> m = new LinkedHashMap<>();
+                for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
+                    m.put(p.name(), new LoadedTensor(p.info(), p.file().file(), id, p.bufferOffset(), buffers.get(id),
+                            devs.get(k), LoadedTensor.Memory.SHARED));
+                }
+                replicas.put(id, m);
+            }
+            long tEnd = System.nanoTime();
+            return new LoadedModel(model, plan, buffers, owned, replicas.get(primary), replicas, tEnd - t0,
+                    new LoadedModel.Phases(parseNanos, planNanos, tRead - tAlloc, tViews - tRead, tEnd - tViews));
+        } catch (RuntimeException | Error e) {
+            closeAll(owned, e);
+            throw e;
+        }
+    }
+
+    /**
+     * Every device pulls the ranges the others read, all devices at once (one thread each):
+     * over peer links these copies run in parallel; through host memory each uses the source
+     * device's pinned pool.
+     */
+    private void copyShares(List<Device> devs, Map<Integer, RegisteredBuffer> buffers, long[] lo, long[] hi) {
+        int n = devs.size();
+        if (n == 1 || buffers.isEmpty()) {
+            return;
+        }
+        List<Thread> threads = new ArrayList<>(n);
+        Throwable[] failures = new Throwable[n];
+        for (int j = 0; j < n; j++) {
+            int dst = j;
+            threads.add(Thread.ofPlatform().name("phoenix-replicate-" + devices.get(j)).start(() -> {
+                try {
+                    Device d = devs.get(dst);
+                    RegisteredBuffer into = buffers.get(devices.get(dst));
+                    for (int i = 1; i < n; i++) {
+                        int src = (dst + i) % n; // staggered, so that no source is every device's first
+                        if (hi[src] > lo[src]) {
+                            d.copyFromDevice(buffers.get(devices.get(src)), lo[src], into, lo[src], hi[src] - lo[src]);
+                        }
+                    }
+                } catch (Throwable t) {
+                    failures[dst] = t;
+                }
+            }));
+        }
+        boolean interrupted = false;
+        for (Thread t : threads) {
+            while (true) {
+                try {
+                    t.join();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true; // the copies write into our buffers: they must finish first
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+        RuntimeException first = null;
+        for (Throwable t : failures) {
+            if (t == null) {
+                continue;
+            }
+            if (first == null) {
+                first = t instanceof RuntimeException re ? re : new IllegalStateException(t);
+            } else {
+                first.addSuppressed(t);
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    /**
+     * The reads of a load into one target, submitted before its headers are parsed: one
+     * request series per file over the whole data section, exactly what {@link ReadPlan}
+     * makes of a file whose tensors tile it. Owns its buffer until {@link #finish} hands it
+     * to the model; {@link #abandon} waits for the reads and frees it.
+     */
+    private static final class EarlyReads {
+        private final WeightLoader loader;
+        private final int target;
+        private final Device device;
+        private final RegisteredBuffer buffer;
+        private final List<Read> reads;
+        private final Batch batch;
+        private final long allocateNanos;
+        private final long readStart;
+
+        private EarlyReads(WeightLoader loader, int target, Device device, RegisteredBuffer buffer, List<Read> reads,
+                           Batch batch, long allocateNanos, long readStart) {
+            this.loader = loader;
+            this.target = target;
+            this.device = device;
+            this.buffer = buffer;
+            this.reads = reads;
+            this.batch = batch;
+            this.allocateNanos = allocateNanos;
+            this.readStart = readStart;
+        }
+
+        /** The reads started, or null when this load cannot start early (the normal path then runs). */
+        static EarlyReads start(WeightLoader loader, ModelFiles.Located located) {
+            Integer target = loader.earlyTarget();
+            if (target == null) {
+                return null;
+            }
+            record Slot(Path file, long fileOffset, long length, long needed, long bufferOffset) {
+            }
+            List<Slot> slots = new ArrayList<>();
+            long a = loader.options.alignment();
+            long max = loader.options.maxRequestBytes();
+            long cursor = 0;
+            for (Path f : located.files()) {
+                long[] extent = dataExtent(f, loader.parser.maxHeaderBytes());
+                if (extent == null) {
+                    return null; // the parse says what is wrong with it
+                }
+                long start = extent[0];
+                long end = extent[1];
+                if (end == start) {
+                    continue;
+                }
+                long alignedStart = start & -a;
+                long length = ((end + a - 1) & -a) - alignedStart;
+                for (long off = 0; off < length; off += max) {
+                    long len = Math.min(max, length - off);
+                    long needed = Math.max(0, Math.min(len, end - (alignedStart + off)));
+                    slots.add(new Slot(f, alignedStart + off, len, needed, cursor + off));
+                }
+                cursor += length;
+            }
+            if (cursor == 0) {
+                return null;
+            }
+            Phoenix phx = Phoenix.open();
+            RegisteredBuffer buffer = null;
+            try {
+                long t0 = System.nanoTime();
+                Device device = target == Placement.HOST ? null : phx.device(target);
+                buffer = device == null ? phx.host().allocateHuge(cursor) : device.allocateUninitialized(cursor);
+                long allocated = System.nanoTime() - t0;
+                List<Read> reads = new ArrayList<>(slots.size());
+                for (Slot s : slots) {
+                    reads.add(new Read(s.file(), buffer, s.bufferOffset(), s.fileOffset(), s.length(), s.needed(), device));
+                }
+                long readStart = System.nanoTime();
+                Batch batch = loader.new Batch(reads, f -> false, 0);
+                try {
+                    batch.start();
+                } catch (RuntimeException | Error e) {
+                    batch.close();
+                    throw e;
+                }
+                return new EarlyReads(loader, target, device, buffer, reads, batch, allocated, readStart);
+            } catch (RuntimeException e) {
+                // the usual path will meet the same problem and report it with the whole plan
+                if (buffer != null) {
+                    buffer.close();
+                }
+                return null;
+            }
+        }
+
+        /** {@code [data start, file size)} from the 8-byte length and the size; null when either is off. */
+        private static long[] dataExtent(Path file, long maxHeaderBytes) {
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
+                    java.nio.file.StandardOpenOption.READ)) {
+                long size = ch.size();
+                java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(SafetensorsHeader.LENGTH_PREFIX)
+                        .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                while (b.hasRemaining()) {
+                    if (ch.read(b, b.position()) < 0) {
+                        return null;
+                    }
+                }
+                long n = b.getLong(0);
+                if (n < 1 || n > maxHeaderBytes || n > size - SafetensorsHeader.LENGTH_PREFIX) {
+                    return null;
+                }
+                return new long[] {SafetensorsHeader.LENGTH_PREFIX + n, size};
+            } catch (IOException | RuntimeException e) {
+                return null;
+            }
+        }
+
+        /** True when the plan asks for exactly the reads already under way. */
+        boolean matches(ReadPlan plan) {
+            if (!plan.targets().equals(java.util.Set.of(target)) || plan.requests().size() != reads.size()
+                    || plan.bufferBytes().getOrDefault(target, 0L) != buffer.size()) {
+                return false;
+            }
+            for (int i = 0; i < reads.size(); i++) {
+                ReadPlan.ReadRequest p = plan.requests().get(i);
+                Read r = reads.get(i);
+                if (!p.file().file().equals(r.file()) || p.fileOffset() != r.fileOffset() || p.length() != r.length()
+                        || p.neededLength() != r.neededLength() || p.bufferOffset() != r.bufferOffset()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** Builds the views while the reads run, then waits for them. */
+        LoadedModel finish(ModelFiles model, ReadPlan plan, long t0, long parseNanos, long planNanos) {
+            SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>(Map.of(target, buffer));
+            try (batch) {
+                long tViews = System.nanoTime();
+                Map<Integer, Device> devs = device == null ? Map.of() : Map.of(target, device);
+                Map<String, LoadedTensor> tensors = views(plan, buffers, devs, null);
+                long viewNanos = System.nanoTime() - tViews;
+                batch.finish();
+                long tEnd = System.nanoTime();
+                return new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
+                        new LoadedModel.Phases(parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos));
+            } catch (RuntimeException | Error e) {
+                closeAll(List.of(buffer), e);
+                throw e;
+            }
+        }
+
+        /** Waits for the reads (they write into the buffer) and frees everything; {@code cause} keeps any failure. */
+        void abandon(Throwable cause) {
+            try (batch) {
+                batch.abandon();
+            } catch (RuntimeException | Error e) {
+                if (cause != null) {
+                    cause.addSuppressed(e);
+                }
+            } finally {
+                try {
+                    buffer.close();
+                } catch (RuntimeException e) {
+                    if (cause != null) {
+                        cause.addSuppressed(e);
+                    }
+                }
+            }
+        }
+    }
+
     /** Loads into caller memory: one destination per tensor, from {@link #allocator}. */
-    private LoadedModel loadInto(ModelFiles model, long t0) {
+    private LoadedModel loadInto(ModelFiles model, long t0, long parseNanos) {
+        long tPlan = System.nanoTime();
         ReadPlan selection = ReadPlan.of(model, selector, Placement.all(Placement.HOST), options);
         if (intoBuffers != null) {
             List<String> unknown = intoBuffers.keySet().stream().filter(n -> model.tensor(n).isEmpty()).sorted().toList();
@@ -408,6 +866,7 @@ public final class WeightLoader {
                         + unknown.stream().map(Names::quote).toList());
             }
         }
+        long planNanos = System.nanoTime() - tPlan;
         Phoenix phx = Phoenix.open();
         Map<String, TensorDestination> dests = new HashMap<>();
         List<AutoCloseable> handedOver = new ArrayList<>();
@@ -429,7 +888,7 @@ public final class WeightLoader {
             }
             Placement byBuffer = t -> dests.containsKey(t.name()) ? dests.get(t.name()).buffer().deviceId() : Placement.HOST;
             ReadPlan plan = ReadPlan.of(model, selector, byBuffer, options);
-            Map<Integer, Device> devices = new HashMap<>();
+            Map<Integer, Device> devs = new HashMap<>();
             List<Read> reads = new ArrayList<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
                 TensorDestination d = dests.get(p.name());
@@ -437,33 +896,32 @@ public final class WeightLoader {
                     continue;
                 }
                 if (!d.buffer().isHost()) {
-                    devices.computeIfAbsent(d.buffer().deviceId(), phx::device);
+                    devs.computeIfAbsent(d.buffer().deviceId(), phx::device);
                 }
                 for (long off = 0; off < p.nbytes(); off += options.maxRequestBytes()) {
                     long len = Math.min(options.maxRequestBytes(), p.nbytes() - off);
-                    reads.add(new Read(p.file(), d.buffer(), d.offset() + off, p.fileOffset() + off, len, len, null));
+                    reads.add(new Read(p.file().file(), d.buffer(), d.offset() + off, p.fileOffset() + off, len, len, null));
                 }
             }
             long tRead = System.nanoTime();
-            read(reads, h -> true, 0);
-            long tEnd = System.nanoTime();
+            try (Batch batch = new Batch(reads, h -> true, 0)) {
+                batch.start();
+                batch.finish();
+            }
+            long tViews = System.nanoTime();
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
                 TensorDestination d = dests.get(p.name());
                 tensors.put(p.name(), d == null
                         ? new LoadedTensor(p.info(), p.file().file(), p.target(), 0, null, null, LoadedTensor.Memory.BORROWED)
                         : new LoadedTensor(p.info(), p.file().file(), p.target(), d.offset(), d.buffer(),
-                                devices.get(p.target()), d.owned() ? LoadedTensor.Memory.OWNED : LoadedTensor.Memory.BORROWED));
+                                devs.get(p.target()), d.owned() ? LoadedTensor.Memory.OWNED : LoadedTensor.Memory.BORROWED));
             }
-            return new LoadedModel(model, plan, new TreeMap<>(), List.of(), tensors, tEnd - t0, tRead - tAlloc, tEnd - tRead);
+            long tEnd = System.nanoTime();
+            return new LoadedModel(model, plan, new TreeMap<>(), List.of(), tensors, Map.of(), tEnd - t0,
+                    new LoadedModel.Phases(parseNanos, planNanos, tRead - tAlloc, tViews - tRead, tEnd - tViews));
         } catch (RuntimeException | Error e) {
-            for (AutoCloseable c : handedOver) {
-                try {
-                    c.close();
-                } catch (Exception suppressed) {
-                    e.addSuppressed(suppressed);
-                }
-            }
+            closeAll(handedOver, e);
             throw e;
         }
     }
@@ -538,105 +996,161 @@ public final class WeightLoader {
      * at {@code bufferOffset}, of which {@code neededLength} must arrive; {@code zeroTail} is
      * the device of an uninitialized buffer whose bytes past the end of the file must be zeroed.
      */
-    private record Read(SafetensorsHeader file, RegisteredBuffer buffer, long bufferOffset, long fileOffset,
+    private record Read(Path file, RegisteredBuffer buffer, long bufferOffset, long fileOffset,
                         long length, long neededLength, Device zeroTail) {
     }
 
-    /** Zeroes what a read left unwritten in an uninitialized buffer: alignment past end of file. */
-    private static void zeroShortTails(List<Read> reads, BatchResult result) {
-        for (int i = 0; i < reads.size(); i++) {
-            Read r = reads.get(i);
-            long got = Math.max(0, result.result(i));
-            if (r.zeroTail() == null || got >= r.length()) continue;
-            try (Arena arena = Arena.ofConfined()) {
-                r.zeroTail().copyToDevice(arena.allocate(r.length() - got), r.buffer(), r.bufferOffset() + got);
-            }
-        }
-    }
-
     /**
-     * Runs {@code reads} as one batch; {@code buffered}: the files to open through the page
-     * cache whatever {@link #direct} and their cached fraction say; {@code inPlace}: bytes already in place (mapped), which
-     * progress reports as done from the start.
+     * The reads of one load as one batch over the files it opened: {@link #start} submits it,
+     * {@link #finish} waits, checks every result and zeroes short tails,
+     * {@link #abandon} only waits. Closing closes the batch and the files.
      */
-    private void read(List<Read> reads, java.util.function.Predicate<SafetensorsHeader> buffered, long inPlace) {
-        long total = inPlace + reads.stream().mapToLong(Read::length).sum();
-        if (progress != null) {
-            progress.onProgress(inPlace, total);
-        }
-        if (reads.isEmpty()) {
-            return;
-        }
-        Map<SafetensorsHeader, PhxFile> files = new IdentityHashMap<>();
-        try {
-            for (Read r : reads) {
-                files.computeIfAbsent(r.file(), h -> buffered.test(h) ? PhxFile.open(h.file(), OpenMode.READ) : open(h.file()));
-            }
-            try (IoBatch batch = batch(reads, files)) {
-                BatchResult result = progress == null ? batch.run() : awaitWithProgress(batch, inPlace, total);
-                check(reads, result);
-                zeroShortTails(reads, result);
-                if (progress != null) {
-                    progress.onProgress(total, total);
-                }
-            }
-        } finally {
-            for (PhxFile f : files.values()) {
-                f.close();
-            }
-        }
-    }
+    private final class Batch implements AutoCloseable {
+        private final List<Read> reads;
+        private final Map<Path, PhxFile> files = new HashMap<>();
+        private final IoBatch batch;
+        private final long inPlace;
+        private final long total;
+        private CompletableFuture<BatchResult> running;
+        private boolean started;
 
-    /** Submits the batch and reports its moved bytes until it completes. */
-    private BatchResult awaitWithProgress(IoBatch batch, long inPlace, long total) {
-        CompletableFuture<BatchResult> f = batch.submitAsync();
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    return f.get(PROGRESS_PERIOD_MS, TimeUnit.MILLISECONDS);
-                } catch (TimeoutException e) {
-                    try {
-                        progress.onProgress(Math.min(inPlace + batch.bytesDone(), total), total);
-                    } catch (RuntimeException listenerFailure) {
-                        f.handle((r, x) -> null).join(); // the buffers stay in use until the batch ends
-                        throw listenerFailure;
+        /** {@code buffered}: files to open through the page cache whatever {@link #direct} says; {@code inPlace}: bytes already in place (mapped). */
+        Batch(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
+            this.reads = reads;
+            this.inPlace = inPlace;
+            long sum = inPlace;
+            for (Read r : reads) {
+                sum += r.length();
+            }
+            this.total = sum;
+            IoBatch b = null;
+            try {
+                for (Read r : reads) {
+                    files.computeIfAbsent(r.file(), f -> buffered.test(f) ? PhxFile.open(f, OpenMode.READ) : open(f));
+                }
+                if (!reads.isEmpty()) {
+                    b = IoBatch.create(reads.size());
+                    for (Read r : reads) {
+                        b.add(IoRequest.read(files.get(r.file()), r.fileOffset(), r.buffer(), r.bufferOffset(), r.length()));
                     }
-                } catch (InterruptedException e) {
-                    interrupted = true; // the batch writes into our buffers: it must finish first
-                } catch (ExecutionException e) {
-                    throw e.getCause() instanceof RuntimeException re ? re : new CompletionException(e.getCause());
+                }
+            } catch (RuntimeException | Error e) {
+                if (b != null) {
+                    b.close();
+                }
+                closeFiles(e);
+                throw e;
+            }
+            this.batch = b;
+        }
+
+        /** Submits the reads now, so that the caller can do other work until {@link #finish}. */
+        void start() {
+            started = true;
+            if (progress != null) {
+                progress.onProgress(inPlace, total);
+            }
+            if (batch != null) {
+                running = batch.submitAsync();
+            }
+        }
+
+        void finish() {
+            if (!started) {
+                start();
+            }
+            if (batch == null) {
+                return;
+            }
+            BatchResult result = await(running);
+            check(result);
+            zeroShortTails(result);
+            if (progress != null) {
+                progress.onProgress(total, total);
+            }
+        }
+
+        /** Waits for the reads to end, whatever they did. */
+        void abandon() {
+            if (running != null) {
+                running.handle((r, x) -> null).join();
+            }
+        }
+
+        /** Waits for the batch; with a listener, reports its moved bytes until it completes. */
+        private BatchResult await(CompletableFuture<BatchResult> f) {
+            boolean interrupted = false;
+            try {
+                while (true) {
+                    try {
+                        return progress == null ? f.get() : f.get(PROGRESS_PERIOD_MS, TimeUnit.MILLISECONDS);
+                    } catch (TimeoutException e) {
+                        try {
+                            progress.onProgress(Math.min(inPlace + batch.bytesDone(), total), total);
+                        } catch (RuntimeException listenerFailure) {
+                            f.handle((r, x) -> null).join(); // the buffers stay in use until the batch ends
+                            throw listenerFailure;
+                        }
+                    } catch (InterruptedException e) {
+                        interrupted = true; // the batch writes into our buffers: it must finish first
+                    } catch (ExecutionException e) {
+                        throw e.getCause() instanceof RuntimeException re ? re : new CompletionException(e.getCause());
+                    }
+                }
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
                 }
             }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
+        }
+
+        /** Every request must have delivered the bytes its tensors need; more (alignment past EOF) is optional. */
+        private void check(BatchResult result) {
+            result.throwIfFailed();
+            for (int i = 0; i < reads.size(); i++) {
+                Read r = reads.get(i);
+                if (result.result(i) < r.neededLength()) {
+                    throw new PhoenixException("read " + r.file() + " at offset " + r.fileOffset() + ": got "
+                            + result.result(i) + " of " + r.neededLength() + " bytes (did the file shrink while loading?)",
+                            Errno.EIO);
+                }
             }
         }
-    }
 
-    private static IoBatch batch(List<Read> reads, Map<SafetensorsHeader, PhxFile> files) {
-        IoBatch batch = IoBatch.create(reads.size());
-        try {
-            for (Read r : reads) {
-                batch.add(IoRequest.read(files.get(r.file()), r.fileOffset(), r.buffer(), r.bufferOffset(), r.length()));
+        /** Zeroes what a read left unwritten in an uninitialized buffer: alignment past end of file. */
+        private void zeroShortTails(BatchResult result) {
+            for (int i = 0; i < reads.size(); i++) {
+                Read r = reads.get(i);
+                long got = Math.max(0, result.result(i));
+                if (r.zeroTail() == null || got >= r.length()) continue;
+                try (Arena arena = Arena.ofConfined()) {
+                    r.zeroTail().copyToDevice(arena.allocate(r.length() - got), r.buffer(), r.bufferOffset() + got);
+                }
             }
-            return batch;
-        } catch (RuntimeException e) {
-            batch.close();
-            throw e;
         }
-    }
 
-    /** Every request must have delivered the bytes its tensors need; more (alignment past EOF) is optional. */
-    private static void check(List<Read> reads, BatchResult result) {
-        result.throwIfFailed();
-        for (int i = 0; i < reads.size(); i++) {
-            Read r = reads.get(i);
-            if (result.result(i) < r.neededLength()) {
-                throw new PhoenixException("read " + r.file().file() + " at offset " + r.fileOffset() + ": got "
-                        + result.result(i) + " of " + r.neededLength() + " bytes (did the file shrink while loading?)",
-                        Errno.EIO);
+        private void closeFiles(Throwable e) {
+            for (PhxFile f : files.values()) {
+                try {
+                    f.close();
+                } catch (RuntimeException suppressed) {
+                    if (e != null) {
+                        e.addSuppressed(suppressed);
+                    } else {
+                        throw suppressed;
+                    }
+                }
+            }
+        }
+
+        @Override
+        public void close() {
+            try {
+                if (batch != null) {
+                    batch.close();
+                }
+            } finally {
+                closeFiles(null);
             }
         }
     }

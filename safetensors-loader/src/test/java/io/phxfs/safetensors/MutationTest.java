@@ -133,7 +133,7 @@ class MutationTest {
         return true;
     }
 
-    private static byte[] mutate(byte[] base, SplittableRandom rnd, StringBuilder how) {
+    static byte[] mutate(byte[] base, SplittableRandom rnd, StringBuilder how) {
         int headerLen = (int) ByteBuffer.wrap(base).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
         String header = new String(base, 8, headerLen, StandardCharsets.UTF_8);
         byte[] data = Arrays.copyOfRange(base, 8 + headerLen, base.length);

@@ -24,12 +24,14 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code phoenix gen-model DIR --size 4g [--shards N]}: a bf16 model with Llama's tensor names
- * and shapes (as many layers as fit the size) and random weights, written without Python,
- * for loading benchmarks on machines that have none of the reference tools.
+ * {@code phoenix gen-model DIR --size 4g [--shards N] [--experts N]}: a bf16 model with Llama's
+ * tensor names and shapes (as many layers as fit the size) and random weights, written without
+ * Python, for loading benchmarks on machines that have none of the reference tools. With
+ * {@code --experts N} each layer's MLP is a mixture of N small experts (1 MiB matrices by
+ * default): the many-tensor shape of Mixtral, Qwen-MoE and DeepSeek checkpoints.
  */
 @Command(name = "gen-model", mixinStandardHelpOptions = true,
-        description = "Writes a bf16 safetensors model with Llama-like tensors and random weights (benchmark input).")
+        description = "Writes a bf16 safetensors model with Llama-like tensors (or mixture-of-experts layers) and random weights (benchmark input).")
 final class GenModelCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "DIR", description = "Directory to write model.safetensors (or the shards and index) into.")
     Path dir;
@@ -58,6 +60,17 @@ final class GenModelCommand implements Callable<Integer> {
     @Option(names = "--seed", defaultValue = "1", description = "Random seed (default: ${DEFAULT-VALUE}).")
     long seed;
 
+    @Option(names = "--experts", defaultValue = "0", paramLabel = "N", description = {
+            "Mixture-of-experts layers: each layer's MLP becomes a router (mlp.gate.weight) and N experts"
+                    + " (mlp.experts.E.{gate,up,down}_proj.weight), as Qwen-MoE and DeepSeek name them: thousands"
+                    + " of small tensors (default: ${DEFAULT-VALUE}, a dense Llama MLP)."})
+    int experts;
+
+    @Option(names = "--expert-intermediate", paramLabel = "N", description = {
+            "MLP size of one expert (default with --experts: 1 MiB of bf16 per expert matrix, 512 for --hidden 1024,"
+                    + " 128 for 4096)."})
+    Long expertIntermediate;
+
     @Spec
     CommandSpec spec;
 
@@ -67,6 +80,13 @@ final class GenModelCommand implements Callable<Integer> {
         if (hidden < 1 || intermediate < 1 || vocab < 1 || heads < 1 || kvHeads < 1 || hidden % heads != 0
                 || heads % kvHeads != 0) {
             throw new IllegalArgumentException("dimensions: --hidden must divide by --heads, --heads by --kv-heads, all > 0");
+        }
+        if (experts < 0) {
+            throw new IllegalArgumentException("--experts must be >= 0, was " + experts);
+        }
+        if (expertIntermediate != null && (expertIntermediate < 1 || experts == 0)) {
+            throw new IllegalArgumentException(experts == 0 ? "--expert-intermediate needs --experts N"
+                    : "--expert-intermediate must be > 0, was " + expertIntermediate);
         }
         List<SafetensorsWriter.Spec> tensors = layout(target);
         if (shards < 1 || shards > tensors.size()) {
@@ -148,16 +168,28 @@ final class GenModelCommand implements Callable<Integer> {
 
     private List<SafetensorsWriter.Spec> layer(int i, long kvDim) {
         String p = "model.layers." + i + ".";
-        return List.of(
+        List<SafetensorsWriter.Spec> l = new ArrayList<>(List.of(
                 spec(p + "input_layernorm.weight", hidden),
                 spec(p + "self_attn.q_proj.weight", hidden, hidden),
                 spec(p + "self_attn.k_proj.weight", kvDim, hidden),
                 spec(p + "self_attn.v_proj.weight", kvDim, hidden),
                 spec(p + "self_attn.o_proj.weight", hidden, hidden),
-                spec(p + "post_attention_layernorm.weight", hidden),
-                spec(p + "mlp.gate_proj.weight", intermediate, hidden),
-                spec(p + "mlp.up_proj.weight", intermediate, hidden),
-                spec(p + "mlp.down_proj.weight", hidden, intermediate));
+                spec(p + "post_attention_layernorm.weight", hidden)));
+        if (experts == 0) {
+            l.add(spec(p + "mlp.gate_proj.weight", intermediate, hidden));
+            l.add(spec(p + "mlp.up_proj.weight", intermediate, hidden));
+            l.add(spec(p + "mlp.down_proj.weight", hidden, intermediate));
+            return l;
+        }
+        long m = expertIntermediate != null ? expertIntermediate : Math.max(1, (1L << 20) / (2 * hidden));
+        l.add(spec(p + "mlp.gate.weight", experts, hidden));
+        for (int e = 0; e < experts; e++) {
+            String x = p + "mlp.experts." + e + ".";
+            l.add(spec(x + "gate_proj.weight", m, hidden));
+            l.add(spec(x + "up_proj.weight", m, hidden));
+            l.add(spec(x + "down_proj.weight", hidden, m));
+        }
+        return l;
     }
 
     private static long layers(List<SafetensorsWriter.Spec> tensors) {

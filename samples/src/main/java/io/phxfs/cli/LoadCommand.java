@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
@@ -28,7 +29,7 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 /**
- * {@code phoenix load PATH [--host | --device N] [--copy] [--checksums] [--json] [--only REGEX]}:
+ * {@code phoenix load PATH [--host | --device N | --devices 0,1 [--spread replicate|split]] [--copy] [--checksums] [--json] [--only REGEX]}:
  * loads safetensors weights with the WeightLoader and reports what arrived. The options and
  * the JSON shape are a contract.
  */
@@ -63,6 +64,20 @@ final class LoadCommand implements Callable<Integer> {
     @Option(names = "--buffered", hidden = true, description = "Always read through the page cache.")
     boolean buffered;
 
+    @Option(names = "--parse-first", hidden = true, description = "Parse every header before the first read (benchmarks the overlap).")
+    boolean parseFirst;
+
+    @Option(names = "--devices", paramLabel = "IDS", split = ",", description = {
+            "Several devices (comma-separated ids, e.g. 0,1): --spread says how the model goes onto them."})
+    List<Integer> devices;
+
+    @Option(names = "--spread", paramLabel = "HOW", defaultValue = "replicate", description = {
+            "With --devices: 'replicate' (default): the whole model on every device, each reading 1/N of the file"
+                    + " and receiving the rest from the others by device-to-device copies; 'split': consecutive layers"
+                    + " spread over the devices in order (pipeline), embeddings on the first, the final norm and"
+                    + " head on the last."})
+    String spread;
+
     @Option(names = "--copy", description = {"Host tensors writable: copy them into private host memory instead of"
             + " mapping the files read-only (slower: every byte is copied into freshly faulted memory).",
             "Device tensors are always copies."})
@@ -76,20 +91,40 @@ final class LoadCommand implements Callable<Integer> {
         TensorSelector selector = selector();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
+        if (devices != null && (target.host || target.device != null)) {
+            throw new IllegalArgumentException("--devices excludes --host and --device");
+        }
+        if (!spread.equals("replicate") && !spread.equals("split")) {
+            throw new IllegalArgumentException("--spread: 'replicate' or 'split', not '" + spread + "'");
+        }
         ParserWarmUp warmUp = ParserWarmUp.start();
         Device device;
+        List<Device> several = List.of();
         try {
-            device = target.resolve(Phoenix.open(), false);
+            Phoenix phx = Phoenix.open();
+            if (devices != null) {
+                several = resolveDevices(phx);
+                device = several.get(0);
+            } else {
+                device = target.resolve(phx, false);
+            }
         } finally {
             warmUp.close(); // also when the target is wrong: its temporary model must be gone
         }
 
         long t0 = System.nanoTime();
-        ModelFiles model = ModelFiles.open(path);
-        double parseSeconds = (System.nanoTime() - t0) / 1e9;
-        if (only != null && model.names().stream().noneMatch(selector::test)) {
-            throw new IllegalArgumentException(path + ": --only " + only + " matches none of its "
-                    + model.names().size() + " tensors");
+        // Everything onto one device (or copied into host memory): the loader parses the
+        // headers itself, while the reads of the data sections already run.
+        boolean parseInLoad = !parseFirst && only == null && devices == null && (device != null || copy);
+        ModelFiles model = null;
+        double parseSeconds = 0;
+        if (!parseInLoad) {
+            model = ModelFiles.open(path);
+            parseSeconds = (System.nanoTime() - t0) / 1e9;
+            if (only != null && model.names().stream().noneMatch(selector::test)) {
+                throw new IllegalArgumentException(path + ": --only " + only + " matches none of its "
+                        + model.names().size() + " tensors");
+            }
         }
         target.announce(err);
         WeightLoader.Builder b = WeightLoader.builder().select(selector);
@@ -100,23 +135,38 @@ final class LoadCommand implements Callable<Integer> {
         if (copy) {
             b.writable(true);
         }
-        if (device == null) {
+        if (devices != null && spread.equals("split")) {
+            b.split(devices.stream().mapToInt(Integer::intValue).toArray());
+        } else if (devices != null) {
+            b.replicate(devices);
+        } else if (device == null) {
             b.toHost();
         } else {
             b.toDevice(device);
         }
         LoadedModel m;
         try (ProgressBar bar = new ProgressBar(err, "loading", 1000)) {
-            m = b.progress(bar).build().load(model);
+            WeightLoader loader = b.progress(bar).build();
+            m = parseInLoad ? loader.load(path) : loader.load(model);
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
+        if (parseInLoad) {
+            model = m.model();
+            parseSeconds = m.parseSeconds();
+        }
         try (m) {
             Map<String, String> sha = checksums ? TensorDigests.sha256(m) : Map.of();
             String mode = device == null ? "host" : device.mode().name().toLowerCase(Locale.ROOT);
             if (json) {
-                writeJson(out, model, m, mode, device, seconds, parseSeconds, sha);
+                writeJson(out, model, m, mode, device, seconds, parseSeconds, sha, several, spread, checksums);
             } else {
                 writeText(out, model, m, mode, device, seconds, sha);
+                for (Device d : several) {
+                    Map<String, LoadedTensor> on = m.tensorsOn(d.id());
+                    out.printf(Locale.ROOT, "  device %d: %d tensors, %d bytes%s%n", d.id(), on.size(),
+                            on.values().stream().mapToLong(LoadedTensor::nbytes).sum(),
+                            checksums ? ", sha256 of its tensors' digests " + deviceDigest(on) : "");
+                }
             }
         }
         out.flush();
@@ -136,8 +186,41 @@ final class LoadCommand implements Callable<Integer> {
     }
 
 
+    /** The devices of --devices, opened; ids checked against the devices there are. */
+    private List<Device> resolveDevices(Phoenix phx) {
+        int n = phx.deviceCount();
+        if (devices.isEmpty() || devices.stream().distinct().count() != devices.size()) {
+            throw new IllegalArgumentException("--devices " + devices + ": give each device id once");
+        }
+        List<Device> out = new java.util.ArrayList<>();
+        for (int id : devices) {
+            if (id < 0 || id >= n) {
+                throw new IllegalArgumentException("--devices: device " + id + " does not exist: there "
+                        + (n == 1 ? "is 1 device" : "are " + n + " devices") + " (0.." + (n - 1) + ")");
+            }
+            out.add(phx.device(id));
+        }
+        return out;
+    }
+
+    /** SHA-256 over the device's tensors' SHA-256s in name order: equal devices, equal digests. */
+    static String deviceDigest(Map<String, LoadedTensor> tensors) {
+        try {
+            java.security.MessageDigest md = java.security.MessageDigest.getInstance("SHA-256");
+            for (LoadedTensor t : new TreeMap<>(tensors).values()) {
+                md.update(t.name().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                md.update((byte) 0);
+                md.update(TensorDigests.sha256(t).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            }
+            return java.util.HexFormat.of().formatHex(md.digest());
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     private static void writeJson(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
-                                  double seconds, double parseSeconds, Map<String, String> sha) throws IOException {
+                                  double seconds, double parseSeconds, Map<String, String> sha, List<Device> several,
+                                  String spread, boolean checksums) throws IOException {
         JsonGenerator g = new JsonFactory().createGenerator(out);
         g.useDefaultPrettyPrinter();
         g.writeStartObject();
@@ -150,8 +233,26 @@ final class LoadCommand implements Callable<Integer> {
         g.writeNumberField("seconds", round(seconds, 6));
         g.writeNumberField("gb_per_s", round(m.bytes() / seconds / 1e9, 6));
         g.writeNumberField("parse_seconds", round(parseSeconds, 6));
+        g.writeNumberField("plan_seconds", round(m.planSeconds(), 6));
         g.writeNumberField("allocate_seconds", round(m.allocateSeconds(), 6));
         g.writeNumberField("read_seconds", round(m.readSeconds(), 6));
+        g.writeNumberField("view_seconds", round(m.viewSeconds(), 6));
+        if (!several.isEmpty()) {
+            g.writeStringField("spread", spread);
+            g.writeArrayFieldStart("devices");
+            for (Device d : several) {
+                Map<String, LoadedTensor> on = m.tensorsOn(d.id());
+                g.writeStartObject();
+                g.writeNumberField("device", d.id());
+                g.writeNumberField("tensors", on.size());
+                g.writeNumberField("bytes", on.values().stream().mapToLong(LoadedTensor::nbytes).sum());
+                if (checksums) {
+                    g.writeStringField("sha256", deviceDigest(on));
+                }
+                g.writeEndObject();
+            }
+            g.writeEndArray();
+        }
         g.writeObjectFieldStart("tensors");
         for (LoadedTensor t : new TreeMap<>(m.tensors()).values()) {
             g.writeObjectFieldStart(t.name());

@@ -15,7 +15,8 @@ import picocli.CommandLine.Command;
 @Command(name = "phoenix", mixinStandardHelpOptions = true, versionProvider = PhoenixCli.Version.class,
         description = "Moves file data into GPU and host memory with libphoenix.",
         subcommands = {InfoCommand.class, BenchCommand.class, LoadCommand.class, LoadBenchCommand.class,
-                GenModelCommand.class, TrainStartupCommand.class, DjlRunCommand.class, DjlLoadBenchCommand.class, CommandLine.HelpCommand.class})
+                GenModelCommand.class, TrainStartupCommand.class, KvCommand.class, DjlRunCommand.class,
+                DjlLoadBenchCommand.class, CommandLine.HelpCommand.class})
 public final class PhoenixCli {
     /** Exit code for invalid input (bad arguments, malformed files). */
     public static final int EXIT_INVALID = 2;

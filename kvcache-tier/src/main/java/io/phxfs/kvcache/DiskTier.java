@@ -1,0 +1,510 @@
+package io.phxfs.kvcache;
+
+import io.phxfs.core.Errno;
+import io.phxfs.core.OpenMode;
+import io.phxfs.core.Phoenix;
+import io.phxfs.core.PhoenixException;
+import io.phxfs.core.PhxFile;
+import io.phxfs.core.RegisteredBuffer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Local disk through Phoenix: one file per chunk, {@code <sha256 of the key>.kv}, a 4 KiB
+ * {@link ChunkFileHeader header} (magic, version, key, layout, length, CRC32C of the payload)
+ * then the payload at byte 4096, written with O_DIRECT where the file system allows it.
+ *
+ * <p>A chunk is written to a temporary name, synced as {@link FsyncPolicy} says, then renamed:
+ * a reader (or a restarted process) sees a whole file or none. The index is rebuilt from the
+ * headers when the tier opens (payloads are verified lazily, on read); leftover temporary files
+ * are deleted. A file whose header is damaged, torn or another key's, or whose payload fails its
+ * checksum, is a miss: it is deleted and counted in {@link TierStats#corrupt()}, never returned.
+ *
+ * <p>The byte cap and a free-space watermark are kept by evicting the least recently used
+ * chunks; a store that still finds no room, or meets ENOSPC, fails cleanly (the temporary file
+ * is removed) and is counted.
+ */
+public final class DiskTier implements KvTier {
+    /** When chunk files reach stable storage. */
+    public enum FsyncPolicy {
+        /** Never synced: survives a killed process (the page cache keeps the data), not a power loss. */
+        NONE,
+        /** The file is synced before its rename: its bytes survive a power loss once visible. */
+        FILE,
+        /** The file before its rename and the directory after: the entry itself survives a power loss. */
+        FULL
+    }
+
+    static final String SUFFIX = ".kv";
+    private static final String TMP = ".tmp-";
+
+    private final Path dir;
+    private final long capBytes;
+    private final long minFreeBytes;
+    private final FsyncPolicy fsync;
+    private final boolean readOnly;
+    private final FileStore store;
+    private final ConcurrentHashMap<String, Entry> index = new ConcurrentHashMap<>();
+    private final AtomicLong used = new AtomicLong();
+    private final AtomicLong tmpSeq = new AtomicLong();
+    private final AtomicLong clock = new AtomicLong();
+    private final Counters c = new Counters();
+    private final Object evictLock = new Object();
+    private volatile boolean closed;
+    private final long startupNanos;
+    private final int removedTemps;
+
+    /** One indexed chunk file. */
+    private static final class Entry {
+        final String file;
+        final long fileBytes;
+        final long payloadLen;
+        final int crc;
+        volatile long lastUse;
+
+        Entry(String file, long fileBytes, long payloadLen, int crc, long lastUse) {
+            this.file = file;
+            this.fileBytes = fileBytes;
+            this.payloadLen = payloadLen;
+            this.crc = crc;
+            this.lastUse = lastUse;
+        }
+    }
+
+    /**
+     * Opens (creating it if needed) the directory and rebuilds the index from the headers there.
+     *
+     * @param dir          the cache directory ({@code local_disk})
+     * @param capBytes     the byte cap ({@code max_local_disk_size}), {@code > 0}
+     * @param minFreeBytes stores evict (or fail) rather than leave less free space on the file system
+     * @param fsync        when files are synced
+     * @throws UncheckedIOException naming the directory when it cannot be created or listed
+     */
+    public DiskTier(Path dir, long capBytes, long minFreeBytes, FsyncPolicy fsync) {
+        this(dir, capBytes, minFreeBytes, fsync, false);
+    }
+
+    /**
+     * Reads the directory's headers without changing anything: damaged files and leftover
+     * temporaries are counted ({@link TierStats#corrupt()}, {@link #removedTemporaries()}),
+     * not deleted, and stores are refused. What {@code phoenix kv stats} shows.
+     *
+     * @param dir the cache directory
+     * @return a read-only tier over it
+     * @throws IllegalArgumentException when {@code dir} is not a directory
+     */
+    public static DiskTier openReadOnly(Path dir) {
+        if (!Files.isDirectory(dir)) {
+            throw new IllegalArgumentException(dir + ": " + (Files.exists(dir) ? "not a directory" : "no such directory"));
+        }
+        return new DiskTier(dir, Long.MAX_VALUE, 0, FsyncPolicy.NONE, true);
+    }
+
+    /** Opens the directory; {@code readOnly} only reads and counts (nothing deleted). */
+    DiskTier(Path dir, long capBytes, long minFreeBytes, FsyncPolicy fsync, boolean readOnly) {
+        if (capBytes <= 0) {
+            throw new IllegalArgumentException("max_local_disk_size must be > 0, was " + capBytes + " bytes");
+        }
+        this.dir = dir;
+        this.capBytes = capBytes;
+        this.minFreeBytes = Math.max(0, minFreeBytes);
+        this.fsync = fsync;
+        this.readOnly = readOnly;
+        long t0 = System.nanoTime();
+        try {
+            if (!readOnly) {
+                Files.createDirectories(dir);
+            }
+            this.store = Files.getFileStore(dir);
+        } catch (IOException e) {
+            throw new UncheckedIOException("local_disk " + dir + ": " + e.getMessage(), e);
+        }
+        Phoenix.open();
+        this.removedTemps = rebuild();
+        this.startupNanos = System.nanoTime() - t0;
+    }
+
+    /** Reads every header; deletes temporary leftovers and bad files. Returns the temporaries removed. */
+    private int rebuild() {
+        int temps = 0;
+        List<Path> files = new ArrayList<>();
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+            for (Path p : ds) {
+                files.add(p);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("local_disk " + dir + ": cannot list: " + e.getMessage(), e);
+        }
+        // oldest first, so that the rebuilt LRU order follows the files' ages
+        files.sort(Comparator.comparingLong(DiskTier::mtime));
+        ByteBuffer hdr = ByteBuffer.allocate(ChunkFileHeader.SIZE);
+        for (Path p : files) {
+            String name = p.getFileName().toString();
+            if (name.contains(TMP)) {
+                temps++;
+                if (!readOnly) {
+                    deleteQuietly(p);
+                }
+                continue;
+            }
+            if (!name.endsWith(SUFFIX)) {
+                continue; // not ours: left alone
+            }
+            try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+                long size = ch.size();
+                hdr.clear();
+                while (hdr.hasRemaining() && ch.read(hdr, hdr.position()) > 0) {
+                    // read the whole header
+                }
+                hdr.flip();
+                ChunkFileHeader h = ChunkFileHeader.decode(hdr);
+                if (size != ChunkFileHeader.SIZE + h.payloadLen()) {
+                    throw new IllegalArgumentException("file is " + size + " bytes, header says "
+                            + (ChunkFileHeader.SIZE + h.payloadLen()));
+                }
+                if (!name.equals(fileName(h.key()))) {
+                    throw new IllegalArgumentException("holds key " + h.key() + ", which belongs in " + fileName(h.key()));
+                }
+                index.put(h.key(), new Entry(name, size, h.payloadLen(), h.payloadCrc(), clock.incrementAndGet()));
+                used.addAndGet(size);
+            } catch (IllegalArgumentException | IOException e) {
+                c.corrupt.increment();
+                if (!readOnly) {
+                    deleteQuietly(p);
+                }
+            }
+        }
+        return temps;
+    }
+
+    private static long mtime(Path p) {
+        try {
+            return Files.getLastModifiedTime(p).toMillis();
+        } catch (IOException e) {
+            return 0;
+        }
+    }
+
+    /** {@code <first 40 hex digits of SHA-256(key)>.kv}: fixed length, no characters a file system dislikes. */
+    static String fileName(String key) {
+        try {
+            byte[] h = MessageDigest.getInstance("SHA-256").digest(key.getBytes(StandardCharsets.UTF_8));
+            return ChunkHasher.hex(h).substring(0, 40) + SUFFIX;
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    public String name() {
+        return "disk";
+    }
+
+    /**
+     * The directory.
+     *
+     * @return the cache directory
+     */
+    public Path dir() {
+        return dir;
+    }
+
+    /**
+     * How long opening took (listing and reading every header).
+     *
+     * @return nanoseconds spent rebuilding the index
+     */
+    public long startupNanos() {
+        return startupNanos;
+    }
+
+    /**
+     * Temporary files of interrupted stores found at open (and deleted, unless read-only).
+     *
+     * @return leftover temporaries
+     */
+    public int removedTemporaries() {
+        return removedTemps;
+    }
+
+    @Override
+    public boolean contains(CacheKey key) {
+        return index.containsKey(key.toString());
+    }
+
+    @Override
+    public boolean put(CacheKey key, KvLayout layout, int tokens, MemorySegment payload) {
+        if (closed || readOnly) {
+            c.failedPuts.increment();
+            return false;
+        }
+        String k = key.toString();
+        Entry have = index.get(k);
+        if (have != null) {
+            have.lastUse = clock.incrementAndGet();
+            return true;
+        }
+        long len = payload.byteSize();
+        if (len != layout.bytesPerChunk(tokens) || k.getBytes(StandardCharsets.UTF_8).length > ChunkFileHeader.MAX_KEY_BYTES) {
+            c.failedPuts.increment();
+            return false;
+        }
+        long fileBytes = ChunkFileHeader.SIZE + len;
+        if (fileBytes > capBytes || !reserve(fileBytes)) {
+            c.failedPuts.increment();
+            return false;
+        }
+        String name = fileName(k);
+        Path tmp = dir.resolve(name + TMP + ProcessHandle.current().pid() + "-" + tmpSeq.incrementAndGet());
+        boolean ok = false;
+        try {
+            ChunkFileHeader h = new ChunkFileHeader(k, len, ChunkFileHeader.crc(payload), tokens, layout);
+            for (int attempt = 0; ; attempt++) {
+                try {
+                    write(tmp, h, payload);
+                    break;
+                } catch (PhoenixException e) {
+                    deleteQuietly(tmp);
+                    boolean full = e.errno() == Errno.ENOSPC || e.errno() == Errno.EDQUOT;
+                    // out of space: make room once and try again; any other error fails the store
+                    if (!full || attempt > 0 || !evictLru(fileBytes)) {
+                        c.errors.increment();
+                        return false;
+                    }
+                }
+            }
+            Path dst = dir.resolve(name);
+            Files.move(tmp, dst, StandardCopyOption.ATOMIC_MOVE);
+            if (fsync == FsyncPolicy.FULL) {
+                try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+                    d.force(true);
+                }
+            }
+            Entry e = new Entry(name, fileBytes, len, h.payloadCrc(), clock.incrementAndGet());
+            Entry prev = index.put(k, e);
+            if (prev != null) {
+                used.addAndGet(-prev.fileBytes); // another thread wrote the same key: same bytes, one file
+            }
+            c.puts.increment();
+            c.bytesWritten.add(len);
+            ok = true;
+            return true;
+        } catch (IOException | RuntimeException e) {
+            deleteQuietly(tmp);
+            c.errors.increment();
+            return false;
+        } finally {
+            if (!ok) {
+                used.addAndGet(-fileBytes);
+                c.failedPuts.increment();
+            }
+        }
+    }
+
+    private void write(Path tmp, ChunkFileHeader h, MemorySegment payload) throws IOException {
+        try (Arena arena = Arena.ofConfined();
+             PhxFile f = PhxFile.open(tmp, OpenMode.WRITE, OpenMode.CREATE, OpenMode.TRUNCATE, OpenMode.DIRECT)) {
+            MemorySegment hs = arena.allocate(ChunkFileHeader.SIZE, ChunkFileHeader.SIZE);
+            h.encode(hs);
+            var host = Phoenix.open().host();
+            try (RegisteredBuffer hb = host.wrap(hs); RegisteredBuffer pb = host.wrap(payload)) {
+                long n = f.write(hb, 0, ChunkFileHeader.SIZE, 0);
+                long m = payload.byteSize() == 0 ? 0 : f.write(pb, 0, payload.byteSize(), ChunkFileHeader.SIZE);
+                if (n != ChunkFileHeader.SIZE || m != payload.byteSize()) {
+                    throw new PhoenixException("short write to " + tmp, Errno.EIO);
+                }
+            }
+            if (fsync != FsyncPolicy.NONE) {
+                try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
+                    ch.force(true);
+                }
+            }
+        }
+    }
+
+    /** Takes {@code bytes} of the cap and of the free-space watermark, evicting as needed. */
+    private boolean reserve(long bytes) {
+        long now = used.addAndGet(bytes);
+        if (now > capBytes && !evictUntil(() -> used.get() <= capBytes)) {
+            used.addAndGet(-bytes);
+            return false;
+        }
+        if (minFreeBytes > 0 && !evictUntil(() -> usable() >= minFreeBytes + bytes)) {
+            used.addAndGet(-bytes);
+            return false;
+        }
+        return true;
+    }
+
+    private long usable() {
+        try {
+            return store.getUsableSpace();
+        } catch (IOException e) {
+            return Long.MAX_VALUE; // cannot tell: rely on ENOSPC
+        }
+    }
+
+    /** Evicts least recently used chunks until {@code done}; false when nothing is left to evict. */
+    private boolean evictUntil(java.util.function.BooleanSupplier done) {
+        synchronized (evictLock) {
+            while (!done.getAsBoolean()) {
+                if (!evictOldest()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    /** Frees about {@code bytes} by eviction; false when nothing could be evicted. */
+    private boolean evictLru(long bytes) {
+        synchronized (evictLock) {
+            long freed = 0;
+            while (freed < bytes) {
+                Entry e = oldest();
+                if (e == null || !evictOldest()) {
+                    return freed > 0;
+                }
+                freed += e.fileBytes;
+            }
+            return true;
+        }
+    }
+
+    private Entry oldest() {
+        Entry best = null;
+        for (Entry e : index.values()) {
+            if (best == null || e.lastUse < best.lastUse) {
+                best = e;
+            }
+        }
+        return best;
+    }
+
+    /** Evicts the least recently used chunk. Holds evictLock. */
+    private boolean evictOldest() {
+        String bestKey = null;
+        Entry best = null;
+        for (var me : index.entrySet()) {
+            if (best == null || me.getValue().lastUse < best.lastUse) {
+                best = me.getValue();
+                bestKey = me.getKey();
+            }
+        }
+        if (best == null) {
+            return false;
+        }
+        if (index.remove(bestKey, best)) {
+            deleteQuietly(dir.resolve(best.file));
+            used.addAndGet(-best.fileBytes);
+            c.evictions.increment();
+        }
+        return true;
+    }
+
+    @Override
+    public boolean get(CacheKey key, MemorySegment dst) {
+        String k = key.toString();
+        Entry e = closed ? null : index.get(k);
+        if (e == null || e.payloadLen != dst.byteSize()) {
+            c.misses.increment();
+            return false;
+        }
+        Path p = dir.resolve(e.file);
+        try (PhxFile f = PhxFile.open(p, OpenMode.READ, OpenMode.DIRECT);
+             RegisteredBuffer b = Phoenix.open().host().wrap(dst)) {
+            long n = f.read(b, 0, e.payloadLen, ChunkFileHeader.SIZE);
+            if (n != e.payloadLen || ChunkFileHeader.crc(dst) != e.crc) {
+                dropCorrupt(k, e);
+                c.misses.increment();
+                return false;
+            }
+        } catch (PhoenixException ex) {
+            if (ex.errno() == Errno.ENOENT) {
+                if (index.remove(k, e)) { // removed by another process (or an eviction) meanwhile
+                    used.addAndGet(-e.fileBytes);
+                }
+            } else {
+                c.errors.increment();
+            }
+            c.misses.increment();
+            return false;
+        }
+        e.lastUse = clock.incrementAndGet();
+        c.hits.increment();
+        c.bytesRead.add(e.payloadLen);
+        return true;
+    }
+
+    private void dropCorrupt(String key, Entry e) {
+        if (index.remove(key, e)) {
+            used.addAndGet(-e.fileBytes);
+            c.corrupt.increment();
+            if (!readOnly) {
+                deleteQuietly(dir.resolve(e.file));
+            }
+        }
+    }
+
+    @Override
+    public void remove(CacheKey key) {
+        Entry e = index.remove(key.toString());
+        if (e != null) {
+            used.addAndGet(-e.fileBytes);
+            deleteQuietly(dir.resolve(e.file));
+        }
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (NoSuchFileException ignored) {
+            // gone already
+        } catch (IOException ignored) {
+            // a file that cannot be deleted stays out of the index: never served
+        }
+    }
+
+    /**
+     * Keys held now (the index), for tools such as {@code phoenix kv stats}.
+     *
+     * @return a copy of the indexed keys
+     */
+    public List<String> keys() {
+        return new ArrayList<>(index.keySet());
+    }
+
+    @Override
+    public TierStats stats() {
+        return c.snapshot(name(), index.size(), used.get(), capBytes);
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+    }
+
+    @Override
+    public String toString() {
+        return "DiskTier[" + dir + ", " + index.size() + " chunks, " + used.get() + " of " + capBytes + " bytes]";
+    }
+}

@@ -1,0 +1,429 @@
+package io.phxfs.kvcache;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * The engine's settings, named as LMCache names them ({@code chunk_size}, {@code local_cpu},
+ * {@code max_local_cpu_size}, {@code local_disk}, {@code max_local_disk_size},
+ * {@code remote_url}), read from a YAML or JSON file ({@link #load}) or built ({@link #builder}).
+ * Sizes in files are in GB (10^9 bytes) as in LMCache; the builder takes bytes.
+ *
+ * @param chunkSize         tokens per chunk ({@code chunk_size}, default 256)
+ * @param saveUnfullChunk   whether a partial last chunk is stored ({@code save_unfull_chunk}, default false)
+ * @param localCpu          whether the memory tier is on ({@code local_cpu}, default true)
+ * @param maxLocalCpuBytes  the memory tier's pool ({@code max_local_cpu_size}, default 5 GB)
+ * @param localDisk         the disk tier's directory ({@code local_disk}, {@code file:///path} or a path), or null for none
+ * @param maxLocalDiskBytes the disk tier's cap ({@code max_local_disk_size}, default 10 GB)
+ * @param diskMinFreeBytes  free space the disk tier leaves on its file system ({@code local_disk_min_free}, default 1 GB)
+ * @param fsync             when chunk files are synced ({@code local_disk_fsync}: none, file (default) or full)
+ * @param remoteUrl         the Redis tier ({@code remote_url}, {@code redis://} or {@code rediss://}), or null
+ * @param remoteUsername    Redis ACL user ({@code remote_username}), or null
+ * @param remotePassword    Redis password ({@code remote_password}), or null
+ * @param remoteTimeout     per-command limit for Redis ({@code remote_timeout_ms}, default 2000)
+ * @param writeQueueChunks  write-behind queue bound in chunks ({@code write_queue_chunks}, default 64)
+ * @param ioThreads         threads moving chunks to and from disk and Redis ({@code io_threads}, default 4)
+ * @param model             the model's name in keys ({@code model_name}, default "model")
+ * @param worldSize         tensor-parallel world size in keys ({@code world_size}, default 1)
+ * @param workerId          this worker's rank in keys ({@code worker_id}, default 0)
+ */
+public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean localCpu, long maxLocalCpuBytes,
+                            Path localDisk, long maxLocalDiskBytes, long diskMinFreeBytes, DiskTier.FsyncPolicy fsync,
+                            String remoteUrl, String remoteUsername, String remotePassword, Duration remoteTimeout,
+                            int writeQueueChunks, int ioThreads, String model, int worldSize, int workerId) {
+    private static final double GB = 1e9;
+    private static final Set<String> KEYS = new TreeSet<>(Set.of("chunk_size", "save_unfull_chunk", "local_cpu",
+            "max_local_cpu_size", "local_disk", "max_local_disk_size", "local_disk_min_free", "local_disk_fsync",
+            "remote_url", "remote_username", "remote_password", "remote_timeout_ms", "write_queue_chunks",
+            "io_threads", "model_name", "world_size", "worker_id"));
+
+    /**
+     * Checks the settings.
+     *
+     * @throws IllegalArgumentException naming the setting that is out of range
+     */
+    public KvCacheConfig {
+        positive("chunk_size", chunkSize);
+        positive("write_queue_chunks", writeQueueChunks);
+        positive("io_threads", ioThreads);
+        positive("world_size", worldSize);
+        if (localCpu && maxLocalCpuBytes <= 0) {
+            throw new IllegalArgumentException("max_local_cpu_size must be > 0 with local_cpu: true");
+        }
+        if (localDisk != null && maxLocalDiskBytes <= 0) {
+            throw new IllegalArgumentException("max_local_disk_size must be > 0 with local_disk set");
+        }
+        if (workerId < 0 || workerId >= worldSize) {
+            throw new IllegalArgumentException("worker_id " + workerId + " outside world_size " + worldSize);
+        }
+        if (remoteUrl != null && !remoteUrl.startsWith("redis://") && !remoteUrl.startsWith("rediss://")) {
+            throw new IllegalArgumentException("remote_url '" + remoteUrl + "': only redis:// and rediss:// are supported");
+        }
+        if (fsync == null || remoteTimeout == null || model == null) {
+            throw new IllegalArgumentException("fsync, remote timeout and model name are required");
+        }
+    }
+
+    private static void positive(String key, long v) {
+        if (v <= 0) {
+            throw new IllegalArgumentException(key + " must be > 0, was " + v);
+        }
+    }
+
+    /**
+     * A builder with the defaults.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * Reads a YAML ({@code .yaml}, {@code .yml}) or JSON file of LMCache-style keys; keys left
+     * out keep their defaults.
+     *
+     * @param file the file
+     * @return the settings
+     * @throws IllegalArgumentException naming the file and the key for an unknown key or a bad value
+     * @throws UncheckedIOException naming the file when it cannot be read
+     */
+    public static KvCacheConfig load(Path file) {
+        String name = file.getFileName().toString().toLowerCase(Locale.ROOT);
+        ObjectMapper mapper = name.endsWith(".json") ? new ObjectMapper() : new ObjectMapper(new YAMLFactory());
+        JsonNode root;
+        try {
+            root = mapper.readTree(Files.readAllBytes(file));
+        } catch (IOException e) {
+            if (e instanceof com.fasterxml.jackson.core.JacksonException) {
+                throw new IllegalArgumentException(file + ": not valid " + (name.endsWith(".json") ? "JSON" : "YAML")
+                        + ": " + e.getMessage().lines().findFirst().orElse(""), e);
+            }
+            throw new UncheckedIOException(file + ": " + e.getMessage(), e);
+        }
+        if (root == null || root.isMissingNode() || root.isNull()) {
+            return builder().build();
+        }
+        if (!root.isObject()) {
+            throw new IllegalArgumentException(file + ": expected a mapping of settings, found " + root.getNodeType());
+        }
+        Map<String, JsonNode> m = new LinkedHashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
+            var e = it.next();
+            if (!KEYS.contains(e.getKey())) {
+                throw new IllegalArgumentException(file + ": unknown setting '" + e.getKey() + "'; known: " + KEYS);
+            }
+            m.put(e.getKey(), e.getValue());
+        }
+        Builder b = builder();
+        try {
+            for (var e : m.entrySet()) {
+                String k = e.getKey();
+                JsonNode v = e.getValue();
+                switch (k) {
+                    case "chunk_size" -> b.chunkSize(integer(k, v));
+                    case "save_unfull_chunk" -> b.saveUnfullChunk(bool(k, v));
+                    case "local_cpu" -> b.localCpu(bool(k, v));
+                    case "max_local_cpu_size" -> b.maxLocalCpuBytes(gb(k, v));
+                    case "local_disk" -> b.localDisk(v.isNull() ? null : diskPath(text(k, v)));
+                    case "max_local_disk_size" -> b.maxLocalDiskBytes(gb(k, v));
+                    case "local_disk_min_free" -> b.diskMinFreeBytes(gb(k, v));
+                    case "local_disk_fsync" -> b.fsync(fsyncPolicy(text(k, v)));
+                    case "remote_url" -> b.remoteUrl(v.isNull() ? null : text(k, v));
+                    case "remote_username" -> b.remoteUsername(text(k, v));
+                    case "remote_password" -> b.remotePassword(text(k, v));
+                    case "remote_timeout_ms" -> b.remoteTimeout(Duration.ofMillis(integer(k, v)));
+                    case "write_queue_chunks" -> b.writeQueueChunks(integer(k, v));
+                    case "io_threads" -> b.ioThreads(integer(k, v));
+                    case "model_name" -> b.model(text(k, v));
+                    case "world_size" -> b.worldSize(integer(k, v));
+                    case "worker_id" -> b.workerId(integer(k, v));
+                    default -> throw new IllegalStateException(k);
+                }
+            }
+            return b.build();
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static int integer(String k, JsonNode v) {
+        if (!v.canConvertToInt() || !v.isIntegralNumber()) {
+            throw new IllegalArgumentException(k + ": expected an integer, found '" + v.asText() + "'");
+        }
+        return v.intValue();
+    }
+
+    private static boolean bool(String k, JsonNode v) {
+        if (!v.isBoolean()) {
+            throw new IllegalArgumentException(k + ": expected true or false, found '" + v.asText() + "'");
+        }
+        return v.booleanValue();
+    }
+
+    private static long gb(String k, JsonNode v) {
+        if (!v.isNumber() || v.doubleValue() < 0) {
+            throw new IllegalArgumentException(k + ": expected a size in GB (a number >= 0), found '" + v.asText() + "'");
+        }
+        return Math.round(v.doubleValue() * GB);
+    }
+
+    private static String text(String k, JsonNode v) {
+        if (!v.isTextual()) {
+            throw new IllegalArgumentException(k + ": expected a string, found '" + v.asText() + "'");
+        }
+        return v.textValue();
+    }
+
+    /** {@code file:///path} (LMCache's form) or a plain path. */
+    static Path diskPath(String s) {
+        if (s.startsWith("file:")) {
+            return Path.of(URI.create(s));
+        }
+        return Path.of(s);
+    }
+
+    static DiskTier.FsyncPolicy fsyncPolicy(String s) {
+        try {
+            return DiskTier.FsyncPolicy.valueOf(s.toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("local_disk_fsync: '" + s + "' is none of none, file, full", e);
+        }
+    }
+
+    /** Builds a {@link KvCacheConfig}; every setter returns the builder. */
+    public static final class Builder {
+        private int chunkSize = 256;
+        private boolean saveUnfullChunk;
+        private boolean localCpu = true;
+        private long maxLocalCpuBytes = 5_000_000_000L;
+        private Path localDisk;
+        private long maxLocalDiskBytes = 10_000_000_000L;
+        private long diskMinFreeBytes = 1_000_000_000L;
+        private DiskTier.FsyncPolicy fsync = DiskTier.FsyncPolicy.FILE;
+        private String remoteUrl;
+        private String remoteUsername;
+        private String remotePassword;
+        private Duration remoteTimeout = Duration.ofMillis(2000);
+        private int writeQueueChunks = 64;
+        private int ioThreads = 4;
+        private String model = "model";
+        private int worldSize = 1;
+        private int workerId;
+
+        private Builder() {
+        }
+
+        /**
+         * Sets {@code chunk_size}.
+         *
+         * @param v tokens per chunk
+         * @return this builder
+         */
+        public Builder chunkSize(int v) {
+            chunkSize = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code save_unfull_chunk}.
+         *
+         * @param v whether a partial last chunk is stored
+         * @return this builder
+         */
+        public Builder saveUnfullChunk(boolean v) {
+            saveUnfullChunk = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code local_cpu}.
+         *
+         * @param v whether the memory tier is on
+         * @return this builder
+         */
+        public Builder localCpu(boolean v) {
+            localCpu = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code max_local_cpu_size}.
+         *
+         * @param v bytes
+         * @return this builder
+         */
+        public Builder maxLocalCpuBytes(long v) {
+            maxLocalCpuBytes = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code local_disk}.
+         *
+         * @param v the directory, or null for no disk tier
+         * @return this builder
+         */
+        public Builder localDisk(Path v) {
+            localDisk = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code max_local_disk_size}.
+         *
+         * @param v bytes
+         * @return this builder
+         */
+        public Builder maxLocalDiskBytes(long v) {
+            maxLocalDiskBytes = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code local_disk_min_free}.
+         *
+         * @param v bytes to leave free
+         * @return this builder
+         */
+        public Builder diskMinFreeBytes(long v) {
+            diskMinFreeBytes = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code local_disk_fsync}.
+         *
+         * @param v the policy
+         * @return this builder
+         */
+        public Builder fsync(DiskTier.FsyncPolicy v) {
+            fsync = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code remote_url}.
+         *
+         * @param v {@code redis://host:port}, or null for no remote tier
+         * @return this builder
+         */
+        public Builder remoteUrl(String v) {
+            remoteUrl = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code remote_username}.
+         *
+         * @param v the ACL user
+         * @return this builder
+         */
+        public Builder remoteUsername(String v) {
+            remoteUsername = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code remote_password}.
+         *
+         * @param v the password
+         * @return this builder
+         */
+        public Builder remotePassword(String v) {
+            remotePassword = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code remote_timeout_ms}.
+         *
+         * @param v the per-command limit
+         * @return this builder
+         */
+        public Builder remoteTimeout(Duration v) {
+            remoteTimeout = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code write_queue_chunks}.
+         *
+         * @param v the write-behind queue bound
+         * @return this builder
+         */
+        public Builder writeQueueChunks(int v) {
+            writeQueueChunks = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code io_threads}.
+         *
+         * @param v threads for disk and Redis transfers
+         * @return this builder
+         */
+        public Builder ioThreads(int v) {
+            ioThreads = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code model_name}.
+         *
+         * @param v the model's name in keys
+         * @return this builder
+         */
+        public Builder model(String v) {
+            model = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code world_size}.
+         *
+         * @param v the world size
+         * @return this builder
+         */
+        public Builder worldSize(int v) {
+            worldSize = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code worker_id}.
+         *
+         * @param v this worker's rank
+         * @return this builder
+         */
+        public Builder workerId(int v) {
+            workerId = v;
+            return this;
+        }
+
+        /**
+         * The settings.
+         *
+         * @return the checked configuration
+         * @throws IllegalArgumentException naming the setting out of range
+         */
+        public KvCacheConfig build() {
+            return new KvCacheConfig(chunkSize, saveUnfullChunk, localCpu, maxLocalCpuBytes, localDisk,
+                    maxLocalDiskBytes, diskMinFreeBytes, fsync, remoteUrl, remoteUsername, remotePassword,
+                    remoteTimeout, writeQueueChunks, ioThreads, model, worldSize, workerId);
+        }
+    }
+}

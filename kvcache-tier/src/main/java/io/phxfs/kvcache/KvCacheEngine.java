@@ -1,0 +1,639 @@
+package io.phxfs.kvcache;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Stores, looks up and retrieves the KV cache of token prefixes, chunk by chunk, through up to
+ * three tiers: host memory ({@link MemoryTier}), local disk ({@link DiskTier}) and Redis
+ * ({@link RedisTier}).
+ *
+ * <ul>
+ * <li>{@link #store} puts each chunk into the memory tier (one copy out of the caller's buffer,
+ *     which the caller may reuse once the call returns) and queues it for the tiers below: a
+ *     write-behind with a bounded queue, whose bound makes a store wait when the lower tiers fall
+ *     behind. Without a memory tier the chunks are written to the tiers below before the call
+ *     returns. {@link #storeAsync}'s future completes once every tier has the chunks.</li>
+ * <li>{@link #lookup} says how many tokens of a prompt's prefix are held, in any tier, stopping
+ *     at the first chunk none holds.</li>
+ * <li>{@link #retrieve} fills that prefix into the caller's buffer and returns the tokens filled;
+ *     a chunk found below the memory tier is promoted into it. A chunk that turns out damaged or
+ *     gone ends the prefix there: bytes of the buffer past the returned count are undefined.</li>
+ * </ul>
+ *
+ * <p>Tier failures (a full disk, a Redis server away) are misses or failed stores, counted in
+ * {@link #metrics()}, never exceptions to the caller. Source and destination may be host or
+ * device memory ({@link ChunkedKv}, {@link KvTensors}); device memory moves through Phoenix.
+ *
+ * <p>Thread-safe: any number of threads may store and retrieve at once.
+ */
+public final class KvCacheEngine implements AutoCloseable {
+    private final KvCacheConfig config;
+    private final KvLayout layout;
+    private final MemoryTier memory;
+    private final DiskTier disk;
+    private final RedisTier redis;
+    private final List<KvTier> lower;
+    private final List<KvTier> all;
+    private final ExecutorService io;
+    private final List<Thread> writers = new ArrayList<>();
+    private final BlockingQueue<WriteJob> queue;
+    private final StagingPool staging;
+    private final AtomicInteger pendingWrites = new AtomicInteger();
+    private final Object drained = new Object();
+    private final LongAdder stores = new LongAdder();
+    private final LongAdder retrieves = new LongAdder();
+    private final LongAdder lookups = new LongAdder();
+    private final LongAdder requested = new LongAdder();
+    private final LongAdder retrieved = new LongAdder();
+    private final LongAdder promotions = new LongAdder();
+    private final LongAdder writeFailures = new LongAdder();
+    private volatile boolean closed;
+
+    private record Chunk(int index, int start, int tokens, CacheKey key) {
+    }
+
+    private record WriteJob(Chunk chunk, MemoryTier.Pinned pinned, CompletableFuture<Boolean> done) {
+    }
+
+    private static final WriteJob STOP = new WriteJob(null, null, null);
+
+    /**
+     * Opens the tiers the configuration names.
+     *
+     * @param config the settings
+     * @param layout the layout of the model's KV cache
+     * @throws IllegalArgumentException when a setting does not fit the layout (a memory pool smaller than a chunk)
+     */
+    public KvCacheEngine(KvCacheConfig config, KvLayout layout) {
+        this.config = config;
+        this.layout = layout;
+        long chunkBytes = layout.bytesPerChunk(config.chunkSize());
+        MemoryTier m = null;
+        DiskTier d = null;
+        RedisTier r = null;
+        try {
+            if (config.localCpu()) {
+                m = new MemoryTier(config.maxLocalCpuBytes(), chunkBytes);
+            }
+            if (config.localDisk() != null) {
+                d = new DiskTier(config.localDisk(), config.maxLocalDiskBytes(), config.diskMinFreeBytes(), config.fsync());
+            }
+            if (config.remoteUrl() != null) {
+                r = new RedisTier(config.remoteUrl(), config.remoteUsername(), config.remotePassword(),
+                        config.remoteTimeout());
+            }
+        } catch (RuntimeException | Error e) {
+            for (KvTier t : new KvTier[] {m, d, r}) {
+                if (t != null) {
+                    t.close();
+                }
+            }
+            throw e;
+        }
+        this.memory = m;
+        this.disk = d;
+        this.redis = r;
+        List<KvTier> lo = new ArrayList<>();
+        if (d != null) {
+            lo.add(d);
+        }
+        if (r != null) {
+            lo.add(r);
+        }
+        this.lower = List.copyOf(lo);
+        List<KvTier> a = new ArrayList<>();
+        if (m != null) {
+            a.add(m);
+        }
+        a.addAll(lo);
+        this.all = List.copyOf(a);
+        this.io = Executors.newFixedThreadPool(config.ioThreads(), daemon("kvcache-io"));
+        this.queue = new ArrayBlockingQueue<>(config.writeQueueChunks());
+        this.staging = new StagingPool(chunkBytes, config.ioThreads() + 2);
+        if (m != null && !lo.isEmpty()) {
+            ThreadFactory tf = daemon("kvcache-write-behind");
+            for (int i = 0; i < config.ioThreads(); i++) {
+                Thread t = tf.newThread(this::writeBehind);
+                writers.add(t);
+                t.start();
+            }
+        }
+    }
+
+    private static ThreadFactory daemon(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+
+    /**
+     * Opens an engine from a YAML or JSON file ({@link KvCacheConfig#load}).
+     *
+     * @param configFile the settings file
+     * @param layout     the layout of the model's KV cache
+     * @return the engine
+     */
+    public static KvCacheEngine open(java.nio.file.Path configFile, KvLayout layout) {
+        return new KvCacheEngine(KvCacheConfig.load(configFile), layout);
+    }
+
+    /**
+     * The settings.
+     *
+     * @return the configuration the engine was opened with
+     */
+    public KvCacheConfig config() {
+        return config;
+    }
+
+    /**
+     * The KV layout.
+     *
+     * @return the layout chunks are stored in
+     */
+    public KvLayout layout() {
+        return layout;
+    }
+
+    /**
+     * The tiers, top first.
+     *
+     * @return memory, disk and Redis, those configured
+     */
+    public List<KvTier> tiers() {
+        return all;
+    }
+
+    /**
+     * The key of chunk {@code i} of a prompt whose chunk hash is {@code hash}.
+     *
+     * @param hash the chunk's chained hash
+     * @return the key
+     */
+    public CacheKey key(byte[] hash) {
+        return new CacheKey(config.model(), config.worldSize(), config.workerId(), ChunkHasher.hex(hash),
+                layout.dtype().keyName(), Map.of());
+    }
+
+    private List<Chunk> chunks(int[] tokens, boolean withPartial, int limitTokens) {
+        int n = Math.min(tokens.length, limitTokens);
+        ChunkHasher h = new ChunkHasher(config.chunkSize(), null);
+        int count = h.chunks(n, withPartial);
+        int[] t = n == tokens.length ? tokens : java.util.Arrays.copyOf(tokens, n);
+        byte[][] hashes = h.hashes(t, count);
+        List<Chunk> out = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            int start = i * config.chunkSize();
+            out.add(new Chunk(i, start, Math.min(config.chunkSize(), n - start), key(hashes[i])));
+        }
+        return out;
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("KvCacheEngine is closed");
+        }
+    }
+
+    private void checkBuffer(KvBuffer buf, int[] tokens, String what) {
+        if (!buf.layout().equals(layout)) {
+            throw new IllegalArgumentException(what + ": buffer layout " + buf.layout().describe() + " is not the engine's "
+                    + layout.describe());
+        }
+        if (buf instanceof ChunkedKv c && c.chunkSize() != config.chunkSize()) {
+            throw new IllegalArgumentException(what + ": buffer chunk size " + c.chunkSize() + " is not the engine's "
+                    + config.chunkSize());
+        }
+        if (tokens.length > buf.capacityTokens()) {
+            throw new IllegalArgumentException(what + ": " + tokens.length + " tokens do not fit " + buf);
+        }
+    }
+
+    // ---- lookup --------------------------------------------------------------------------
+
+    /**
+     * How many tokens of the prefix of {@code tokens} are held, counting whole stored chunks from
+     * the start and stopping at the first chunk no tier holds. Reads no payload: a Redis tier
+     * is asked once for all the chunks the local tiers lack.
+     *
+     * @param tokens the prompt's token ids
+     * @return tokens held, a multiple of the chunk size unless a stored partial chunk ends it
+     */
+    public int lookup(int[] tokens) {
+        checkOpen();
+        lookups.increment();
+        List<Chunk> cs = chunks(tokens, true, tokens.length);
+        boolean[] held = heldChunks(cs);
+        int n = 0;
+        for (Chunk c : cs) {
+            if (!held[c.index()]) {
+                break;
+            }
+            n += c.tokens();
+        }
+        return n;
+    }
+
+    private boolean[] heldChunks(List<Chunk> cs) {
+        boolean[] held = new boolean[cs.size()];
+        List<Integer> remote = new ArrayList<>();
+        for (Chunk c : cs) {
+            held[c.index()] = memory != null && memory.contains(c.key()) || disk != null && disk.contains(c.key());
+            if (!held[c.index()]) {
+                if (redis == null) {
+                    break; // the prefix ends here
+                }
+                remote.add(c.index());
+            }
+        }
+        if (redis != null && !remote.isEmpty()) {
+            boolean[] r = redis.containsEach(remote.stream().map(i -> cs.get(i).key()).toList());
+            for (int i = 0; i < r.length; i++) {
+                held[remote.get(i)] = r[i];
+            }
+        }
+        return held;
+    }
+
+    // ---- store ---------------------------------------------------------------------------
+
+    /**
+     * Stores the KV cache of {@code tokens}, chunk by chunk, from {@code src} (which holds the
+     * cache of the same tokens from its token 0): into the memory tier now, into the tiers below
+     * by the write-behind. Waits while the write-behind queue is full. Chunks already held are
+     * not copied again. A partial last chunk is stored only with {@code save_unfull_chunk}.
+     *
+     * @param tokens the prompt's token ids
+     * @param src    the cache of those tokens, host or device memory
+     * @return tokens stored (or already held) from the start, up to the first chunk no tier took
+     */
+    public int store(int[] tokens, KvBuffer src) {
+        try {
+            return storeChunks(tokens, src, false).join();
+        } catch (CompletionException e) {
+            throw rethrow(e);
+        }
+    }
+
+    /**
+     * Like {@link #store}, but the future completes when every tier has written the chunks (or
+     * failed to): its value is the tokens that every tier took, from the start. The copy out of
+     * {@code src} happens before this method returns when a memory tier is on; without one the
+     * caller must leave {@code src} alone until the future completes.
+     *
+     * @param tokens the prompt's token ids
+     * @param src    the cache of those tokens
+     * @return the tokens every tier holds, when they are written
+     */
+    public CompletableFuture<Integer> storeAsync(int[] tokens, KvBuffer src) {
+        return storeChunks(tokens, src, true);
+    }
+
+    private CompletableFuture<Integer> storeChunks(int[] tokens, KvBuffer src, boolean waitAll) {
+        checkOpen();
+        checkBuffer(src, tokens, "store");
+        stores.increment();
+        List<Chunk> cs = chunks(tokens, config.saveUnfullChunk(), tokens.length);
+        List<CompletableFuture<Boolean>> done = new ArrayList<>(cs.size());
+        if (memory != null) {
+            for (Chunk c : cs) {
+                CompletableFuture<Boolean> f = storeViaMemory(c, src);
+                done.add(f);
+                if (!waitAll && f.isDone() && !f.join()) {
+                    break;
+                }
+            }
+            if (!waitAll) {
+                return CompletableFuture.completedFuture(prefixTokens(cs, done, true));
+            }
+        } else {
+            for (Chunk c : cs) {
+                done.add(CompletableFuture.supplyAsync(() -> storeDirect(c, src), io));
+            }
+        }
+        return CompletableFuture.allOf(done.toArray(CompletableFuture[]::new))
+                .thenApply(v -> prefixTokens(cs, done, false));
+    }
+
+    /** Tokens of the chunks from the start whose future says true; with {@code acceptedOnly} a running write counts. */
+    private static int prefixTokens(List<Chunk> cs, List<CompletableFuture<Boolean>> done, boolean acceptedOnly) {
+        int n = 0;
+        for (int i = 0; i < done.size(); i++) {
+            CompletableFuture<Boolean> f = done.get(i);
+            boolean ok = acceptedOnly && !f.isDone() || f.isDone() && !f.isCompletedExceptionally() && f.join();
+            if (!ok) {
+                break;
+            }
+            n += cs.get(i).tokens();
+        }
+        return n;
+    }
+
+    /** Into the memory tier now; the future completes when the write-behind has written it below. */
+    private CompletableFuture<Boolean> storeViaMemory(Chunk c, KvBuffer src) {
+        long len = layout.bytesPerChunk(c.tokens());
+        MemoryTier.Pinned p;
+        if (memory.contains(c.key()) && lowerHold(c.key())) {
+            return CompletableFuture.completedFuture(true);
+        }
+        p = memory.putPinned(c.key(), len, slot -> src.copyOut(c.start(), c.tokens(), slot));
+        if (p == null) {
+            // the pool is full of pinned entries (or closed): write below directly, now
+            return CompletableFuture.completedFuture(!lower.isEmpty() && storeDirect(c, src));
+        }
+        if (lower.isEmpty()) {
+            p.close();
+            return CompletableFuture.completedFuture(true);
+        }
+        WriteJob job = new WriteJob(c, p, new CompletableFuture<>());
+        pendingWrites.incrementAndGet();
+        try {
+            queue.put(job); // back-pressure: waits while the lower tiers are behind
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            p.close();
+            finishWrite();
+            return CompletableFuture.completedFuture(false);
+        }
+        return job.done();
+    }
+
+    private boolean lowerHold(CacheKey key) {
+        for (KvTier t : lower) {
+            if (!(t instanceof RedisTier) && !t.contains(key)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void writeBehind() {
+        for (;;) {
+            WriteJob job;
+            try {
+                job = queue.take();
+            } catch (InterruptedException e) {
+                return;
+            }
+            if (job == STOP) {
+                return;
+            }
+            boolean ok = true;
+            try (MemoryTier.Pinned p = job.pinned()) {
+                MemorySegment bytes = p.segment();
+                for (KvTier t : lower) {
+                    if (!safePut(t, job.chunk(), bytes)) {
+                        ok = false;
+                        writeFailures.increment();
+                    }
+                }
+            } catch (RuntimeException | Error e) {
+                ok = false;
+                writeFailures.increment();
+            } finally {
+                job.done().complete(ok);
+                finishWrite();
+            }
+        }
+    }
+
+    private void finishWrite() {
+        if (pendingWrites.decrementAndGet() == 0) {
+            synchronized (drained) {
+                drained.notifyAll();
+            }
+        }
+    }
+
+    private boolean safePut(KvTier t, Chunk c, MemorySegment bytes) {
+        try {
+            return t.put(c.key(), layout, c.tokens(), bytes);
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** Without the memory tier: straight from the caller's buffer (or a staging copy of it) to every lower tier. */
+    private boolean storeDirect(Chunk c, KvBuffer src) {
+        MemorySegment view = src.hostChunk(c.start(), c.tokens());
+        if (view != null) {
+            return putLower(c, view);
+        }
+        long len = layout.bytesPerChunk(c.tokens());
+        try (StagingPool.Lease s = staging.take()) {
+            MemorySegment seg = s.segment().asSlice(0, len);
+            src.copyOut(c.start(), c.tokens(), seg);
+            return putLower(c, seg);
+        }
+    }
+
+    private boolean putLower(Chunk c, MemorySegment bytes) {
+        boolean ok = true;
+        for (KvTier t : lower) {
+            ok &= safePut(t, c, bytes);
+        }
+        return ok;
+    }
+
+    /**
+     * Waits until the write-behind queue is empty and every queued chunk is written.
+     *
+     * @throws InterruptedException when interrupted while waiting
+     */
+    public void flush() throws InterruptedException {
+        synchronized (drained) {
+            while (pendingWrites.get() > 0) {
+                drained.wait(100);
+            }
+        }
+    }
+
+    // ---- retrieve ------------------------------------------------------------------------
+
+    /**
+     * Fills the held prefix of {@code tokens}' KV cache into {@code dst} (token 0 of the prompt
+     * at token 0 of the buffer) and returns how many tokens it filled: whole chunks from the
+     * start, up to the first chunk no tier holds (or whose bytes fail verification). Chunks
+     * found below the memory tier are promoted into it.
+     *
+     * @param tokens the prompt's token ids
+     * @param dst    where the cache goes, host or device memory
+     * @return tokens filled; bytes past them are undefined
+     */
+    public int retrieve(int[] tokens, KvBuffer dst) {
+        try {
+            return retrieveAsync(tokens, dst).join();
+        } catch (CompletionException e) {
+            throw rethrow(e);
+        }
+    }
+
+    /**
+     * Like {@link #retrieve}, returning at once; chunks are fetched in parallel on the engine's
+     * I/O threads. {@code dst} must be left alone until the future completes.
+     *
+     * @param tokens the prompt's token ids
+     * @param dst    where the cache goes
+     * @return the tokens filled, when they are
+     */
+    public CompletableFuture<Integer> retrieveAsync(int[] tokens, KvBuffer dst) {
+        checkOpen();
+        checkBuffer(dst, tokens, "retrieve");
+        retrieves.increment();
+        requested.add(tokens.length);
+        List<Chunk> cs = chunks(tokens, true, tokens.length);
+        boolean[] held = heldChunks(cs);
+        List<CompletableFuture<Boolean>> fs = new ArrayList<>();
+        for (Chunk c : cs) {
+            if (!held[c.index()]) {
+                break;
+            }
+            fs.add(CompletableFuture.supplyAsync(() -> fetch(c, dst), io));
+        }
+        return CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)).thenApply(v -> {
+            int n = prefixTokens(cs, fs, false);
+            retrieved.add(n);
+            return n;
+        });
+    }
+
+    /** One chunk from the highest tier that has it, verified, promoted into memory. */
+    private boolean fetch(Chunk c, KvBuffer dst) {
+        long len = layout.bytesPerChunk(c.tokens());
+        if (memory != null) {
+            try (MemoryTier.Pinned p = memory.pin(c.key())) {
+                if (p != null && p.segment().byteSize() == len) {
+                    dst.copyIn(p.segment(), c.start(), c.tokens());
+                    return true;
+                }
+            }
+        }
+        MemorySegment view = dst.hostChunk(c.start(), c.tokens());
+        if (view != null) {
+            KvTier hit = getLower(c, view);
+            if (hit == null) {
+                return false;
+            }
+            promote(c, view, hit);
+            return true;
+        }
+        try (StagingPool.Lease s = staging.take()) {
+            MemorySegment seg = s.segment().asSlice(0, len);
+            KvTier hit = getLower(c, seg);
+            if (hit == null) {
+                return false;
+            }
+            dst.copyIn(seg, c.start(), c.tokens());
+            promote(c, seg, hit);
+            return true;
+        }
+    }
+
+    private KvTier getLower(Chunk c, MemorySegment into) {
+        for (KvTier t : lower) {
+            try {
+                if (t.get(c.key(), into)) {
+                    return t;
+                }
+            } catch (RuntimeException e) {
+                // a tier that throws is a miss
+            }
+        }
+        return null;
+    }
+
+    private void promote(Chunk c, MemorySegment bytes, KvTier from) {
+        if (memory != null) {
+            MemoryTier.Pinned p = memory.putPinned(c.key(), bytes);
+            if (p != null) {
+                p.close();
+                promotions.increment();
+            }
+        }
+    }
+
+    // ---- metrics, close ------------------------------------------------------------------
+
+    /**
+     * Counters of the engine and of every tier.
+     *
+     * @return a snapshot
+     */
+    public KvMetrics metrics() {
+        List<TierStats> ts = all.stream().map(KvTier::stats).toList();
+        return new KvMetrics(ts, queue.size(), config.writeQueueChunks(), stores.sum(), retrieves.sum(), lookups.sum(),
+                requested.sum(), retrieved.sum(), promotions.sum(), writeFailures.sum());
+    }
+
+    private static RuntimeException rethrow(CompletionException e) {
+        Throwable c = e.getCause();
+        if (c instanceof RuntimeException r) {
+            return r;
+        }
+        if (c instanceof Error err) {
+            throw err;
+        }
+        return e;
+    }
+
+    /**
+     * Finishes the queued writes, stops the threads and closes every tier; a second call does
+     * nothing.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
+        }
+        try {
+            flush();
+            for (int i = 0; i < writers.size(); i++) {
+                queue.put(STOP);
+            }
+            for (Thread t : writers) {
+                t.join();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        io.shutdown();
+        try {
+            if (!io.awaitTermination(30, TimeUnit.SECONDS)) {
+                io.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            io.shutdownNow();
+            Thread.currentThread().interrupt();
+        }
+        for (KvTier t : all) {
+            t.close();
+        }
+        staging.close();
+    }
+
+    @Override
+    public String toString() {
+        return "KvCacheEngine[" + layout.describe() + ", chunk " + config.chunkSize() + ", tiers "
+                + all.stream().map(KvTier::name).toList() + "]";
+    }
+
+}

@@ -1,0 +1,63 @@
+package io.phxfs.kvcache;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One level of the cache: host memory, local disk or a remote store. Every method may be called
+ * from any thread. A tier never returns bytes it cannot vouch for: a damaged, foreign or
+ * unreachable entry is a miss, counted in {@link #stats()}.
+ */
+public interface KvTier extends AutoCloseable {
+    /**
+     * A short name for metrics and messages ({@code memory}, {@code disk}, {@code redis}).
+     *
+     * @return the tier's name
+     */
+    String name();
+
+    /**
+     * Whether the tier holds {@code key}, from its index alone (no payload is read).
+     *
+     * @param key the chunk's key
+     * @return true when a {@link #get} would probably hit
+     */
+    boolean contains(CacheKey key);
+
+    /**
+     * Stores a chunk. A chunk already held is left as it is.
+     *
+     * @param key     the chunk's key
+     * @param layout  the layout its bytes are in
+     * @param tokens  tokens in the chunk
+     * @param payload the chunk's bytes, host memory, exactly {@code layout.bytesPerChunk(tokens)} long
+     * @return true when stored (or already held); false when the tier declined or failed (counted)
+     */
+    boolean put(CacheKey key, KvLayout layout, int tokens, MemorySegment payload);
+
+    /**
+     * Copies a chunk into {@code dst}, verified.
+     *
+     * @param key the chunk's key
+     * @param dst host memory exactly as long as the stored payload
+     * @return true on a verified hit; false on a miss, in which case {@code dst}'s bytes are undefined
+     */
+    boolean get(CacheKey key, MemorySegment dst);
+
+    /**
+     * Drops a chunk if held.
+     *
+     * @param key the chunk's key
+     */
+    void remove(CacheKey key);
+
+    /**
+     * Counters and occupancy now.
+     *
+     * @return a snapshot
+     */
+    TierStats stats();
+
+    /** Releases the tier's memory, files and connections; a second call does nothing. */
+    @Override
+    void close();
+}

@@ -1,0 +1,143 @@
+package io.phxfs.kvcache;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.phxfs.core.RegisteredBuffer;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Chunk files: header, restart, damaged, torn and foreign files, the byte cap. */
+class DiskTierTest {
+    private static final KvLayout L = KvLayout.preset("tiny-llama");
+    private static final long LEN = L.bytesPerChunk(256);
+
+    @TempDir
+    Path dir;
+
+    private static CacheKey key(int i) {
+        return new CacheKey("m", 1, 0, "%064x".formatted(i), "bfloat16", Map.of());
+    }
+
+    private static void put(DiskTier d, int i) {
+        try (RegisteredBuffer b = TestData.PHX.host().allocate(LEN)) {
+            TestData.fill(b.segment().orElseThrow(), i);
+            assertTrue(d.put(key(i), L, 256, b.segment().orElseThrow()));
+        }
+    }
+
+    private static boolean getAndCheck(DiskTier d, int i) {
+        try (RegisteredBuffer b = TestData.PHX.host().allocate(LEN); RegisteredBuffer w = TestData.PHX.host().allocate(LEN)) {
+            if (!d.get(key(i), b.segment().orElseThrow())) {
+                return false;
+            }
+            TestData.fill(w.segment().orElseThrow(), i);
+            assertEquals(-1, b.segment().orElseThrow().mismatch(w.segment().orElseThrow()), "chunk " + i);
+            return true;
+        }
+    }
+
+    private Path fileOf(int i) {
+        return dir.resolve(DiskTier.fileName(key(i).toString()));
+    }
+
+    @Test
+    void fileHasA4KiBHeaderAndAnAlignedPayloadAndSurvivesARestart() throws Exception {
+        try (DiskTier d = new DiskTier(dir, 1 << 30, 0, DiskTier.FsyncPolicy.FULL)) {
+            put(d, 1);
+            put(d, 2);
+        }
+        assertEquals(4096 + LEN, Files.size(fileOf(1)));
+        byte[] head = new byte[8];
+        try (RandomAccessFile f = new RandomAccessFile(fileOf(1).toFile(), "r")) {
+            f.readFully(head);
+        }
+        assertEquals("PHXKVC", new String(head, 0, 6));
+        try (DiskTier d = new DiskTier(dir, 1 << 30, 0, DiskTier.FsyncPolicy.FILE)) {
+            assertEquals(2, d.stats().entries());
+            assertTrue(d.contains(key(1)));
+            assertTrue(getAndCheck(d, 1));
+            assertTrue(getAndCheck(d, 2));
+        }
+    }
+
+    @Test
+    void damagedPayloadIsAMissDeletedAndCounted() throws Exception {
+        try (DiskTier d = new DiskTier(dir, 1 << 30, 0, DiskTier.FsyncPolicy.NONE)) {
+            put(d, 1);
+            try (RandomAccessFile f = new RandomAccessFile(fileOf(1).toFile(), "rw")) {
+                f.seek(4096 + 1000);
+                int b = f.read();
+                f.seek(4096 + 1000);
+                f.write(b ^ 0x40);
+            }
+            assertFalse(getAndCheck(d, 1));
+            assertEquals(1, d.stats().corrupt());
+            assertFalse(Files.exists(fileOf(1)));
+            assertFalse(d.contains(key(1)));
+        }
+    }
+
+    @Test
+    void tornDamagedForeignAndTemporaryFilesAreDroppedAtStart() throws Exception {
+        try (DiskTier d = new DiskTier(dir, 1 << 30, 0, DiskTier.FsyncPolicy.NONE)) {
+            for (int i = 1; i <= 5; i++) {
+                put(d, i);
+            }
+        }
+        // torn: cut short
+        try (RandomAccessFile f = new RandomAccessFile(fileOf(1).toFile(), "rw")) {
+            f.setLength(4096 + LEN / 2);
+        }
+        // damaged header
+        try (RandomAccessFile f = new RandomAccessFile(fileOf(2).toFile(), "rw")) {
+            f.seek(60);
+            f.write('#');
+        }
+        // foreign: chunk 3's file under chunk 4's name
+        Files.copy(fileOf(3), fileOf(4), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        // not a chunk at all, under a chunk's name
+        Files.writeString(dir.resolve("0123456789012345678901234567890123456789.kv"), "hello");
+        // an interrupted store
+        Files.write(dir.resolve(fileOf(5).getFileName() + ".tmp-1-1"), new byte[100]);
+        // somebody else's file: left alone
+        Files.writeString(dir.resolve("README"), "mine");
+        try (DiskTier d = new DiskTier(dir, 1 << 30, 0, DiskTier.FsyncPolicy.NONE)) {
+            assertEquals(4, d.stats().corrupt(), d.stats().toString());
+            assertEquals(1, d.removedTemporaries());
+            assertEquals(2, d.stats().entries(), d.keys().toString());
+            assertTrue(getAndCheck(d, 3));
+            assertTrue(getAndCheck(d, 5));
+            for (int i : new int[] {1, 2, 4}) {
+                assertFalse(getAndCheck(d, i), "chunk " + i);
+                assertFalse(Files.exists(fileOf(i)));
+            }
+            assertTrue(Files.exists(dir.resolve("README")));
+        }
+    }
+
+    @Test
+    void byteCapEvictsTheLeastRecentlyUsed() {
+        long file = 4096 + LEN;
+        try (DiskTier d = new DiskTier(dir, 3 * file, 0, DiskTier.FsyncPolicy.NONE)) {
+            put(d, 1);
+            put(d, 2);
+            put(d, 3);
+            assertTrue(getAndCheck(d, 1)); // 2 is now the least recently used
+            put(d, 4);
+            assertEquals(3, d.stats().entries());
+            assertEquals(1, d.stats().evictions());
+            assertFalse(d.contains(key(2)));
+            assertFalse(Files.exists(fileOf(2)));
+            assertTrue(getAndCheck(d, 1));
+            assertTrue(getAndCheck(d, 4));
+            assertTrue(d.stats().bytesUsed() <= 3 * file);
+        }
+    }
+
+}

@@ -1,0 +1,257 @@
+/* The batch API over libphoenix's asynchronous batches. Each cuFileBatchIOSubmit
+ * becomes one libphoenix batch with a completion callback; the callback turns
+ * its requests into events that cuFileBatchIOGetStatus hands out, each once.
+ * A handle holds at most the nr it was set up with of submitted requests whose
+ * events have not been collected yet. */
+#include "shim.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct cf_batch cf_batch_t;
+
+typedef struct cf_sub {
+    cf_batch_t *owner;
+    phxfs_batch_t *pb;
+    unsigned n;
+    phxfs_io_req_t *reqs;
+    uint8_t *ops;
+    void **cookies;
+    cf_target_t *targets;
+    struct cf_sub *next;
+} cf_sub_t;
+
+struct cf_batch {
+    unsigned cap;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    unsigned outstanding;      /* submitted, events not yet collected */
+    CUfileIOEvents_t *ready;   /* ring of cap events */
+    unsigned head, nready;
+    cf_sub_t *subs;            /* in flight */
+};
+
+/* Live handles, so a destroyed or made-up one is refused rather than dereferenced. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static cf_batch_t **live;
+static size_t nlive, live_cap;
+
+static int live_add(cf_batch_t *b)
+{
+    pthread_mutex_lock(&live_lock);
+    if (nlive == live_cap) {
+        size_t c = live_cap ? live_cap * 2 : 16;
+        cf_batch_t **v = realloc(live, c * sizeof *v);
+        if (!v) { pthread_mutex_unlock(&live_lock); return -1; }
+        live = v;
+        live_cap = c;
+    }
+    live[nlive++] = b;
+    pthread_mutex_unlock(&live_lock);
+    return 0;
+}
+
+static int live_has(cf_batch_t *b, int remove)
+{
+    pthread_mutex_lock(&live_lock);
+    size_t i = 0;
+    while (i < nlive && live[i] != b) i++;
+    int found = i < nlive;
+    if (found && remove) live[i] = live[--nlive];
+    pthread_mutex_unlock(&live_lock);
+    return found;
+}
+
+static void sub_free(cf_sub_t *s)
+{
+    for (unsigned i = 0; s->targets && i < s->n; i++) cf_target_put(&s->targets[i]);
+    free(s->reqs);
+    free(s->ops);
+    free(s->cookies);
+    free(s->targets);
+    free(s);
+}
+
+static void on_done(phxfs_batch_t *pb, int result, void *arg)
+{
+    (void)result;
+    cf_sub_t *s = arg;
+    cf_batch_t *b = s->owner;
+    pthread_mutex_lock(&b->lock);
+    for (unsigned i = 0; i < s->n; i++) {
+        ssize_t r = s->reqs[i].result;
+        CUfileIOEvents_t *e = &b->ready[(b->head + b->nready++) % b->cap];
+        e->cookie = s->cookies[i];
+        e->status = r >= 0 ? CUFILE_COMPLETE : r == -ECANCELED ? CUFILE_CANCELED : CUFILE_FAILED;
+        e->ret = r == -ECANCELED ? 0 : (size_t)r;
+    }
+    cf_sub_t **pp = &b->subs;
+    while (*pp != s) pp = &(*pp)->next;
+    *pp = s->next;
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    /* b may be destroyed from here on: only s and pb remain ours */
+    phxfs_batch_destroy(pb);
+    sub_free(s);
+}
+
+CF_API CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned nr)
+{
+    if (!batch_idp || nr == 0 || nr > cf_max_batch()) return cf_status(CU_FILE_INVALID_VALUE);
+    cf_ensure_open();
+    cf_batch_t *b = calloc(1, sizeof *b);
+    CUfileIOEvents_t *ready = calloc(nr, sizeof *ready);
+    if (!b || !ready || (b->ready = ready, live_add(b))) {
+        free(b);
+        free(ready);
+        return cf_status(CU_FILE_NOMEM_ERROR);
+    }
+    b->cap = nr;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->cond, NULL);
+    *batch_idp = b;
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned nr, CUfileIOParams_t *iocbp, unsigned int flags)
+{
+    (void)flags; /* reserved by cuFile */
+    cf_batch_t *b = batch_idp;
+    if (!b || !live_has(b, 0) || (nr && !iocbp)) return cf_status(CU_FILE_INVALID_VALUE);
+    if (nr == 0) return cf_status(CU_FILE_SUCCESS);
+    cf_ensure_open();
+    cf_sub_t *s = calloc(1, sizeof *s);
+    if (s) {
+        s->reqs = calloc(nr, sizeof *s->reqs);
+        s->ops = calloc(nr, 1);
+        s->cookies = calloc(nr, sizeof *s->cookies);
+        s->targets = calloc(nr, sizeof *s->targets);
+    }
+    if (!s || !s->reqs || !s->ops || !s->cookies || !s->targets) {
+        if (s) sub_free(s);
+        return cf_status(CU_FILE_NOMEM_ERROR);
+    }
+    s->owner = b;
+    int rc = 0;
+    for (unsigned i = 0; i < nr && !rc; i++) {
+        CUfileIOParams_t *p = &iocbp[i];
+        int fd;
+        if (p->mode != CUFILE_BATCH || (p->opcode != CUFILE_READ && p->opcode != CUFILE_WRITE) || !p->u.batch.devPtr_base ||
+            p->u.batch.file_offset < 0 || p->u.batch.devPtr_offset < 0 || p->u.batch.size > (size_t)SSIZE_MAX) {
+            cf_log(CF_LOG_ERROR, "BatchIOSubmit: entry %u has an invalid mode, opcode, buffer, offset or size", i);
+            rc = CU_FILE_INVALID_VALUE;
+        } else if ((rc = cf_handle_fd(p->fh, &fd)) == 0 &&
+                   (rc = cf_target_get(p->u.batch.devPtr_base, p->u.batch.devPtr_offset, p->u.batch.size, &s->targets[i])) == 0) {
+            s->n = i + 1; /* targets [0, n) are to be put back */
+            cf_target_t *t = &s->targets[i];
+            if (t->bounce) {
+                cf_log(CF_LOG_ERROR, "BatchIOSubmit: entry %u: unregistered device range overlaps a registration; register the buffer", i);
+                rc = CU_FILE_MEMORY_NOT_REGISTERED;
+            }
+            s->reqs[i] = (phxfs_io_req_t){fd, t->dev, t->buf, t->off, p->u.batch.size, p->u.batch.file_offset, 0};
+            s->ops[i] = p->opcode == CUFILE_WRITE ? PHXFS_OP_WRITE : PHXFS_OP_READ;
+            s->cookies[i] = p->cookie;
+        }
+    }
+    if (rc) {
+        sub_free(s);
+        return cf_status((CUfileOpError)rc);
+    }
+    s->n = nr;
+    pthread_mutex_lock(&b->lock);
+    if (b->outstanding + nr > b->cap) {
+        pthread_mutex_unlock(&b->lock);
+        sub_free(s);
+        return cf_status(CU_FILE_BATCH_FULL);
+    }
+    /* under the lock: the callback (on libphoenix's completion thread) waits for it, so it
+     * finds s in the list, and a cancel never sees a half-submitted s */
+    s->pb = phxfs_batch_submit(s->reqs, s->ops, (int)nr, on_done, s);
+    if (!s->pb) {
+        pthread_mutex_unlock(&b->lock);
+        cf_log(CF_LOG_ERROR, "BatchIOSubmit: %s", phxfs_last_error());
+        sub_free(s);
+        return cf_status(CU_FILE_BATCH_SUBMIT_FAILED);
+    }
+    s->next = b->subs;
+    b->subs = s;
+    b->outstanding += nr;
+    pthread_mutex_unlock(&b->lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsigned min_nr, unsigned *nr,
+                                            CUfileIOEvents_t *iocbp, struct timespec *timeout)
+{
+    cf_batch_t *b = batch_idp;
+    if (!b || !nr || !live_has(b, 0) || (*nr && !iocbp) || min_nr > *nr) return cf_status(CU_FILE_INVALID_VALUE);
+    if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L))
+        return cf_status(CU_FILE_INVALID_VALUE);
+    struct timespec until;
+    if (timeout) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += timeout->tv_sec;
+        until.tv_nsec += timeout->tv_nsec;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+    }
+    pthread_mutex_lock(&b->lock);
+    /* more than is outstanding can never come */
+    unsigned want = min_nr < b->outstanding ? min_nr : b->outstanding;
+    while (b->nready < want) {
+        if (!timeout) {
+            pthread_cond_wait(&b->cond, &b->lock);
+            continue;
+        }
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)) break;
+        /* the condition variable waits on CLOCK_REALTIME: wait in slices of at most 10 ms of
+         * the monotonic budget so a clock step cannot stretch the timeout */
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        long left_ns = (until.tv_sec - now.tv_sec) * 1000000000L + (until.tv_nsec - now.tv_nsec);
+        long slice = left_ns < 10000000L ? left_ns : 10000000L;
+        rt.tv_nsec += slice;
+        if (rt.tv_nsec >= 1000000000L) { rt.tv_sec++; rt.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&b->cond, &b->lock, &rt);
+    }
+    unsigned got = b->nready < *nr ? b->nready : *nr;
+    for (unsigned i = 0; i < got; i++) {
+        iocbp[i] = b->ready[b->head];
+        b->head = (b->head + 1) % b->cap;
+    }
+    b->nready -= got;
+    b->outstanding -= got;
+    pthread_mutex_unlock(&b->lock);
+    *nr = got;
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
+{
+    cf_batch_t *b = batch_idp;
+    if (!b || !live_has(b, 0)) return cf_status(CU_FILE_INVALID_VALUE);
+    pthread_mutex_lock(&b->lock);
+    for (cf_sub_t *s = b->subs; s; s = s->next) phxfs_batch_cancel(s->pb);
+    pthread_mutex_unlock(&b->lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
+{
+    cf_batch_t *b = batch_idp;
+    if (!b || !live_has(b, 1)) {
+        cf_log(CF_LOG_WARN, "BatchIODestroy: %p is not a batch handle", batch_idp);
+        return;
+    }
+    pthread_mutex_lock(&b->lock);
+    for (cf_sub_t *s = b->subs; s; s = s->next) phxfs_batch_cancel(s->pb);
+    while (b->subs) pthread_cond_wait(&b->cond, &b->lock);
+    pthread_mutex_unlock(&b->lock);
+    pthread_mutex_destroy(&b->lock);
+    pthread_cond_destroy(&b->cond);
+    free(b->ready);
+    free(b);
+}

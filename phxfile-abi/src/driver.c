@@ -1,0 +1,500 @@
+/* The driver: open count, configuration (cufile.json, Set* calls, the
+ * parameter API) and properties. Opening is cheap on purpose: it only reads
+ * the configuration; libphoenix starts its workers and opens a device when the
+ * first buffer or transfer needs one. */
+#include "shim.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <dlfcn.h>
+
+/* cuFile 1.15's interface */
+#define CF_VERSION 1150
+
+static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
+static long use_count;        /* opens not yet closed; an implicit open counts one */
+static int implicit_open;     /* the one reference is the implicit open's */
+static atomic_int open_flag;  /* fast path of cf_ensure_open */
+static atomic_int exiting;    /* set at process exit: close then touches nothing */
+static int atexit_done;
+static atomic_int dev_opened[CF_MAX_DEVICES];
+static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- parameters ---- */
+#define N_SIZET 12
+#define N_BOOL 12
+#define N_STRING 3
+static const char *sizet_names[N_SIZET] = {"profile.cufile_stats", "execution.max_io_queue_depth", "execution.max_io_threads",
+    "execution.min_io_threshold_size_kb", "execution.max_request_parallelism", "properties.max_direct_io_size_kb",
+    "properties.max_device_cache_size_kb", "properties.per_buffer_cache_size_kb", "properties.max_device_pinned_mem_size_kb",
+    "properties.io_batchsize", "properties.poll_mode_max_size_kb", "properties.batch_io_timeout_ms"};
+static const char *bool_names[N_BOOL] = {"properties.use_poll_mode", "properties.allow_compat_mode", "properties.force_compat_mode",
+    "fs.misc.api_check_aggressive", "execution.parallel_io", "profile.nvtx", "properties.allow_system_memory",
+    "properties.use_pci_p2pdma", "properties.prefer_io_uring", "properties.force_odirect_mode",
+    "properties.skip_topology_detection", "properties.stream_memops_bypass"};
+/* What Phoenix honours; the rest of the parameter API answers CU_FILE_INVALID_VALUE. */
+static const int sizet_ok[N_SIZET] = {0, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+static const int bool_ok[N_BOOL] = {1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+static const int string_ok[N_STRING] = {1, 0, 0};
+
+static struct {
+    int loaded;
+    size_t sz[N_SIZET];
+    bool bl[N_BOOL];
+    char str[N_STRING][64];
+} cfg;
+static atomic_int log_level; /* CF_LOG_ERROR (0) until the configuration says otherwise */
+static char config_used[256] = "built-in defaults";
+
+static int level_of(const char *s)
+{
+    if (!strcasecmp(s, "error")) return CF_LOG_ERROR;
+    if (!strcasecmp(s, "warn")) return CF_LOG_WARN;
+    if (!strcasecmp(s, "info")) return CF_LOG_INFO;
+    if (!strcasecmp(s, "debug") || !strcasecmp(s, "trace")) return CF_LOG_DEBUG;
+    return -1;
+}
+
+void cf_log(int level, const char *fmt, ...)
+{
+    if (level > atomic_load_explicit(&log_level, memory_order_relaxed)) return;
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "phxfile: %s\n", msg);
+}
+
+CUfileOpError cf_from_errno(int neg)
+{
+    switch (-neg) {
+    case 0: return CU_FILE_SUCCESS;
+    case EINVAL: case EBADF: case ERANGE: case EOVERFLOW: return CU_FILE_INVALID_VALUE;
+    case ENOMEM: return CU_FILE_NOMEM_ERROR;
+    case ENODEV: case ENXIO: return CU_FILE_DEVICE_NOT_FOUND;
+    case EFAULT: return CU_FILE_MEMORY_NOT_REGISTERED;
+    case EIO: return CU_FILE_IO_ERROR;
+    case EPERM: case EACCES: return CU_FILE_PERMISSION_DENIED;
+    case EOPNOTSUPP: return CU_FILE_IO_NOT_SUPPORTED;
+    default: return CU_FILE_INTERNAL_ERROR;
+    }
+}
+
+/* libphoenix's values for what it owns (pool sizes, workers), so an unconfigured driver
+ * reports what really runs */
+static size_t phx_kb(const char *key, size_t unit_kb)
+{
+    char buf[32];
+    if (phxfs_get_config(key, buf, sizeof buf) < 0) return 0;
+    return (size_t)strtoull(buf, NULL, 10) * unit_kb;
+}
+
+/* The defaults, then the JSON file. Under drv_lock. */
+static void apply_json(const char *path, char kind, const char *text, double num, int b, void *arg);
+
+static void load_config_locked(void)
+{
+    if (cfg.loaded) return;
+    cfg.loaded = 1;
+    cfg.sz[2] = phx_kb("workers", 1);
+    cfg.sz[5] = 16384;                  /* cuFile's default; also the per-syscall cap below */
+    cfg.sz[6] = phx_kb("pinned_mb", 1024);
+    cfg.sz[7] = phx_kb("slot_kb", 1);
+    cfg.sz[8] = (size_t)UINT_MAX;       /* registration costs no pinned memory in bounce mode */
+    cfg.sz[9] = 128;
+    cfg.sz[10] = 4;
+    cfg.sz[11] = 0;
+    cfg.bl[1] = true;                   /* every path is what cuFile calls compatibility mode */
+    cfg.bl[6] = true;                   /* host memory works everywhere */
+    char eng[16] = "";
+    phxfs_get_config("engine", eng, sizeof eng);
+    cfg.bl[8] = strcmp(eng, "uring") == 0;
+    snprintf(cfg.str[0], sizeof cfg.str[0], "ERROR");
+    const char *env = getenv("CUFILE_ENV_PATH_JSON");
+    const char *path = env && *env ? env : "/etc/cufile.json";
+    /* CUFILE_LOGGING_LEVEL, as NVIDIA's library reads it, outranks the file's logging.level */
+    const char *lv = getenv("CUFILE_LOGGING_LEVEL");
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        if (lv && level_of(lv) >= 0) atomic_store(&log_level, level_of(lv));
+        /* no file is the normal case outside a GDS installation; a named one that is missing is not */
+        if (env && *env) fprintf(stderr, "phxfile: cannot read CUFILE_ENV_PATH_JSON=%s: %s; using defaults\n", path, strerror(errno));
+        return;
+    }
+    char *text = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            char *t = realloc(text, cap = cap ? cap * 2 : 16384);
+            if (!t) { free(text); fclose(f); return; }
+            text = t;
+        }
+        size_t got = fread(text + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0 || n > (1u << 20)) break;
+    }
+    fclose(f);
+    text[n] = 0;
+    char err[160];
+    /* checked whole before anything is applied: a broken file changes nothing */
+    if (cf_json_parse(text, NULL, NULL, err, sizeof err))
+        fprintf(stderr, "phxfile: ignoring %s: %s\n", path, err);
+    else {
+        cf_json_parse(text, apply_json, NULL, err, sizeof err);
+        snprintf(config_used, sizeof config_used, "%s", path);
+    }
+    free(text);
+    if (lv && level_of(lv) >= 0) {
+        atomic_store(&log_level, level_of(lv));
+        snprintf(cfg.str[0], sizeof cfg.str[0], "%s", lv);
+    }
+}
+
+/* Pushes one honoured value into libphoenix; 0 or a CUfileOpError. PHX_* in the environment
+ * outranks the cuFile configuration for the keys they share. */
+static int push_sizet(int p, size_t v, int from_file)
+{
+    const char *key = NULL;
+    char val[32];
+    switch (p) {
+    case 2: key = "workers"; snprintf(val, sizeof val, "%zu", v); break;
+    case 5: key = "max_io_bytes"; snprintf(val, sizeof val, "%zu", v * 1024); break;
+    case 6: key = "pinned_mb"; snprintf(val, sizeof val, "%zu", (v + 1023) / 1024); break;
+    case 7: key = "slot_kb"; snprintf(val, sizeof val, "%zu", v); break;
+    default: return 0;
+    }
+    char env[32] = "PHX_";
+    for (size_t i = 0; key[i] && i < 20; i++) env[4 + i] = (char)(key[i] >= 'a' && key[i] <= 'z' ? key[i] - 32 : key[i]);
+    env[4 + strlen(key)] = 0;
+    if (from_file && getenv(env)) return 0;
+    if (v == 0) return CU_FILE_INVALID_VALUE;
+    int rc = phxfs_set_config(key, val);
+    if (rc == -EBUSY) {
+        cf_log(CF_LOG_WARN, "%s: %s", sizet_names[p], phxfs_last_error());
+        return CU_FILE_DRIVER_UNSUPPORTED_LIMIT;
+    }
+    if (rc < 0) {
+        cf_log(CF_LOG_WARN, "%s = %zu: %s", sizet_names[p], v, phxfs_last_error());
+        return CU_FILE_INVALID_VALUE;
+    }
+    return 0;
+}
+
+static int push_bool(int p, bool v, int from_file)
+{
+    if (p == 1 && !v) return CU_FILE_INVALID_VALUE;  /* there is no other mode to insist on */
+    if (p == 6 && !v) return CU_FILE_INVALID_VALUE;  /* host memory is always accepted */
+    if (p == 8) {
+        if (from_file && getenv("PHX_ENGINE")) return 0;
+        int rc = phxfs_set_config("engine", v ? "uring" : "sync");
+        if (rc == -EBUSY) return CU_FILE_DRIVER_UNSUPPORTED_LIMIT;
+        if (rc < 0) return CU_FILE_INVALID_VALUE;
+    }
+    return 0;
+}
+
+static void apply_json(const char *path, char kind, const char *text, double num, int b, void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < N_SIZET; i++)
+        if (sizet_ok[i] && !strcmp(path, sizet_names[i])) {
+            if (kind != 'n' || num < 0) { fprintf(stderr, "phxfile: cufile.json %s: expected a number, got %s\n", path, text); return; }
+            if (push_sizet(i, (size_t)num, 1) == 0) cfg.sz[i] = (size_t)num;
+            return;
+        }
+    for (int i = 0; i < N_BOOL; i++)
+        if (bool_ok[i] && !strcmp(path, bool_names[i])) {
+            if (kind != 'b') { fprintf(stderr, "phxfile: cufile.json %s: expected true or false, got %s\n", path, text); return; }
+            if (push_bool(i, b, 1) == 0) cfg.bl[i] = b;
+            return;
+        }
+    if (!strcmp(path, "logging.level") && kind == 's') {
+        int l = level_of(text);
+        if (l < 0) { fprintf(stderr, "phxfile: cufile.json logging.level: unknown level %s\n", text); return; }
+        atomic_store(&log_level, l);
+        snprintf(cfg.str[0], sizeof cfg.str[0], "%s", text);
+    }
+    /* anything else is a key of NVIDIA's that Phoenix has no use for */
+}
+
+static void at_exit(void) { atomic_store(&exiting, 1); }
+/* also when the library is unloaded, or exit() ran before any open */
+__attribute__((destructor)) static void on_unload(void) { atomic_store(&exiting, 1); }
+
+static void open_locked(void)
+{
+    load_config_locked();
+    /* CUFILE_LOGGING_LEVEL=INFO shows that this library, not NVIDIA's, answered */
+    Dl_info self;
+    cf_log(CF_LOG_INFO, "Phoenix cuFile-compatible library %s (cuFile API %d.%d, libphoenix %d), configuration: %s",
+           dladdr((void *)cuFileDriverOpen, &self) && self.dli_fname ? self.dli_fname : "?", CF_VERSION / 1000,
+           CF_VERSION % 1000 / 10, phxfs_version(), config_used);
+    /* registered at the first open, so it runs before the exit handlers of CUDA and of the
+     * frameworks that opened us earlier: a close after it only drops the count */
+    if (!atexit_done) atexit_done = atexit(at_exit) == 0;
+    atomic_store(&open_flag, 1);
+}
+
+int cf_ensure_open(void)
+{
+    if (atomic_load_explicit(&open_flag, memory_order_acquire)) return 0;
+    pthread_mutex_lock(&drv_lock);
+    if (use_count == 0) {
+        open_locked();
+        use_count = 1;
+        implicit_open = 1;
+    }
+    pthread_mutex_unlock(&drv_lock);
+    return 0;
+}
+
+int cf_device_use(int dev)
+{
+    if (dev < 0 || dev >= CF_MAX_DEVICES) return -ENODEV;
+    if (atomic_load_explicit(&dev_opened[dev], memory_order_acquire)) return 0;
+    pthread_mutex_lock(&dev_lock);
+    int rc = 0;
+    if (!atomic_load(&dev_opened[dev])) {
+        rc = phxfs_open(dev);
+        if (rc == 0) atomic_store_explicit(&dev_opened[dev], 1, memory_order_release);
+        else cf_log(CF_LOG_ERROR, "cannot open device %d: %s", dev, phxfs_last_error());
+    }
+    pthread_mutex_unlock(&dev_lock);
+    return rc;
+}
+
+int cf_stream_device(void *s)
+{
+    int n = phxfs_device_count();
+    if (n < 0) return n;
+    for (int d = 0; d < n && d < CF_MAX_DEVICES; d++) {
+        int rc = cf_device_use(d);
+        if (rc) return rc;
+        if (phxfs_check_stream(d, s) == 0) return d;
+    }
+    return -EINVAL;
+}
+
+size_t cf_pinned_cap(void)
+{
+    pthread_mutex_lock(&drv_lock);
+    size_t v = cfg.sz[8];
+    pthread_mutex_unlock(&drv_lock);
+    return v > SIZE_MAX / 1024 ? SIZE_MAX : v * 1024;
+}
+
+unsigned cf_max_batch(void)
+{
+    pthread_mutex_lock(&drv_lock);
+    size_t v = cfg.sz[9];
+    pthread_mutex_unlock(&drv_lock);
+    return v > UINT_MAX ? UINT_MAX : (unsigned)v;
+}
+
+CF_API CUfileError_t cuFileDriverOpen(void)
+{
+    pthread_mutex_lock(&drv_lock);
+    if (use_count == 0) open_locked();
+    if (implicit_open) implicit_open = 0; /* the caller's open takes over the implicit one */
+    else use_count++;
+    if (use_count == 0) use_count = 1;
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+static CUfileError_t driver_close(void)
+{
+    pthread_mutex_lock(&drv_lock);
+    if (use_count == 0) {
+        pthread_mutex_unlock(&drv_lock);
+        return cf_status(CU_FILE_DRIVER_NOT_INITIALIZED);
+    }
+    if (--use_count > 0) {
+        pthread_mutex_unlock(&drv_lock);
+        return cf_status(CU_FILE_SUCCESS);
+    }
+    implicit_open = 0;
+    atomic_store(&open_flag, 0);
+    if (atomic_load(&exiting)) {
+        /* CUDA may already be gone: leave everything to the process's end */
+        pthread_mutex_unlock(&drv_lock);
+        return cf_status(CU_FILE_SUCCESS);
+    }
+    cf_handles_reset();
+    cf_bufs_reset(CF_OWNER_CUFILE);
+    pthread_mutex_lock(&dev_lock);
+    for (int d = 0; d < CF_MAX_DEVICES; d++)
+        if (atomic_load(&dev_opened[d])) {
+            /* a device that still has phxFile registrations or transfers in flight stays open */
+            if (cf_buf_find_dev(d)) continue;
+            if (phxfs_close(d) == 0) atomic_store(&dev_opened[d], 0);
+            else cf_log(CF_LOG_WARN, "device %d stays open: %s", d, phxfs_last_error());
+        }
+    pthread_mutex_unlock(&dev_lock);
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API CUfileError_t cuFileDriverClose_v2(void) { return driver_close(); }
+#undef cuFileDriverClose
+CF_API CUfileError_t cuFileDriverClose(void);
+CF_API CUfileError_t cuFileDriverClose(void) { return driver_close(); }
+
+CF_API long cuFileUseCount(void)
+{
+    pthread_mutex_lock(&drv_lock);
+    long n = use_count;
+    pthread_mutex_unlock(&drv_lock);
+    return n;
+}
+
+CF_API CUfileError_t cuFileGetVersion(int *version)
+{
+    if (!version) return cf_status(CU_FILE_INVALID_VALUE);
+    *version = CF_VERSION;
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+static unsigned kb32(size_t v) { return v > UINT_MAX ? UINT_MAX : (unsigned)v; }
+
+CF_API CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *props)
+{
+    if (!props) return cf_status(CU_FILE_INVALID_VALUE);
+    cf_ensure_open();
+    /* Direct storage-to-device transfers need the phxfs kernel module (p2p/staging modes);
+     * without it every transfer bounces through pinned host memory, and the nvfs version
+     * stays 0.0 so clients know there is no peer-to-peer path. */
+    int p2p = 0;
+    for (int d = 0; d < CF_MAX_DEVICES; d++)
+        if (atomic_load(&dev_opened[d])) {
+            phxfs_device_info_t info;
+            if (phxfs_get_device_info(d, &info) == 0 && (info.mode == PHXFS_MODE_P2P || info.mode == PHXFS_MODE_STAGING)) p2p = 1;
+        }
+    memset(props, 0, sizeof *props);
+    pthread_mutex_lock(&drv_lock);
+    props->nvfs.major_version = p2p ? 1 : 0;
+    props->nvfs.minor_version = 0;
+    props->nvfs.poll_thresh_size = cfg.sz[10];
+    props->nvfs.max_direct_io_size = cfg.sz[5];
+    props->nvfs.dstatusflags = 0;
+    props->nvfs.dcontrolflags = (1u << CU_FILE_ALLOW_COMPAT_MODE) | (cfg.bl[0] ? 1u << CU_FILE_USE_POLL_MODE : 0);
+    props->fflags = (1u << CU_FILE_BATCH_IO_SUPPORTED) | (1u << CU_FILE_STREAMS_SUPPORTED) | (1u << CU_FILE_PARALLEL_IO_SUPPORTED);
+    props->max_device_cache_size = kb32(cfg.sz[6]);
+    props->per_buffer_cache_size = kb32(cfg.sz[7]);
+    props->max_device_pinned_mem_size = kb32(cfg.sz[8]);
+    props->max_batch_io_size = kb32(cfg.sz[9]);
+    props->max_batch_io_timeout_msecs = kb32(cfg.sz[11]);
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+static CUfileError_t set_sizet(int p, size_t v)
+{
+    pthread_mutex_lock(&drv_lock);
+    load_config_locked();
+    int rc = push_sizet(p, v, 0);
+    if (!rc) cfg.sz[p] = v;
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status((CUfileOpError)rc);
+}
+
+/* Polling does not apply (completions come from libphoenix's workers); the values are kept
+ * and reported. */
+CF_API CUfileError_t cuFileDriverSetPollMode(bool poll, size_t poll_threshold_size)
+{
+    pthread_mutex_lock(&drv_lock);
+    load_config_locked();
+    cfg.bl[0] = poll;
+    cfg.sz[10] = poll_threshold_size;
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+CF_API CUfileError_t cuFileDriverSetMaxDirectIOSize(size_t kb) { return set_sizet(5, kb); }
+CF_API CUfileError_t cuFileDriverSetMaxCacheSize(size_t kb) { return set_sizet(6, kb); }
+CF_API CUfileError_t cuFileDriverSetMaxPinnedMemSize(size_t kb) { return set_sizet(8, kb); }
+
+/* ---- the parameter API: staged before the driver opens, read-only after ---- */
+
+CF_API CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t *value)
+{
+    if (!value || (unsigned)param >= N_SIZET || !sizet_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    pthread_mutex_lock(&drv_lock);
+    load_config_locked();
+    *value = cfg.sz[param];
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API CUfileError_t cuFileGetParameterBool(CUFileBoolConfigParameter_t param, bool *value)
+{
+    if (!value || (unsigned)param >= N_BOOL || !bool_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    pthread_mutex_lock(&drv_lock);
+    load_config_locked();
+    *value = cfg.bl[param];
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t param, char *desc_str, int len)
+{
+    if (!desc_str || len <= 0 || (unsigned)param >= N_STRING || !string_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    pthread_mutex_lock(&drv_lock);
+    load_config_locked();
+    int fits = strlen(cfg.str[param]) < (size_t)len;
+    if (fits) strcpy(desc_str, cfg.str[param]);
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status(fits ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE);
+}
+
+/* 0, CU_FILE_DRIVER_ALREADY_OPEN, or CU_FILE_INVALID_VALUE; leaves drv_lock held on 0 */
+static int set_begin(unsigned param, unsigned n, const int *ok)
+{
+    if (param >= n || !ok[param]) return CU_FILE_INVALID_VALUE;
+    pthread_mutex_lock(&drv_lock);
+    if (use_count > 0) {
+        pthread_mutex_unlock(&drv_lock);
+        return CU_FILE_DRIVER_ALREADY_OPEN;
+    }
+    load_config_locked();
+    return 0;
+}
+
+CF_API CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t value)
+{
+    int rc = set_begin((unsigned)param, N_SIZET, sizet_ok);
+    if (rc) return cf_status((CUfileOpError)rc);
+    rc = push_sizet(param, value, 0);
+    if (!rc) cfg.sz[param] = value;
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status((CUfileOpError)rc);
+}
+
+CF_API CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool value)
+{
+    int rc = set_begin((unsigned)param, N_BOOL, bool_ok);
+    if (rc) return cf_status((CUfileOpError)rc);
+    rc = push_bool(param, value, 0);
+    if (!rc) cfg.bl[param] = value;
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status((CUfileOpError)rc);
+}
+
+CF_API CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t param, const char *desc_str)
+{
+    if (!desc_str) return cf_status(CU_FILE_INVALID_VALUE);
+    int rc = set_begin((unsigned)param, N_STRING, string_ok);
+    if (rc) return cf_status((CUfileOpError)rc);
+    int l = level_of(desc_str);
+    if (l < 0) rc = CU_FILE_INVALID_VALUE;
+    else {
+        atomic_store(&log_level, l);
+        snprintf(cfg.str[param], sizeof cfg.str[param], "%s", desc_str);
+    }
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status((CUfileOpError)rc);
+}

@@ -1,0 +1,135 @@
+/* File handles: a table of slots, each a word holding a generation and fd + 1
+ * (0: free). A handle encodes its slot and generation, so a deregistered or
+ * stale handle (one from before a driver close) is told apart without ever
+ * dereferencing freed memory, and a lookup on the I/O path is one atomic load. */
+#include "shim.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define SLOT_BITS 20
+#define MAX_SLOTS ((1u << SLOT_BITS) - 1)
+
+static _Atomic uint64_t *slots;   /* calloc'd once, never freed: untouched pages cost nothing */
+static atomic_uint used;          /* slots [0, used) have been handed out at least once */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t *free_list;
+static size_t nfree, free_cap;
+static int32_t *by_fd;            /* fd -> slot of its live handle, -1 none */
+static size_t by_fd_cap;
+
+static CUfileHandle_t encode(uint32_t idx, uint32_t gen)
+{
+    return (CUfileHandle_t)(uintptr_t)(((uint64_t)gen << SLOT_BITS) | (idx + 1));
+}
+
+int cf_handle_fd(CUfileHandle_t fh, int *fd)
+{
+    uint64_t h = (uint64_t)(uintptr_t)fh;
+    uint32_t idx = (uint32_t)(h & MAX_SLOTS);
+    if (idx == 0 || idx > atomic_load_explicit(&used, memory_order_acquire)) return CU_FILE_HANDLE_NOT_REGISTERED;
+    uint64_t w = atomic_load_explicit(&slots[idx - 1], memory_order_acquire);
+    if ((uint32_t)w == 0 || (w >> 32) != (h >> SLOT_BITS)) return CU_FILE_HANDLE_NOT_REGISTERED;
+    *fd = (int)(uint32_t)w - 1;
+    return 0;
+}
+
+static int check_fd(int fd)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        cf_log(CF_LOG_ERROR, "HandleRegister: fd %d is not an open file", fd);
+        return CU_FILE_INVALID_VALUE;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl & O_PATH)) {
+        cf_log(CF_LOG_ERROR, "HandleRegister: fd %d was opened with O_PATH (no I/O possible)", fd);
+        return CU_FILE_INVALID_FILE_OPEN_FLAG;
+    }
+    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+        cf_log(CF_LOG_ERROR, "HandleRegister: fd %d is not a regular file or block device", fd);
+        return CU_FILE_INVALID_FILE_TYPE;
+    }
+    return 0;
+}
+
+CF_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *descr)
+{
+    if (!fh || !descr) return cf_status(CU_FILE_INVALID_VALUE);
+    switch (descr->type) {
+    case CU_FILE_HANDLE_TYPE_OPAQUE_FD: break;
+    case CU_FILE_HANDLE_TYPE_OPAQUE_WIN32: return cf_status(CU_FILE_PLATFORM_NOT_SUPPORTED);
+    case CU_FILE_HANDLE_TYPE_USERSPACE_FS:
+        cf_log(CF_LOG_ERROR, "HandleRegister: user-space file systems (fs_ops) are not supported");
+        return cf_status(descr->fs_ops ? CU_FILE_IO_NOT_SUPPORTED : CU_FILE_INVALID_VALUE);
+    default: return cf_status(CU_FILE_INVALID_VALUE);
+    }
+    cf_ensure_open();
+    int fd = descr->handle.fd;
+    int rc = check_fd(fd);
+    if (rc) return cf_status((CUfileOpError)rc);
+    pthread_mutex_lock(&lock);
+    if (!slots) slots = calloc(MAX_SLOTS, sizeof *slots);
+    if (!slots) { pthread_mutex_unlock(&lock); return cf_status(CU_FILE_NOMEM_ERROR); }
+    if ((size_t)fd >= by_fd_cap) {
+        size_t cap = by_fd_cap ? by_fd_cap : 1024;
+        while (cap <= (size_t)fd) cap *= 2;
+        int32_t *v = realloc(by_fd, cap * sizeof *v);
+        if (!v) { pthread_mutex_unlock(&lock); return cf_status(CU_FILE_NOMEM_ERROR); }
+        for (size_t i = by_fd_cap; i < cap; i++) v[i] = -1;
+        by_fd = v;
+        by_fd_cap = cap;
+    }
+    if (by_fd[fd] >= 0) {
+        pthread_mutex_unlock(&lock);
+        return cf_status(CU_FILE_HANDLE_ALREADY_REGISTERED);
+    }
+    uint32_t idx;
+    if (nfree) idx = free_list[--nfree];
+    else if (atomic_load(&used) < MAX_SLOTS) idx = atomic_load(&used);
+    else { pthread_mutex_unlock(&lock); return cf_status(CU_FILE_NOMEM_ERROR); }
+    uint32_t gen = (uint32_t)(atomic_load(&slots[idx]) >> 32) + 1;
+    atomic_store_explicit(&slots[idx], ((uint64_t)gen << 32) | (uint32_t)(fd + 1), memory_order_release);
+    if (idx == atomic_load(&used)) atomic_store_explicit(&used, idx + 1, memory_order_release);
+    by_fd[fd] = (int32_t)idx;
+    pthread_mutex_unlock(&lock);
+    *fh = encode(idx, gen);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+/* Frees slot idx (under lock); the generation stays so old handles stay stale. */
+static void release_slot(uint32_t idx)
+{
+    uint64_t w = atomic_load(&slots[idx]);
+    int fd = (int)(uint32_t)w - 1;
+    atomic_store_explicit(&slots[idx], w & ~(uint64_t)UINT32_MAX, memory_order_release);
+    if (fd >= 0 && (size_t)fd < by_fd_cap && by_fd[fd] == (int32_t)idx) by_fd[fd] = -1;
+    if (nfree == free_cap) {
+        size_t cap = free_cap ? free_cap * 2 : 1024;
+        uint32_t *v = realloc(free_list, cap * sizeof *v);
+        if (!v) return; /* the slot is lost to reuse, nothing worse */
+        free_list = v;
+        free_cap = cap;
+    }
+    free_list[nfree++] = idx;
+}
+
+CF_API void cuFileHandleDeregister(CUfileHandle_t fh)
+{
+    int fd;
+    pthread_mutex_lock(&lock);
+    if (cf_handle_fd(fh, &fd) == 0) release_slot((uint32_t)(((uint64_t)(uintptr_t)fh & MAX_SLOTS) - 1));
+    else cf_log(CF_LOG_WARN, "HandleDeregister: %p is not a registered handle", fh);
+    pthread_mutex_unlock(&lock);
+}
+
+void cf_handles_reset(void)
+{
+    pthread_mutex_lock(&lock);
+    uint32_t n = atomic_load(&used);
+    for (uint32_t i = 0; i < n; i++)
+        if ((uint32_t)atomic_load(&slots[i]) != 0) release_slot(i);
+    pthread_mutex_unlock(&lock);
+}

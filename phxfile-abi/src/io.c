@@ -1,0 +1,178 @@
+/* Buffer registration entry points, synchronous transfers and stream-ordered
+ * transfers. cuFile's argument order (size, file offset, buffer offset) is
+ * turned into libphoenix's (buffer offset, size, file offset) here. */
+#include "shim.h"
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+CF_API CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, int flags)
+{
+    return cf_status((CUfileOpError)cf_buf_register(bufPtr_base, length, flags, CF_OWNER_CUFILE));
+}
+
+CF_API CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
+{
+    return cf_status((CUfileOpError)cf_buf_deregister(bufPtr_base, CF_OWNER_CUFILE));
+}
+
+/* cuFile's convention: bytes; -1 with errno for what the file system said; else -CUfileOpError */
+static ssize_t io_result(ssize_t n, const char *what)
+{
+    if (n >= 0) return n;
+    int e = (int)-n;
+    switch (e) {
+    case ENODEV: case ENXIO: case EFAULT: case ENOMEM: case ECANCELED:
+        cf_log(CF_LOG_ERROR, "%s: %s", what, phxfs_last_error());
+        return -(ssize_t)cf_from_errno((int)n);
+    default:
+        errno = e;
+        return -1;
+    }
+}
+
+static ssize_t sync_io(CUfileHandle_t fh, void *base, size_t size, off_t foff, off_t boff, int is_write)
+{
+    const char *what = is_write ? "cuFileWrite" : "cuFileRead";
+    /* a live handle means an open driver: no implicit open for a stale one */
+    int fd;
+    int rc = cf_handle_fd(fh, &fd);
+    if (rc) return -(ssize_t)rc;
+    if (!base || foff < 0 || boff < 0 || size > (size_t)SSIZE_MAX) return -(ssize_t)CU_FILE_INVALID_VALUE;
+    if (size == 0) return 0;
+    cf_target_t t;
+    rc = cf_target_get(base, boff, size, &t);
+    if (rc) return -(ssize_t)rc;
+    ssize_t n;
+    if (t.bounce) n = cf_bounce_io(fd, t.dev, (char *)base + boff, size, foff, is_write);
+    else if (is_write) n = phxfs_write(fd, t.dev, t.buf, t.off, (ssize_t)size, foff);
+    else n = phxfs_read(fd, t.dev, t.buf, t.off, (ssize_t)size, foff);
+    cf_target_put(&t);
+    return io_result(n, what);
+}
+
+CF_API ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off_t file_offset, off_t bufPtr_offset)
+{
+    return sync_io(fh, bufPtr_base, size, file_offset, bufPtr_offset, 0);
+}
+
+CF_API ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t size, off_t file_offset, off_t bufPtr_offset)
+{
+    return sync_io(fh, (void *)bufPtr_base, size, file_offset, bufPtr_offset, 1);
+}
+
+/* ---- streams ---- */
+
+typedef struct {
+    void *stream;
+    unsigned flags;
+} stream_reg_t;
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static stream_reg_t *streams;
+static size_t nstreams, streams_cap;
+
+#define STREAM_FLAGS (CU_FILE_STREAM_FIXED_BUF_OFFSET | CU_FILE_STREAM_FIXED_FILE_OFFSET | CU_FILE_STREAM_FIXED_FILE_SIZE | CU_FILE_STREAM_PAGE_ALIGNED_INPUTS)
+
+CF_API CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags)
+{
+    if (flags & ~(unsigned)STREAM_FLAGS) return cf_status(CU_FILE_INVALID_VALUE);
+    cf_ensure_open();
+    pthread_mutex_lock(&streams_lock);
+    size_t i = 0;
+    while (i < nstreams && streams[i].stream != (void *)stream) i++;
+    if (i == nstreams) {
+        if (nstreams == streams_cap) {
+            size_t c = streams_cap ? streams_cap * 2 : 16;
+            stream_reg_t *v = realloc(streams, c * sizeof *v);
+            if (!v) { pthread_mutex_unlock(&streams_lock); return cf_status(CU_FILE_NOMEM_ERROR); }
+            streams = v;
+            streams_cap = c;
+        }
+        nstreams++;
+    }
+    streams[i] = (stream_reg_t){(void *)stream, flags};
+    pthread_mutex_unlock(&streams_lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API CUfileError_t cuFileStreamDeregister(CUstream stream)
+{
+    pthread_mutex_lock(&streams_lock);
+    size_t i = 0;
+    while (i < nstreams && streams[i].stream != (void *)stream) i++;
+    int found = i < nstreams;
+    if (found) streams[i] = streams[--nstreams];
+    pthread_mutex_unlock(&streams_lock);
+    return cf_status(found ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE);
+}
+
+static unsigned stream_flags(void *stream)
+{
+    unsigned f = 0;
+    pthread_mutex_lock(&streams_lock);
+    for (size_t i = 0; i < nstreams; i++)
+        if (streams[i].stream == stream) f = streams[i].flags;
+    pthread_mutex_unlock(&streams_lock);
+    return f;
+}
+
+/* The device for a stream-ordered transfer into base: its registration's, or -1 for host
+ * memory. Unregistered device memory has no transfer-long registration to lean on here
+ * (the size may be bound late): 0 or a CUfileOpError. */
+static int stream_target(void *base, void *stream, int *dev)
+{
+    if (!cf_buf_find(base, 1, dev)) {
+        int rc = phxfs_pointer_device(base, 1, dev);
+        if (rc) return CU_FILE_CUDA_POINTER_INVALID;
+        if (*dev >= 0) {
+            cf_log(CF_LOG_ERROR, "ReadAsync/WriteAsync: device buffer %p is not registered (cuFileBufRegister it first)", base);
+            return CU_FILE_MEMORY_NOT_REGISTERED;
+        }
+    }
+    /* libphoenix needs the stream's device open, also for host memory */
+    int rc = *dev >= 0 ? cf_device_use(*dev) : 0;
+    if (!rc && stream && *dev < 0) rc = cf_stream_device(stream) < 0 ? -EINVAL : 0;
+    return rc ? cf_from_errno(rc) : 0;
+}
+
+int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
+                 unsigned late, int is_write)
+{
+    int dev;
+    int rc = stream_target(base, stream, &dev);
+    if (rc) return rc;
+    rc = is_write ? phxfs_write_stream_ex(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late)
+                  : phxfs_read_stream_ex(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late);
+    if (rc) {
+        cf_log(CF_LOG_ERROR, "%s: %s", is_write ? "WriteAsync" : "ReadAsync", phxfs_last_error());
+        return cf_from_errno(rc);
+    }
+    return 0;
+}
+
+static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p,
+                              ssize_t *done_p, CUstream stream, int is_write)
+{
+    int fd;
+    int rc = cf_handle_fd(fh, &fd);
+    if (rc) return cf_status((CUfileOpError)rc);
+    if (!base || !size_p || !foff_p || !boff_p || !done_p) return cf_status(CU_FILE_INVALID_VALUE);
+    unsigned f = stream_flags((void *)stream), late = 0;
+    if (!(f & CU_FILE_STREAM_FIXED_FILE_SIZE)) late |= PHXFS_STREAM_LATE_NBYTES;
+    if (!(f & CU_FILE_STREAM_FIXED_BUF_OFFSET)) late |= PHXFS_STREAM_LATE_BUF_OFFSET;
+    if (!(f & CU_FILE_STREAM_FIXED_FILE_OFFSET)) late |= PHXFS_STREAM_LATE_F_OFFSET;
+    return cf_status((CUfileOpError)cf_stream_io(fd, base, size_p, foff_p, boff_p, done_p, (void *)stream, late, is_write));
+}
+
+CF_API CUfileError_t cuFileReadAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
+                                     off_t *bufPtr_offset_p, ssize_t *bytes_read_p, CUstream stream)
+{
+    return async_io(fh, bufPtr_base, size_p, file_offset_p, bufPtr_offset_p, bytes_read_p, stream, 0);
+}
+
+CF_API CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
+                                      off_t *bufPtr_offset_p, ssize_t *bytes_written_p, CUstream stream)
+{
+    return async_io(fh, bufPtr_base, size_p, file_offset_p, bufPtr_offset_p, bytes_written_p, stream, 1);
+}

@@ -1,0 +1,343 @@
+/* Every cuFile entry point outside batches and streams, with its error paths:
+ * driver open/close and use count, implicit open, handles, buffers, reads and
+ * writes (host, registered and unregistered device memory, unaligned, past end
+ * of file, file-system errors), properties and the Set* calls. */
+#include "harness.h"
+#include "cufile.h"
+#include "phoenix.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#define FSIZE ((3u << 20) + 4321)
+
+static CUfileHandle_t reg(int fd)
+{
+    CUfileDescr_t d;
+    memset(&d, 0, sizeof d);
+    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    d.handle.fd = fd;
+    CUfileHandle_t fh = NULL;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
+    return fh;
+}
+
+/* device memory on the fake/cuda connector, host memory otherwise; *dev receives which */
+static void *dev_alloc(size_t len, int *dev)
+{
+    void *p = NULL;
+    if (th_have_device()) {
+        CHECK_EQ(phxfs_open(0), 0);
+        CHECK_EQ(phxfs_mem_alloc(0, len, &p), 0);
+        *dev = 0;
+    } else {
+        p = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
+        *dev = -1;
+    }
+    return p;
+}
+
+static void dev_get(int dev, void *dst, const void *src, size_t len)
+{
+    if (dev >= 0) CHECK_EQ(phxfs_memcpy_to_host(dev, dst, src, len), 0);
+    else memcpy(dst, src, len);
+}
+
+static void dev_put(int dev, void *dst, const void *src, size_t len)
+{
+    if (dev >= 0) CHECK_EQ(phxfs_memcpy_to_device(dev, dst, src, len), 0);
+    else memcpy(dst, src, len);
+}
+
+static void dev_free(int dev, void *p)
+{
+    if (dev >= 0) {
+        CHECK_EQ(phxfs_mem_free(dev, p), 0);
+        CHECK_EQ(phxfs_close(dev), 0);
+    } else {
+        free(p);
+    }
+}
+
+/* implicit open: the first call opens the driver; an explicit open then takes over that
+ * reference, so one close closes */
+static int scenario_implicit(void)
+{
+    CHECK_EQ(cuFileUseCount(), 0);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_DRIVER_NOT_INITIALIZED);
+    char *path = th_make_file(4096, 1);
+    int fd = open(path, O_RDONLY);
+    CUfileHandle_t fh = reg(fd);
+    CHECK_EQ(cuFileUseCount(), 1);
+    char buf[4096];
+    CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_EQ(cuFileUseCount(), 1);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_EQ(cuFileUseCount(), 2);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096); /* still open */
+    CHECK_ST(cuFileBufRegister(buf, sizeof buf, 0), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverClose_v2(), CU_FILE_SUCCESS);
+    CHECK_EQ(cuFileUseCount(), 0);
+    /* closed: what was registered is gone */
+    CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    CHECK_ST(cuFileBufDeregister(buf), CU_FILE_MEMORY_NOT_REGISTERED);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_DRIVER_NOT_INITIALIZED);
+    /* and it reopens */
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CUfileHandle_t fh2 = reg(fd);
+    CHECK(fh2 != fh);
+    CHECK_EQ(cuFileRead(fh2, buf, 4096, 0, 0), 4096);
+    CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    cuFileHandleDeregister(fh2);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    close(fd);
+    unlink(path);
+    free(path);
+    return th_failures;
+}
+
+/* Set* before any transfer reach libphoenix; after it has started, the pool keys cannot */
+static int scenario_setters(void)
+{
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverSetMaxCacheSize(64 * 1024), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverSetMaxDirectIOSize(8192), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverSetMaxPinnedMemSize(1024), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverSetPollMode(true, 64), CU_FILE_SUCCESS);
+    char v[32];
+    CHECK(phxfs_get_config("pinned_mb", v, sizeof v) > 0 && !strcmp(v, "64"));
+    CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, "8388608"));
+    CUfileDrvProps_t p;
+    CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
+    CHECK_EQ(p.max_device_cache_size, 64 * 1024);
+    CHECK_EQ(p.max_device_pinned_mem_size, 1024);
+    CHECK_EQ(p.nvfs.max_direct_io_size, 8192);
+    CHECK_EQ(p.nvfs.poll_thresh_size, 64);
+    CHECK(p.nvfs.dcontrolflags & (1u << CU_FILE_USE_POLL_MODE));
+    if (th_have_device()) {
+        /* the registration cap: 1 MiB of device memory fits, 1 MiB more does not */
+        int dev;
+        char *m = dev_alloc(4 << 20, &dev);
+        CHECK_ST(cuFileBufRegister(m, 1 << 20, 0), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileBufRegister(m + (2 << 20), 1 << 20, 0), CU_FILE_INVALID_MAPPING_SIZE);
+        CHECK_ST(cuFileBufDeregister(m), CU_FILE_SUCCESS);
+        dev_free(dev, m);
+    } else {
+        CHECK_EQ(phxfs_init(), 0);
+    }
+    /* the pool has started now: its sizes are fixed */
+    CHECK_ST(cuFileDriverSetMaxCacheSize(32 * 1024), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+    CHECK_ST(cuFileDriverSetMaxCacheSize(0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    return th_failures;
+}
+
+static void test_handles(void)
+{
+    char *path = th_make_file(8192, 2);
+    int fd = open(path, O_RDONLY);
+    CUfileDescr_t d;
+    memset(&d, 0, sizeof d);
+    CUfileHandle_t fh = NULL;
+    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    d.handle.fd = fd;
+    CHECK_ST(cuFileHandleRegister(NULL, &d), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileHandleRegister(&fh, NULL), CU_FILE_INVALID_VALUE);
+    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_WIN32;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_PLATFORM_NOT_SUPPORTED);
+    d.type = CU_FILE_HANDLE_TYPE_USERSPACE_FS;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_VALUE);
+    CUfileFSOps_t ops;
+    memset(&ops, 0, sizeof ops);
+    d.fs_ops = &ops;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_IO_NOT_SUPPORTED);
+    d.fs_ops = NULL;
+    d.type = (CUfileFileHandleType)99;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_VALUE);
+    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    d.handle.fd = -1;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_VALUE);
+    d.handle.fd = 987654;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_VALUE);
+    int pp[2];
+    CHECK_EQ(pipe(pp), 0);
+    d.handle.fd = pp[0];
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_FILE_TYPE);
+    close(pp[0]);
+    close(pp[1]);
+    int op = open(path, O_PATH);
+    d.handle.fd = op;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_FILE_OPEN_FLAG);
+    close(op);
+    d.handle.fd = fd;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
+    CUfileHandle_t again = NULL;
+    CHECK_ST(cuFileHandleRegister(&again, &d), CU_FILE_HANDLE_ALREADY_REGISTERED);
+    char buf[100];
+    CHECK_EQ(cuFileRead(fh, buf, 100, 0, 0), 100);
+    cuFileHandleDeregister(fh);
+    CHECK_EQ(cuFileRead(fh, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    CHECK_EQ(cuFileWrite(fh, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    cuFileHandleDeregister(fh); /* twice: harmless */
+    CHECK_EQ(cuFileRead(NULL, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    CHECK_EQ(cuFileRead((CUfileHandle_t)(uintptr_t)0x12345, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    /* the slot is reused with a new generation: the old handle stays dead */
+    CHECK_ST(cuFileHandleRegister(&again, &d), CU_FILE_SUCCESS);
+    CHECK(again != fh);
+    CHECK_EQ(cuFileRead(fh, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    CHECK_EQ(cuFileRead(again, buf, 100, 0, 0), 100);
+    cuFileHandleDeregister(again);
+    close(fd);
+    unlink(path);
+    free(path);
+}
+
+static void test_buffers(void)
+{
+    char host[8192];
+    CHECK_ST(cuFileBufRegister(NULL, 10, 0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBufRegister(host, 0, 0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBufRegister(host, 10, 0x40), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBufRegister(host, sizeof host, CU_FILE_RDMA_REGISTER), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileBufRegister(host, sizeof host, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
+    CHECK_ST(cuFileBufRegister(host + 100, 10, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
+    CHECK_ST(cuFileBufDeregister(host + 100), CU_FILE_MEMORY_NOT_REGISTERED);
+    CHECK_ST(cuFileBufDeregister(NULL), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBufDeregister(host), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileBufDeregister(host), CU_FILE_MEMORY_NOT_REGISTERED);
+    if (th_have_device()) {
+        int dev;
+        char *m = dev_alloc(1 << 20, &dev);
+        CHECK_ST(cuFileBufRegister(m, 2 << 20, 0), CU_FILE_CUDA_POINTER_RANGE_ERROR);
+        CHECK_ST(cuFileBufRegister(m + 4096, 65536, 0), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileBufRegister(m, 8192, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
+        CHECK_ST(cuFileBufDeregister(m + 4096), CU_FILE_SUCCESS);
+        dev_free(dev, m);
+    }
+}
+
+static void test_io(void)
+{
+    char *path = th_make_file(FSIZE, 3);
+    unsigned char *ref = malloc(FSIZE), *got = malloc(FSIZE + 8192);
+    th_fill(ref, FSIZE, 3, 0);
+    int fd = open(path, O_RDWR), dfd = open(path, O_RDONLY | O_DIRECT), ro = open(path, O_RDONLY);
+    CUfileHandle_t fh = reg(fd), dfh = dfd >= 0 ? reg(dfd) : NULL, rfh = reg(ro);
+
+    /* host memory, unregistered, unaligned everything */
+    CHECK_EQ(cuFileRead(fh, got, 100001, 777, 3), 100001);
+    CHECK(memcmp(got + 3, ref + 777, 100001) == 0);
+    if (dfh) { /* O_DIRECT file, unaligned offsets and lengths */
+        memset(got, 0, FSIZE);
+        CHECK_EQ(cuFileRead(dfh, got, 100001, 777, 3), 100001);
+        CHECK(memcmp(got + 3, ref + 777, 100001) == 0);
+        CHECK_EQ(cuFileRead(dfh, got, FSIZE, 0, 0), FSIZE);
+        CHECK(memcmp(got, ref, FSIZE) == 0);
+    }
+    /* past the end of the file: short, then 0 */
+    CHECK_EQ(cuFileRead(fh, got, 10000, FSIZE - 10, 0), 10);
+    CHECK(memcmp(got, ref + FSIZE - 10, 10) == 0);
+    CHECK_EQ(cuFileRead(fh, got, 10000, FSIZE + 5000, 0), 0);
+    CHECK_EQ(cuFileRead(fh, got, 0, 0, 0), 0);
+    /* bad arguments: the negated cuFile error */
+    CHECK_EQ(cuFileRead(fh, got, 100, -1, 0), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileRead(fh, got, 100, 0, -1), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileRead(fh, NULL, 100, 0, 0), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileRead(fh, got, (size_t)1 << 63, 0, 0), -CU_FILE_INVALID_VALUE);
+    /* a file-system error: -1 and errno */
+    errno = 0;
+    CHECK_EQ(cuFileWrite(rfh, got, 100, 0, 0), -1);
+    CHECK_EQ(errno, EBADF);
+
+    /* device memory: registered (buffer offset inside the registration), unregistered
+     * (registered for the transfer alone), and unregistered overlapping a registration
+     * (the shim's own bounce buffer) */
+    int dev;
+    size_t blen = FSIZE + 8192;
+    char *m = dev_alloc(blen, &dev);
+    unsigned char *pattern = malloc(blen);
+    memset(pattern, 0xA5, blen);
+    dev_put(dev, m, pattern, blen);
+    CHECK_ST(cuFileBufRegister(m, 1 << 20, 0), CU_FILE_SUCCESS);
+    CHECK_EQ(cuFileRead(fh, m, 500000, 12345, 4096), 500000);
+    CHECK_EQ(cuFileRead(fh, m, (1 << 20) + 100000, 1 << 20, 0), (1 << 20) + 100000); /* crosses the end of the registration */
+    CHECK_EQ(cuFileRead(fh, m + (2 << 20), 300000, 99, 1), 300000);                  /* outside any registration */
+    dev_get(dev, got, m, blen);
+    CHECK(memcmp(got, ref + (1 << 20), (1 << 20) + 100000) == 0);
+    CHECK(memcmp(got + (2 << 20) + 1, ref + 99, 300000) == 0);
+    CHECK(memcmp(got + (2 << 20) + 300001, pattern, blen - (2 << 20) - 300001) == 0);
+    CHECK_EQ(cuFileRead(fh, m, 500000, 12345, 4096), 500000);
+    dev_get(dev, got, m, 4096 + 500000);
+    CHECK(memcmp(got + 4096, ref + 12345, 500000) == 0);
+    /* write from device memory to a new file, read it back through plain I/O */
+    char *out = th_make_file(0, 0);
+    int ofd = open(out, O_RDWR);
+    CUfileHandle_t ofh = reg(ofd);
+    CHECK_EQ(cuFileRead(fh, m, FSIZE, 0, 0), FSIZE);
+    CHECK_EQ(cuFileWrite(ofh, m, 1 << 20, 0, 0), 1 << 20);            /* registered */
+    CHECK_EQ(cuFileWrite(ofh, m, FSIZE - (1 << 20), 1 << 20, 1 << 20), FSIZE - (1 << 20)); /* overlaps its end */
+    unsigned char *back = malloc(FSIZE);
+    CHECK_EQ(pread(ofd, back, FSIZE, 0), FSIZE);
+    CHECK(memcmp(back, ref, FSIZE) == 0);
+    CHECK_ST(cuFileBufDeregister(m), CU_FILE_SUCCESS);
+    /* unregistered device memory after deregistration still works */
+    memset(back, 0, FSIZE);
+    CHECK_EQ(cuFileWrite(ofh, m + 5, 70000, 3, 0), 70000);
+    CHECK_EQ(pread(ofd, back, 70003, 0), 70003);
+    CHECK(memcmp(back + 3, ref + 5, 70000) == 0);
+    cuFileHandleDeregister(ofh);
+    close(ofd);
+    unlink(out);
+    free(out);
+    dev_free(dev, m);
+
+    cuFileHandleDeregister(fh);
+    if (dfh) cuFileHandleDeregister(dfh);
+    cuFileHandleDeregister(rfh);
+    close(fd);
+    if (dfd >= 0) close(dfd);
+    close(ro);
+    unlink(path);
+    free(path);
+    free(ref); free(got); free(pattern); free(back);
+}
+
+static void test_props(void)
+{
+    int v = 0;
+    CHECK_ST(cuFileGetVersion(&v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 1150);
+    CHECK_ST(cuFileGetVersion(NULL), CU_FILE_INVALID_VALUE);
+    CUfileDrvProps_t p;
+    CHECK_ST(cuFileDriverGetProperties(NULL), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
+    /* no peer-to-peer path in this build: clients must see GDS as unavailable */
+    CHECK_EQ(p.nvfs.major_version, 0);
+    CHECK_EQ(p.nvfs.minor_version, 0);
+    CHECK(p.fflags & (1u << CU_FILE_BATCH_IO_SUPPORTED));
+    CHECK(p.fflags & (1u << CU_FILE_STREAMS_SUPPORTED));
+    CHECK(p.nvfs.dcontrolflags & (1u << CU_FILE_ALLOW_COMPAT_MODE));
+    CHECK_EQ(p.max_batch_io_size, 128);
+    CHECK_EQ(p.max_device_cache_size, 128 * 1024);
+    CHECK(p.per_buffer_cache_size > 0);
+    /* the header's helpers */
+    CHECK(IS_CUFILE_ERR(-CU_FILE_INVALID_VALUE));
+    CHECK(!IS_CUFILE_ERR(-EIO));
+    CHECK(strcmp(CUFILE_ERRSTR(-CU_FILE_BATCH_FULL), "batch queue full") == 0);
+    CUfileError_t e = {CU_FILE_CUDA_DRIVER_ERROR, 1};
+    CHECK(IS_CUDA_ERR(e) && CU_FILE_CUDA_ERR(e) == 1);
+}
+
+int main(void)
+{
+    th_in_child("implicit open and close", scenario_implicit);
+    th_in_child("setters", scenario_setters);
+    test_handles();
+    test_buffers();
+    test_io();
+    test_props();
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS); /* the implicit open's reference */
+    return th_finish("test_api");
+}

@@ -1,0 +1,166 @@
+/* Configuration: cufile.json (NVIDIA's layout with its comments) through
+ * CUFILE_ENV_PATH_JSON, the Get/SetParameter family before and after the driver
+ * opens, PHX_* outranking the file, and a broken file. Each in a fresh process. */
+#include "harness.h"
+#include "cufile.h"
+#include "phoenix.h"
+#include <unistd.h>
+
+static char json_path[256];
+
+static void write_json(const char *text)
+{
+    snprintf(json_path, sizeof json_path, "%s/phxfile-cfg-%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    FILE *f = fopen(json_path, "w");
+    fputs(text, f);
+    fclose(f);
+    setenv("CUFILE_ENV_PATH_JSON", json_path, 1);
+}
+
+static const char *NVIDIA_STYLE =
+    "{\n"
+    "    // NOTE : Application can override custom configuration via export CUFILE_ENV_PATH_JSON=<filepath>\n"
+    "    \"logging\": {\n"
+    "        // \"dir\": \"/home/<xxxx>\",\n"
+    "        \"level\": \"WARN\"\n"
+    "    },\n"
+    "    \"profile\": { \"nvtx\": false, \"cufile_stats\": 0 },\n"
+    "    \"execution\" : {\n"
+    "        \"max_io_queue_depth\": 128,\n"
+    "        \"max_io_threads\": 3, /* honoured: libphoenix's workers */\n"
+    "        \"parallel_io\" : true,\n"
+    "        \"min_io_threshold_size_kb\" : 8192,\n"
+    "    },\n"
+    "    \"properties\": {\n"
+    "        \"max_direct_io_size_kb\" : 16384,\n"
+    "        \"max_device_cache_size_kb\" : 65536,\n"
+    "        \"per_buffer_cache_size_kb\": 512,\n"
+    "        \"max_device_pinned_mem_size_kb\" : 33554432,\n"
+    "        \"use_poll_mode\" : false,\n"
+    "        \"poll_mode_max_size_kb\": 4,\n"
+    "        \"allow_compat_mode\": true,\n"
+    "        \"io_batchsize\": 32,\n"
+    "        \"rdma_dev_addr_list\": [ \"172.172.1.240\", {\"nested\": [1, 2]} ],\n"
+    "        \"unknown_key_from_a_newer_release\": \"ignored\"\n"
+    "    },\n"
+    "    \"fs\": { \"generic\": { \"posix_unaligned_writes\" : false } },\n"
+    "    \"denylist\": { \"drivers\": [ ], \"devices\": [ ], \"mounts\": [ ], \"filesystems\": [ ] }\n"
+    "}\n";
+
+static int scenario_file(void)
+{
+    unsetenv("PHX_SLOT_KB"); /* PHX_* would outrank the file */
+    unsetenv("PHX_WORKERS");
+    unsetenv("PHX_PINNED_MB");
+    write_json(NVIDIA_STYLE);
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 32);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 3);
+    char s[32];
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, sizeof s), CU_FILE_SUCCESS);
+    CHECK(strcmp(s, "WARN") == 0);
+    CHECK(phxfs_get_config("workers", s, sizeof s) > 0 && strcmp(s, "3") == 0);
+    CHECK(phxfs_get_config("pinned_mb", s, sizeof s) > 0 && strcmp(s, "64") == 0);
+    CHECK(phxfs_get_config("slot_kb", s, sizeof s) > 0 && strcmp(s, "512") == 0);
+    CUfileDrvProps_t p;
+    CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
+    CHECK_EQ(p.max_batch_io_size, 32);
+    CHECK_EQ(p.max_device_cache_size, 65536);
+    CHECK_EQ(p.per_buffer_cache_size, 512);
+    CHECK_EQ(p.max_device_pinned_mem_size, 33554432u);
+    CUfileBatchHandle_t b;
+    CHECK_ST(cuFileBatchIOSetUp(&b, 33), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBatchIOSetUp(&b, 32), CU_FILE_SUCCESS);
+    cuFileBatchIODestroy(b);
+    unlink(json_path);
+    return th_failures;
+}
+
+static int scenario_env_outranks_file(void)
+{
+    write_json(NVIDIA_STYLE);
+    setenv("PHX_WORKERS", "5", 1);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    char s[32];
+    CHECK(phxfs_get_config("workers", s, sizeof s) > 0 && strcmp(s, "5") == 0);
+    unlink(json_path);
+    return th_failures;
+}
+
+static int scenario_broken_file(void)
+{
+    write_json("{ \"properties\": { \"io_batchsize\": 16, } \n \"oops\" }");
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 128); /* the file is ignored whole (a message on stderr names it and the line) */
+    unlink(json_path);
+    setenv("CUFILE_ENV_PATH_JSON", "/nonexistent/cufile.json", 1);
+    return th_failures;
+}
+
+static int scenario_missing_file(void)
+{
+    setenv("CUFILE_ENV_PATH_JSON", "/nonexistent/cufile.json", 1);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 128);
+    return th_failures;
+}
+
+static int scenario_parameters(void)
+{
+    setenv("CUFILE_ENV_PATH_JSON", "", 1);
+    /* staged before the driver opens */
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, 64), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB, 1024), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, 0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, 1), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)99, 1), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, false), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, true), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PREFER_IO_URING, false), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_USE_PCIP2PDMA, true), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "INFO"), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "LOUD"), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOG_DIR, "/tmp"), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, NULL), CU_FILE_INVALID_VALUE);
+    size_t v = 0;
+    bool bv = true;
+    char s[8];
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 64);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, NULL), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM, &v), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterBool(CUFILE_PARAM_PREFER_IO_URING, &bv), CU_FILE_SUCCESS);
+    CHECK(!bv);
+    CHECK_ST(cuFileGetParameterBool(CUFILE_PARAM_PROFILE_NVTX, &bv), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, sizeof s), CU_FILE_SUCCESS);
+    CHECK(strcmp(s, "INFO") == 0);
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, 3), CU_FILE_INVALID_VALUE); /* no truncation */
+    char e[32];
+    CHECK(phxfs_get_config("engine", e, sizeof e) > 0 && strcmp(e, "sync") == 0);
+    if (!getenv("PHX_SLOT_KB")) CHECK(phxfs_get_config("slot_kb", e, sizeof e) > 0 && strcmp(e, "1024") == 0);
+    /* after the driver opens: read-only */
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, 8), CU_FILE_DRIVER_ALREADY_OPEN);
+    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_USE_POLL_MODE, true), CU_FILE_DRIVER_ALREADY_OPEN);
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "ERROR"), CU_FILE_DRIVER_ALREADY_OPEN);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 64);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, 8), CU_FILE_SUCCESS);
+    return th_failures;
+}
+
+int main(void)
+{
+    th_in_child("NVIDIA-style cufile.json", scenario_file);
+    th_in_child("PHX_* outranks cufile.json", scenario_env_outranks_file);
+    th_in_child("broken cufile.json", scenario_broken_file);
+    th_in_child("missing cufile.json", scenario_missing_file);
+    th_in_child("parameter API", scenario_parameters);
+    return th_finish("test_config");
+}

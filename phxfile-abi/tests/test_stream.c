@@ -1,0 +1,163 @@
+/* Stream-ordered I/O: cuFileReadAsync/WriteAsync with the size and offsets read
+ * when the stream gets there (or at enqueue under the FIXED_* flags of
+ * cuFileStreamRegister), their errors, and upstream's phxFile* ABI. On the host
+ * connector streams run at enqueue, so only the values' effect is checked. */
+#include "harness.h"
+#include "cufile.h"
+#include "phxfile.h"
+#include "phoenix.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <unistd.h>
+
+static CUfileHandle_t reg(int fd)
+{
+    CUfileDescr_t d;
+    memset(&d, 0, sizeof d);
+    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    d.handle.fd = fd;
+    CUfileHandle_t fh = NULL;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
+    return fh;
+}
+
+int main(void)
+{
+    size_t fsize = (4u << 20) + 999;
+    char *path = th_make_file(fsize, 5), *out = th_make_file(0, 0);
+    unsigned char *ref = malloc(fsize), *got = malloc(fsize + 65536);
+    th_fill(ref, fsize, 5, 0);
+    int fd = open(path, O_RDONLY), ofd = open(out, O_RDWR);
+    CUfileHandle_t fh = reg(fd), ofh = reg(ofd);
+    CHECK_EQ(phxfs_open(0), 0);
+    phxfs_device_info_t info;
+    CHECK_EQ(phxfs_get_device_info(0, &info), 0);
+    int immediate = strcmp(info.connector, "host") == 0;
+    int dev = th_have_device() ? 0 : -1;
+    size_t blen = fsize + 65536;
+    char *m;
+    if (dev >= 0) CHECK_EQ(phxfs_mem_alloc(0, blen, (void **)&m), 0);
+    else m = aligned_alloc(4096, (blen + 4095) & ~(size_t)4095);
+    void *s;
+    CHECK_EQ(phxfs_stream_create(0, &s), 0);
+    CUstream cs = (CUstream)s;
+
+    /* errors */
+    size_t n = 4096;
+    off_t fo = 0, bo = 0;
+    ssize_t done = -999;
+    CHECK_ST(cuFileStreamRegister(cs, 0x100), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileStreamDeregister(cs), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileReadAsync(fh, m, NULL, &fo, &bo, &done, cs), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileReadAsync(fh, NULL, &n, &fo, &bo, &done, cs), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileReadAsync((CUfileHandle_t)(uintptr_t)0x99, m, &n, &fo, &bo, &done, cs), CU_FILE_HANDLE_NOT_REGISTERED);
+    if (dev >= 0) /* device memory must be registered for stream-ordered I/O */
+        CHECK_ST(cuFileReadAsync(fh, m, &n, &fo, &bo, &done, cs), CU_FILE_MEMORY_NOT_REGISTERED);
+    CHECK_ST(cuFileBufRegister(m, blen, 0), CU_FILE_SUCCESS);
+
+    /* late binding: a whole-file read keeps the stream busy while the cells change */
+    size_t nbig = fsize, n1 = 1, n2 = 1;
+    off_t zero = 0, fo1 = 0, bo1 = 0, fo2 = 0, bo2 = 0;
+    ssize_t dbig = -999, d1 = -999, d2 = -999;
+    CHECK_ST(cuFileReadAsync(fh, m, &nbig, &zero, &zero, &dbig, cs), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileReadAsync(fh, m, &n1, &fo1, &bo1, &d1, cs), CU_FILE_SUCCESS);
+    if (!immediate) { n1 = 5000; fo1 = 12345; bo1 = fsize + 7; }
+    /* a fixed size and file offset (FIXED_* flags) ignore later changes; the buffer offset stays late */
+    CHECK_ST(cuFileStreamRegister(cs, CU_FILE_STREAM_FIXED_FILE_SIZE | CU_FILE_STREAM_FIXED_FILE_OFFSET), CU_FILE_SUCCESS);
+    n2 = 3000;
+    fo2 = 777;
+    CHECK_ST(cuFileReadAsync(fh, m, &n2, &fo2, &bo2, &d2, cs), CU_FILE_SUCCESS);
+    if (!immediate) { n2 = 1; fo2 = 1; bo2 = fsize + 20000; }
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(dbig, (ssize_t)fsize);
+    CHECK_EQ(d1, immediate ? 1 : 5000);
+    CHECK_EQ(d2, 3000);
+    if (dev >= 0) CHECK_EQ(phxfs_memcpy_to_host(0, got, m, blen), 0);
+    else memcpy(got, m, blen);
+    if (!immediate) {
+        CHECK(memcmp(got + fsize + 7, ref + 12345, 5000) == 0);
+        CHECK(memcmp(got + fsize + 20000, ref + 777, 3000) == 0);
+        CHECK(memcmp(got + 1, ref + 1, fsize - 1) == 0);
+    } else {
+        CHECK(memcmp(got, ref + 777, 3000) == 0);
+    }
+    CHECK_ST(cuFileStreamDeregister(cs), CU_FILE_SUCCESS);
+
+    /* write back through the stream, then read the file with plain I/O */
+    size_t nw = fsize;
+    off_t fw = 0, bw = 0;
+    ssize_t dw = -999, dr = -999;
+    CHECK_ST(cuFileReadAsync(fh, m, &nw, &fw, &bw, &dr, cs), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileWriteAsync(ofh, m, &nw, &fw, &bw, &dw, cs), CU_FILE_SUCCESS);
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(dr, (ssize_t)fsize);
+    CHECK_EQ(dw, (ssize_t)fsize);
+    CHECK_EQ(pread(ofd, got, fsize, 0), (ssize_t)fsize);
+    CHECK(memcmp(got, ref, fsize) == 0);
+    /* a failure lands in bytes_written, the stream goes on */
+    ssize_t dfail = -999;
+    CHECK_ST(cuFileWriteAsync(fh, m, &nw, &fw, &bw, &dfail, cs), CU_FILE_SUCCESS); /* fh is read-only */
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(dfail, -EBADF);
+    /* host memory on a stream */
+    unsigned char *hbuf = malloc(8192);
+    size_t nh = 8192;
+    off_t fh_off = 100, bh = 0;
+    ssize_t dh = -999;
+    CHECK_ST(cuFileReadAsync(fh, hbuf, &nh, &fh_off, &bh, &dh, cs), CU_FILE_SUCCESS);
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(dh, 8192);
+    CHECK(memcmp(hbuf, ref + 100, 8192) == 0);
+
+    /* upstream's phxFile* ABI: -errno returns, fd handles, hipFile's argument order */
+    CHECK_EQ(phxFileDriverOpen(), 0);
+    void *pfh = NULL;
+    CHECK_EQ(phxFileHandleRegister(NULL, fd), -EINVAL);
+    CHECK_EQ(phxFileHandleRegister(&pfh, -1), -EBADF);
+    CHECK_EQ(phxFileHandleRegister(&pfh, fd), 0);
+    CHECK_EQ(phxFileStreamRegister(s), 0);
+    CHECK_EQ(phxFileBufRegister(m, blen), -EEXIST); /* cuFile's registration holds it */
+    CHECK_ST(cuFileBufDeregister(m), CU_FILE_SUCCESS);
+    CHECK_EQ(phxFileBufRegister(m, blen), 0);
+    CHECK_EQ(phxFileBufRegister(m, blen), 0); /* refcounted */
+    CHECK_EQ(phxFileBufRegister(NULL, 5), -EINVAL);
+    size_t pn = 1;
+    int64_t pfo = 0, pbo = 0, pdone = -999;
+    CHECK_EQ(phxFileReadAsync(pfh, m, NULL, &pfo, &pbo, &pdone, s), -EINVAL);
+    CHECK_EQ(phxFileReadAsync(pfh, m, &nbig, &zero, &zero, &dbig, s), 0);
+    CHECK_EQ(phxFileReadAsync(pfh, m, &pn, &pfo, &pbo, &pdone, s), 0);
+    if (!immediate) { pn = 4000; pfo = 50000; pbo = 11; }
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(pdone, immediate ? 1 : 4000);
+    if (dev >= 0) CHECK_EQ(phxfs_memcpy_to_host(0, got, m, 8192), 0);
+    else memcpy(got, m, 8192);
+    if (!immediate) CHECK(memcmp(got + 11, ref + 50000, 4000) == 0);
+    /* out of the registration: in bytes_done */
+    size_t pbig = blen + 1;
+    int64_t pz = 0, pd2 = 0;
+    int rc = phxFileReadAsync(pfh, m, &pbig, &pz, &pz, &pd2, s);
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK(dev < 0 || (rc == 0 && pd2 == -EFAULT));
+    CHECK_EQ(phxFileBufDeregister(m), 0);
+    CHECK_EQ(phxFileBufDeregister(m), 0);
+    CHECK_EQ(phxFileBufDeregister(m), 0); /* unknown: tolerated, as upstream */
+    CHECK_EQ(phxFileBufRegister(m, 4096), 0);
+    CHECK_EQ(phxFileDriverClose(), 0);      /* drops phxFile's registrations */
+    CHECK_ST(cuFileBufRegister(m, 4096, 0), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileBufDeregister(m), CU_FILE_SUCCESS);
+    CHECK_EQ(phxFileHandleDeregister(pfh), 0);
+    CHECK_EQ(phxFileStreamDeregister(s), 0);
+
+    CHECK_EQ(phxfs_stream_destroy(0, s), 0);
+    if (dev >= 0) CHECK_EQ(phxfs_mem_free(0, m), 0);
+    else free(m);
+    CHECK_EQ(phxfs_close(0), 0);
+    cuFileHandleDeregister(fh);
+    cuFileHandleDeregister(ofh);
+    close(fd); close(ofd);
+    unlink(path); unlink(out);
+    free(path); free(out); free(ref); free(got); free(hbuf);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    return th_finish("test_stream");
+}

@@ -1,0 +1,165 @@
+package io.phxfs.safetensors;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static io.phxfs.safetensors.TestFiles.spec;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * Checkpoints of many small tensors (mixture-of-experts models): a 100,000-tensor header is
+ * parsed and planned within a bounded time and allocation, and the byte-level header reader
+ * agrees with the full parser on every input it accepts (it hands everything else over).
+ */
+class ManyTensorsTest {
+    @TempDir
+    Path dir;
+
+    /** 100,000 tensors of 16 bytes: a header of about 9 MB, as a large MoE checkpoint's. */
+    @Test
+    void aHundredThousandTensorsParseAndPlanInBoundedTimeAndMemory() throws IOException {
+        int n = 100_000;
+        List<SafetensorsWriter.Spec> specs = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            specs.add(spec("model.layers." + (i / 1000) + ".mlp.experts." + (i % 1000) + ".w" + (i % 3) + ".weight",
+                    Dtype.BF16, 2, 4));
+        }
+        Path f = TestFiles.valid(dir.resolve("many.safetensors"), Map.of("format", "pt"), specs);
+        long headerBytes = SafetensorsParser.standard().parse(f).headerLength(); // also warms the code up
+        long before = usedAfterGc();
+        long t0 = System.nanoTime();
+        ModelFiles model = ModelFiles.open(f);
+        ReadPlan plan = WeightLoader.builder().toDevice(0).build().plan(model);
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        long retained = usedAfterGc() - before;
+        assertEquals(n, plan.tensors().size());
+        assertEquals(1, plan.groups().size(), "tensors that tile the file are one read group");
+        // generous bounds (a 2-core CI machine shared with other jobs), not a performance
+        // claim; a step quadratic in the tensor count would take minutes
+        assertTrue(seconds < 20, "parse + plan of " + n + " tensors took " + seconds + " s");
+        // what the parsed model and its plan keep: names, shapes, tensor infos, maps, plan
+        // views; a few hundred bytes per tensor, a small multiple of the header (the surefire
+        // heap is 256 MiB: a parse that kept copies per token would not fit)
+        assertTrue(retained < 20L * headerBytes, retained + " bytes retained for a header of " + headerBytes + " bytes");
+        assertTrue(retained > n * 16L, "the measurement sees the model: " + retained + " bytes");
+        assertEquals(n, model.names().size());
+    }
+
+    @Test
+    void theByteReaderTakesTheUsualShapeAndLeavesTheRestToTheFullParser() {
+        String usual = "{\"__metadata__\":{\"format\":\"pt\"},\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                + " \"b\" : { \"shape\" : [ ] , \"data_offsets\" : [ 24 , 26 ] , \"dtype\" : \"BF16\" } }\n";
+        assertNotNull(fast(usual));
+        assertAgree(usual);
+        for (String unusual : new String[] {
+                "{\"a\\u0062\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", // an escape
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[01],\"data_offsets\":[0,4]}}", // a leading zero
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1e0],\"data_offsets\":[0,4]}}",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1234567890123456789],\"data_offsets\":[0,4]}}",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"extra\":1}}",
+                "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                "{\"a\":{\"dtype\":\"X32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},}",
+                "{\"__metadata__\":{\"k\":1}}",
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}",
+                "[]"}) {
+            assertNull(fast(unusual), unusual);
+            assertAgree(unusual);
+        }
+    }
+
+    /** Random mutations of valid headers: wherever the byte reader answers, the full parser answers the same. */
+    @Test
+    void onMutantsTheByteReaderAgreesWithTheFullParserOrStandsAside() throws IOException {
+        List<byte[]> seeds = MutationTest.validFiles(dir);
+        SplittableRandom rnd = new SplittableRandom(20261201);
+        int answered = 0;
+        for (int i = 0; i < 4000; i++) {
+            byte[] file = MutationTest.mutate(seeds.get(rnd.nextInt(seeds.size())), rnd, new StringBuilder());
+            if (file.length < 8) {
+                continue;
+            }
+            long len = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+            if (len < 1 || len > file.length - 8) {
+                continue;
+            }
+            byte[] header = Arrays.copyOfRange(file, 8, 8 + (int) len);
+            if (Utf8.firstInvalid(header, header.length) >= 0) {
+                continue;
+            }
+            if (assertAgree(header)) {
+                answered++;
+            }
+        }
+        assertTrue(answered > 500, "the byte reader answered only " + answered + " mutants");
+    }
+
+    private static long usedAfterGc() {
+        Runtime rt = Runtime.getRuntime();
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+        }
+        return rt.totalMemory() - rt.freeMemory();
+    }
+
+    private static HeaderJson.Parsed fast(String json) {
+        byte[] b = json.getBytes(StandardCharsets.UTF_8);
+        return FastHeaderJson.parse(b, b.length);
+    }
+
+    private static boolean assertAgree(String json) {
+        return assertAgree(json.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** Returns whether the byte reader answered. */
+    private static boolean assertAgree(byte[] b) {
+        HeaderJson.Parsed fast = FastHeaderJson.parse(b, b.length);
+        HeaderJson.Parsed full;
+        try {
+            full = new HeaderJson(Path.of("h"), SafetensorsParser.DEFAULT_MAX_HEADER_BYTES).parse(b, b.length);
+        } catch (SafetensorsFormatException e) {
+            if (fast != null) {
+                fail("the byte reader accepted what the full parser refuses (" + e.getMessage() + "): "
+                        + new String(b, StandardCharsets.UTF_8));
+            }
+            return false;
+        }
+        if (fast == null) {
+            return false;
+        }
+        String what = new String(b, StandardCharsets.UTF_8);
+        assertEquals(full.metadata(), fast.metadata(), what);
+        assertEquals(full.entries().size(), fast.entries().size(), what);
+        for (int i = 0; i < full.entries().size(); i++) {
+            HeaderJson.Entry x = full.entries().get(i);
+            HeaderJson.Entry y = fast.entries().get(i);
+            assertEquals(x.name(), y.name(), what);
+            assertEquals(x.dtype(), y.dtype(), what);
+            assertArrayEquals(x.shape(), y.shape(), what);
+            assertEquals(x.begin(), y.begin(), what);
+            assertEquals(x.end(), y.end(), what);
+        }
+        return true;
+    }
+}

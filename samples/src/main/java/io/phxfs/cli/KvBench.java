@@ -1,0 +1,417 @@
+package io.phxfs.cli;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.codec.RedisCodec;
+import io.lettuce.core.codec.StringCodec;
+import io.phxfs.core.Device;
+import io.phxfs.core.OpenMode;
+import io.phxfs.core.Phoenix;
+import io.phxfs.core.PhxFile;
+import io.phxfs.core.RegisteredBuffer;
+import io.phxfs.kvcache.CacheKey;
+import io.phxfs.kvcache.ChunkedKv;
+import io.phxfs.kvcache.DiskTier;
+import io.phxfs.kvcache.KvCacheConfig;
+import io.phxfs.kvcache.KvCacheEngine;
+import io.phxfs.kvcache.KvLayout;
+import io.phxfs.kvcache.TierStats;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.TreeMap;
+import java.util.zip.CRC32C;
+
+/** The work of {@code phoenix kv bench} and {@code phoenix kv stats}. */
+final class KvBench {
+    private static final int CHUNK = 256;
+    private static final int LOOKUP_TOKENS = 128 * 1024;
+
+    private final KvCommand.Bench o;
+
+    KvBench(KvCommand.Bench o) {
+        this.o = o;
+    }
+
+    private record Rates(double raw, double kv) {
+    }
+
+    int run() throws Exception {
+        if (o.chunks < 1 || o.chunks > 1 << 16) {
+            throw new IllegalArgumentException("--chunks " + o.chunks + ": not in 1..65536");
+        }
+        if (o.repeat < 1) {
+            throw new IllegalArgumentException("--repeat must be >= 1, was " + o.repeat);
+        }
+        KvLayout layout = KvLayout.preset(o.layout);
+        DiskTier.FsyncPolicy fsync = DiskTier.FsyncPolicy.valueOf(o.fsync.toUpperCase(java.util.Locale.ROOT));
+        PrintWriter err = o.spec.commandLine().getErr();
+        Progress progress = new Progress(err, o.quiet);
+        Path base = o.dir != null ? o.dir : Path.of(System.getProperty("java.io.tmpdir"));
+        if (!Files.isDirectory(base)) {
+            throw new IllegalArgumentException("--dir " + base + ": " + (Files.exists(base) ? "not a directory"
+                    : "no such directory (create it first)"));
+        }
+        Phoenix phx = Phoenix.open();
+        Device device = o.target.resolve(phx, true);
+        o.target.announce(err);
+        long chunkBytes = layout.bytesPerChunk(CHUNK);
+        long bytes = chunkBytes * o.chunks;
+        int tokens = CHUNK * o.chunks;
+        Path work = Files.createTempDirectory(base, "phoenix-kv-bench-");
+        double storeGbps;
+        double retrieveGbps;
+        double rawWrite;
+        double rawRead;
+        double lookupUs;
+        Map<String, Double> redisFigures = new java.util.LinkedHashMap<>();
+        try (RegisteredBuffer buf = device == null ? phx.host().allocate(bytes) : device.allocate(bytes)) {
+            progress.step("%s: %d chunks of %s = %s in %s, %s", layout.describe(), o.chunks, Sizes.format(chunkBytes),
+                    Sizes.format(bytes), device == null ? "host memory" : device.toString(), work);
+            fillRandom(phx, buf, 1);
+            long want = checksum(phx, buf);
+            KvCacheConfig cfg = KvCacheConfig.builder().localCpu(false).localDisk(work.resolve("tier"))
+                    .maxLocalDiskBytes(3 * (bytes + o.chunks * 4096L) + (1L << 20)).diskMinFreeBytes(0).fsync(fsync)
+                    .model("bench").build();
+            Path raw = work.resolve("raw.bin");
+            double[] rw = new double[o.repeat];
+            double[] st = new double[o.repeat];
+            double[] rr = new double[o.repeat];
+            double[] rt = new double[o.repeat];
+            try (KvCacheEngine engine = new KvCacheEngine(cfg, layout)) {
+                ChunkedKv kv = new ChunkedKv(buf, layout, CHUNK);
+                // untimed warm-up of both paths: staging buffers, JIT, the first open of each kind
+                int[] warm = randomTokens(CHUNK * Math.min(o.chunks, 4), 99);
+                rawWrite(buf, raw, false);
+                rawRead(buf, raw);
+                engine.store(warm, kv);
+                engine.retrieve(warm, kv);
+                for (int r = 0; r < o.repeat; r++) {
+                    int[] prompt = randomTokens(tokens, 100 + r);
+                    rw[r] = rawWrite(buf, raw, fsync != DiskTier.FsyncPolicy.NONE);
+                    long t0 = System.nanoTime();
+                    int n = engine.store(prompt, kv);
+                    st[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                    if (n != tokens) {
+                        throw new IllegalStateException("the disk tier stored " + n + " of " + tokens + " tokens: "
+                                + engine.metrics().tier("disk"));
+                    }
+                    rr[r] = rawRead(buf, raw);
+                    t0 = System.nanoTime();
+                    n = engine.retrieve(prompt, kv);
+                    rt[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                    if (n != tokens || checksum(phx, buf) != want) {
+                        throw new IllegalStateException("retrieve returned " + n + " of " + tokens
+                                + " tokens or wrong bytes: " + engine.metrics().tier("disk"));
+                    }
+                    progress.step("run %d/%d: raw write %.2f GB/s, store %.2f GB/s, raw read %.2f GB/s, retrieve %.2f GB/s",
+                            r + 1, o.repeat, rw[r], st[r], rr[r], rt[r]);
+                }
+            }
+            rawWrite = median(rw);
+            storeGbps = median(st);
+            rawRead = median(rr);
+            retrieveGbps = median(rt);
+            Files.deleteIfExists(raw);
+            lookupUs = lookup(work.resolve("lookup"), progress);
+            if (o.redis != null) {
+                redis(layout, buf, phx, redisFigures, progress);
+            }
+        } finally {
+            deleteTree(work);
+        }
+        if (o.json) {
+            PrintWriter out = o.spec.commandLine().getOut();
+            JsonGenerator g = new JsonFactory().createGenerator(out);
+            g.writeStartObject();
+            g.writeStringField("layout", o.layout);
+            g.writeNumberField("chunks", o.chunks);
+            g.writeNumberField("bytes", bytes);
+            g.writeNumberField("store_gb_per_s", round(storeGbps));
+            g.writeNumberField("retrieve_gb_per_s", round(retrieveGbps));
+            g.writeNumberField("raw_write_gb_per_s", round(rawWrite));
+            g.writeNumberField("raw_read_gb_per_s", round(rawRead));
+            g.writeNumberField("lookup_us_128k", round(lookupUs));
+            for (var e : redisFigures.entrySet()) {
+                g.writeNumberField(e.getKey(), round(e.getValue()));
+            }
+            g.writeEndObject();
+            g.flush();
+            out.println();
+            out.flush();
+        } else {
+            PrintWriter out = o.spec.commandLine().getOut();
+            out.printf("layout %s, %d chunks, %s, target %s%n", o.layout, o.chunks, Sizes.format(bytes),
+                    device == null ? "host memory" : device.toString());
+            out.printf("store    %7.2f GB/s   raw write %7.2f GB/s   ratio %.2f%n", storeGbps, rawWrite, storeGbps / rawWrite);
+            out.printf("retrieve %7.2f GB/s   raw read  %7.2f GB/s   ratio %.2f%n", retrieveGbps, rawRead, retrieveGbps / rawRead);
+            out.printf("lookup of a %d-token prompt: %.1f us%n", LOOKUP_TOKENS, lookupUs);
+            if (!redisFigures.isEmpty()) {
+                out.printf("redis store %.2f GB/s vs lettuce SET %.2f GB/s (ratio %.2f); retrieve %.2f GB/s vs GET %.2f GB/s (ratio %.2f)%n",
+                        redisFigures.get("redis_store_gb_per_s"), redisFigures.get("lettuce_set_gb_per_s"),
+                        redisFigures.get("redis_store_gb_per_s") / redisFigures.get("lettuce_set_gb_per_s"),
+                        redisFigures.get("redis_retrieve_gb_per_s"), redisFigures.get("lettuce_get_gb_per_s"),
+                        redisFigures.get("redis_retrieve_gb_per_s") / redisFigures.get("lettuce_get_gb_per_s"));
+            }
+            out.flush();
+        }
+        return 0;
+    }
+
+    private static double round(double v) {
+        return Math.round(v * 1000) / 1000.0;
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s[s.length / 2];
+    }
+
+    static int[] randomTokens(int n, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        int[] t = new int[n];
+        for (int i = 0; i < n; i++) {
+            t[i] = r.nextInt(128_000);
+        }
+        return t;
+    }
+
+    /** Random bytes into the buffer, through a host block where Java cannot touch it. */
+    private static void fillRandom(Phoenix phx, RegisteredBuffer buf, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        long block = 16L << 20;
+        MemorySegment tmp = java.lang.foreign.Arena.ofAuto().allocate(Math.min(block, buf.size()), 4096);
+        for (long off = 0; off < buf.size(); off += block) {
+            long n = Math.min(block, buf.size() - off);
+            MemorySegment t = tmp.asSlice(0, n);
+            for (long i = 0; i + 8 <= n; i += 8) {
+                t.set(ValueLayout.JAVA_LONG_UNALIGNED, i, r.nextLong());
+            }
+            if (buf.segment().isPresent()) {
+                MemorySegment.copy(t, 0, buf.segment().get(), off, n);
+            } else {
+                phx.device(buf.deviceId()).copyToDevice(t, buf, off);
+            }
+        }
+    }
+
+    private static long checksum(Phoenix phx, RegisteredBuffer buf) {
+        CRC32C c = new CRC32C();
+        long block = 16L << 20;
+        MemorySegment tmp = buf.segment().isPresent() ? null
+                : java.lang.foreign.Arena.ofAuto().allocate(Math.min(block, buf.size()), 4096);
+        for (long off = 0; off < buf.size(); off += block) {
+            long n = Math.min(block, buf.size() - off);
+            MemorySegment s;
+            if (tmp == null) {
+                s = buf.segment().get().asSlice(off, n);
+            } else {
+                s = tmp.asSlice(0, n);
+                phx.device(buf.deviceId()).copyToHost(buf, off, s);
+            }
+            c.update(s.asByteBuffer());
+        }
+        return c.getValue();
+    }
+
+    private static double rawWrite(RegisteredBuffer buf, Path raw, boolean sync) throws IOException {
+        Files.deleteIfExists(raw);
+        long t0 = System.nanoTime();
+        try (PhxFile f = PhxFile.open(raw, OpenMode.WRITE, OpenMode.CREATE, OpenMode.TRUNCATE, OpenMode.DIRECT)) {
+            long n = f.write(buf, 0, buf.size(), 0);
+            if (n != buf.size()) {
+                throw new IOException("short write to " + raw + ": " + n + " of " + buf.size());
+            }
+            if (sync) {
+                try (FileChannel ch = FileChannel.open(raw, StandardOpenOption.WRITE)) {
+                    ch.force(true);
+                }
+            }
+        }
+        return buf.size() / ((System.nanoTime() - t0) / 1e9) / 1e9;
+    }
+
+    private static double rawRead(RegisteredBuffer buf, Path raw) throws IOException {
+        long t0 = System.nanoTime();
+        try (PhxFile f = PhxFile.open(raw, OpenMode.READ, OpenMode.DIRECT)) {
+            long n = f.read(buf, 0, buf.size(), 0);
+            if (n != buf.size()) {
+                throw new IOException("short read of " + raw + ": " + n + " of " + buf.size());
+            }
+        }
+        return buf.size() / ((System.nanoTime() - t0) / 1e9) / 1e9;
+    }
+
+    /**
+     * Median time to look up a 128k-token prompt whose 512 chunks are all held (in the disk
+     * tier's index, behind an empty memory tier): hashing every chunk plus the index probes.
+     */
+    private static double lookup(Path dir, Progress progress) {
+        KvLayout tiny = KvLayout.preset("tiny-llama");
+        int chunks = LOOKUP_TOKENS / CHUNK;
+        KvCacheConfig cfg = KvCacheConfig.builder().localCpu(true).maxLocalCpuBytes(tiny.bytesPerChunk(CHUNK))
+                .localDisk(dir).maxLocalDiskBytes(1L << 30).diskMinFreeBytes(0).fsync(DiskTier.FsyncPolicy.NONE)
+                .model("bench").build();
+        int[] prompt = randomTokens(LOOKUP_TOKENS, 7);
+        try (KvCacheEngine e = new KvCacheEngine(cfg, tiny);
+             RegisteredBuffer b = Phoenix.open().host().allocate(tiny.bytesPerChunk(LOOKUP_TOKENS))) {
+            int n = e.store(prompt, new ChunkedKv(b, tiny, CHUNK));
+            e.flush();
+            if (n != LOOKUP_TOKENS || e.lookup(prompt) != LOOKUP_TOKENS) {
+                throw new IllegalStateException("lookup setup stored " + n + " tokens, looks up " + e.lookup(prompt));
+            }
+            double[] us = new double[200];
+            // warm-up: a second of lookups, so that the JIT has compiled the hashing and index probes
+            long warm = System.nanoTime() + 1_000_000_000L;
+            while (System.nanoTime() < warm) {
+                e.lookup(prompt);
+            }
+            for (int i = 0; i < us.length; i++) {
+                long t0 = System.nanoTime();
+                int got = e.lookup(prompt);
+                us[i] = (System.nanoTime() - t0) / 1e3;
+                if (got != LOOKUP_TOKENS) {
+                    throw new IllegalStateException("lookup found " + got);
+                }
+            }
+            double m = median(us);
+            progress.step("lookup of %d tokens (%d chunks held): %.1f us (median of %d)", LOOKUP_TOKENS, chunks, m, us.length);
+            return m;
+        } catch (InterruptedException ex) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(ex);
+        }
+    }
+
+    /** The Redis tier against plain Lettuce SET/GET of the same chunk bytes, on the same server. */
+    private void redis(KvLayout layout, RegisteredBuffer buf, Phoenix phx, Map<String, Double> out, Progress progress)
+            throws Exception {
+        long chunkBytes = layout.bytesPerChunk(CHUNK);
+        int chunks = o.chunks;
+        long bytes = chunkBytes * chunks;
+        RegisteredBuffer host = buf.segment().isPresent() ? buf : null;
+        if (host == null) {
+            throw new IllegalArgumentException("--redis compares host memory: use --host");
+        }
+        double[] ts = new double[o.repeat];
+        double[] tr = new double[o.repeat];
+        double[] ps = new double[o.repeat];
+        double[] pg = new double[o.repeat];
+        KvCacheConfig cfg = KvCacheConfig.builder().localCpu(false).remoteUrl(o.redis)
+                .remoteTimeout(java.time.Duration.ofSeconds(30)).ioThreads(1).model("bench").build();
+        RedisClient client = RedisClient.create(o.redis);
+        try (KvCacheEngine e = new KvCacheEngine(cfg, layout);
+             StatefulRedisConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE))) {
+            ChunkedKv kv = new ChunkedKv(host, layout, CHUNK);
+            byte[][] values = new byte[chunks][];
+            for (int r = 0; r < o.repeat; r++) {
+                int[] prompt = randomTokens(CHUNK * chunks, 500 + r);
+                // plain: the same bytes as byte[] (copied out of the buffer beforehand, not timed)
+                for (int i = 0; i < chunks; i++) {
+                    values[i] = host.segment().get().asSlice(i * chunkBytes, chunkBytes).toArray(ValueLayout.JAVA_BYTE);
+                }
+                long t0 = System.nanoTime();
+                for (int i = 0; i < chunks; i++) {
+                    c.sync().set("plain-" + r + "-" + i, values[i]);
+                }
+                ps[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                t0 = System.nanoTime();
+                for (int i = 0; i < chunks; i++) {
+                    values[i] = c.sync().get("plain-" + r + "-" + i);
+                }
+                pg[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                t0 = System.nanoTime();
+                int n = e.store(prompt, kv);
+                ts[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                t0 = System.nanoTime();
+                int m = e.retrieve(prompt, kv);
+                tr[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                if (n != CHUNK * chunks || m != n) {
+                    throw new IllegalStateException("redis tier stored " + n + ", retrieved " + m + ": "
+                            + e.metrics().tier("redis"));
+                }
+                for (int i = 0; i < chunks; i++) {
+                    c.sync().del("plain-" + r + "-" + i);
+                    e.tiers().getFirst().remove(e.key(hashOf(prompt, i)));
+                }
+                progress.step("redis run %d/%d: SET %.2f GB/s, tier store %.2f GB/s, GET %.2f GB/s, tier retrieve %.2f GB/s",
+                        r + 1, o.repeat, ps[r], ts[r], pg[r], tr[r]);
+            }
+        } finally {
+            client.shutdown();
+        }
+        out.put("redis_store_gb_per_s", median(ts));
+        out.put("redis_retrieve_gb_per_s", median(tr));
+        out.put("lettuce_set_gb_per_s", median(ps));
+        out.put("lettuce_get_gb_per_s", median(pg));
+    }
+
+    private static byte[] hashOf(int[] prompt, int chunk) {
+        return new io.phxfs.kvcache.ChunkHasher(CHUNK, null).hashes(prompt, chunk + 1)[chunk];
+    }
+
+    private static void deleteTree(Path p) throws IOException {
+        if (!Files.exists(p)) {
+            return;
+        }
+        try (var s = Files.walk(p)) {
+            for (Path q : s.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(q);
+            }
+        }
+    }
+
+    static int stats(KvCommand.Stats o) throws IOException {
+        try (DiskTier d = DiskTier.openReadOnly(o.dir)) {
+            TierStats s = d.stats();
+            Map<String, Integer> models = new TreeMap<>();
+            for (String k : d.keys()) {
+                CacheKey key = CacheKey.parse(k);
+                models.merge(key.model() + " (" + key.dtype() + ", world " + key.worldSize() + ")", 1, Integer::sum);
+            }
+            PrintWriter out = o.spec.commandLine().getOut();
+            if (o.json) {
+                JsonGenerator g = new JsonFactory().createGenerator(out);
+                g.writeStartObject();
+                g.writeStringField("dir", o.dir.toString());
+                g.writeNumberField("chunks", s.entries());
+                g.writeNumberField("bytes", s.bytesUsed());
+                g.writeNumberField("corrupt", s.corrupt());
+                g.writeNumberField("temporaries", d.removedTemporaries());
+                g.writeNumberField("scan_ms", d.startupNanos() / 1e6);
+                g.writeObjectFieldStart("models");
+                for (var e : models.entrySet()) {
+                    g.writeNumberField(e.getKey(), e.getValue());
+                }
+                g.writeEndObject();
+                g.writeEndObject();
+                g.flush();
+                out.println();
+            } else {
+                out.printf("%s: %d chunks, %s; %d damaged, torn or foreign files; %d temporaries of interrupted stores"
+                        + " (index rebuilt in %.1f ms)%n", o.dir, s.entries(), Sizes.format(s.bytesUsed()), s.corrupt(),
+                        d.removedTemporaries(), d.startupNanos() / 1e6);
+                List<String> lines = new ArrayList<>();
+                models.forEach((m, n) -> lines.add("  " + m + ": " + n + " chunks"));
+                lines.forEach(out::println);
+            }
+            out.flush();
+        }
+        return 0;
+    }
+}
