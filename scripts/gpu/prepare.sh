@@ -16,7 +16,8 @@ strip --strip-unneeded .gpu/jre/lib/server/libjvm.so .gpu/jre/lib/*.so 2>/dev/nu
 rm -rf .gpu/uring && mkdir -p .gpu/uring/include .gpu/uring/lib
 cp -r /usr/include/liburing.h /usr/include/liburing .gpu/uring/include/
 cp /usr/lib/x86_64-linux-gnu/liburing.a .gpu/uring/lib/
-cp samples/target/phoenix-cli.jar .gpu/
+# the CLI without DJL (the GPU machine cannot run DJL's libtorch 2.7, and the carry is capped at 64 MiB)
+cp samples/target/phoenix-cli-nodjl.jar .gpu/phoenix-cli.jar
 rm -rf .gpu/java-tests && mkdir -p .gpu/java-tests
 cp -r phoenix-core/target/test-classes .gpu/java-tests/classes
 cp -r safetensors-loader/target/test-classes .gpu/java-tests/st-classes

@@ -52,6 +52,7 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        DjlRunCommand.requireDjl("djl-load-bench");
         PrintWriter out = spec.commandLine().getOut();
         if (child != null) {
             out.println(DjlBenchChild.run(child, file));

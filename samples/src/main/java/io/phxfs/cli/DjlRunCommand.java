@@ -62,7 +62,19 @@ final class DjlRunCommand implements Callable<Integer> {
             }
             throw new IllegalArgumentException(dir + ": not a directory (djl-run takes a checkpoint directory)");
         }
+        requireDjl("djl-run");
         DjlRun.run(dir, ids, generate, top, json, spec.commandLine().getOut());
         return 0;
+    }
+
+    /** A jar built without DJL (phoenix-cli-nodjl.jar, the GPU machine's) says so, instead of a NoClassDefFoundError. */
+    static void requireDjl(String command) {
+        try {
+            Class.forName("ai.djl.engine.Engine", false, DjlRunCommand.class.getClassLoader());
+            Class.forName("io.phxfs.djl.DjlRuntime", false, DjlRunCommand.class.getClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            throw new IllegalStateException(command + " needs DJL and djl-integration on the class path; this CLI was"
+                    + " built without them (phoenix-cli-nodjl.jar): run samples/target/phoenix-cli.jar");
+        }
     }
 }
