@@ -27,7 +27,8 @@ import picocli.CommandLine.Spec;
 /**
  * {@code phoenix djl-load-bench FILE [--write SIZE] [--rounds N]}: a safetensors file into DJL
  * arrays, by Phoenix ({@link SafetensorsNDList}) and by DJL's own {@code NDList.decode}, each in
- * a JVM of its own (so that each has its own peak RSS), alternating, from a warm page cache.
+ * a JVM of its own (so that each has its own peak RSS), from a warm page cache, the order
+ * alternating from round to round.
  */
 @Command(name = "djl-load-bench", mixinStandardHelpOptions = true,
         description = {"Loads a safetensors file into DJL NDArrays with Phoenix (SafetensorsNDList) and with DJL's"
@@ -73,7 +74,8 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
         long[] peak = {0, 0};
         String[] sums = new String[2];
         for (int r = 1; r <= rounds; r++) {
-            for (int p = 0; p < 2; p++) {
+            for (int k = 0; k < 2; k++) {
+                int p = (k + r + 1) % 2; // phoenix first in odd rounds, decode first in even ones
                 String path = p == 0 ? "phoenix" : "decode";
                 List<String> cmd = new ArrayList<>(java);
                 cmd.addAll(List.of("--child", path, file.toString()));
@@ -145,5 +147,9 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
                 dst.putFloat((float) rnd.nextGaussian());
             }
         });
+        // written back before any round, so that no round competes with the writeback
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+            ch.force(true);
+        }
     }
 }
