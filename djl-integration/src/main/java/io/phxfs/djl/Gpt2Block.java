@@ -17,6 +17,7 @@ public final class Gpt2Block extends CausalLmBlock {
     private final int positions;
     private final double eps;
     private final String activation;
+    private final boolean scaleAttention;
     private final NDArray wte;
     private final NDArray wpe;
     private final NDArray head;
@@ -46,6 +47,13 @@ public final class Gpt2Block extends CausalLmBlock {
             throw new IllegalArgumentException(config.file() + ": \"activation_function\" " + activation
                     + " is not supported (gelu_new, gelu_pytorch_tanh, gelu)");
         }
+        for (String unsupported : new String[] {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+                "add_cross_attention"}) {
+            if (config.bool(unsupported, false)) {
+                throw new IllegalArgumentException(config.file() + ": \"" + unsupported + "\" true is not supported");
+            }
+        }
+        scaleAttention = config.bool("scale_attn_weights", true);
         if (width % heads != 0) {
             throw new IllegalArgumentException(config.file() + ": n_embd " + width + " is not a multiple of n_head " + heads);
         }
@@ -111,7 +119,9 @@ public final class Gpt2Block extends CausalLmBlock {
                 }
                 cache.set(i, k, v);
             }
-            NDArray a = attention(q, k, v, mask).transpose(1, 0, 2).reshape(tokens, width);
+            // attention() divides by sqrt(d); scale_attn_weights=false means no scaling at all
+            NDArray a = attention(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, mask).transpose(1, 0, 2)
+                    .reshape(tokens, width);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);
             x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));

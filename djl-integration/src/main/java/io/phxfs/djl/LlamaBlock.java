@@ -8,8 +8,7 @@ import ai.djl.nn.Parameter;
 import java.util.Map;
 
 /**
- * Llama ({@code model_type: llama}, and the same layout of Mistral and Qwen2 without biases)
- * from DJL operations: RMSNorm, rotary position embeddings (the default rope type, Hugging
+ * Llama ({@code model_type: llama}) from DJL operations: RMSNorm, rotary position embeddings (the default rope type, Hugging
  * Face's rotate-half layout), grouped-query attention ({@code num_key_value_heads} below
  * {@code num_attention_heads}) and the SiLU-gated MLP. The LM head is {@code lm_head.weight},
  * or the token embedding when {@code tie_word_embeddings} is true. Weights in bf16 or f16 are

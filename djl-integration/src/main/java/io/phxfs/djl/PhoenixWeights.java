@@ -49,7 +49,7 @@ public final class PhoenixWeights implements AutoCloseable {
             throw e;
         }
         this.arrays = Collections.unmodifiableMap(m);
-        this.uid = "phoenix-weights-" + System.identityHashCode(this) + "-" + path;
+        this.uid = "phoenix-weights-" + java.util.UUID.randomUUID();
         parent.attachInternal(uid, this);
     }
 

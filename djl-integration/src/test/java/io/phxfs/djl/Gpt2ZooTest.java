@@ -162,6 +162,27 @@ class Gpt2ZooTest {
         assertTrue(String.valueOf(rootMessage(z)).contains("config.json"), rootMessage(z));
     }
 
+    @Test
+    void unsupportedConfigurationsAreRefusedNamingTheField(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        String config = java.nio.file.Files.readString(TestFixtures.file("tiny-gpt2/config.json"));
+        java.nio.file.Files.copy(TestFixtures.file("tiny-gpt2/model.safetensors"), dir.resolve("model.safetensors"));
+        String[][] cases = {
+            {"\"model_type\": \"gpt2\"", "\"model_type\": \"mistral\"", "model_type \"mistral\" is not supported"},
+            {"\"activation_function\": \"gelu_new\"", "\"activation_function\": \"relu\"", "\"activation_function\" relu"},
+            {"\"scale_attn_by_inverse_layer_idx\": false", "\"scale_attn_by_inverse_layer_idx\": true",
+                "\"scale_attn_by_inverse_layer_idx\" true is not supported"},
+            {"\"n_head\": 2", "\"n_head\": 3", "n_embd 64 is not a multiple of n_head 3"},
+            {"\"n_layer\": 2", "\"n_layer\": 3", "no tensor \"transformer.h.2.ln_1.weight\""},
+        };
+        for (String[] c : cases) {
+            assertTrue(config.contains(c[0]), c[0]);
+            java.nio.file.Files.writeString(dir.resolve("config.json"), config.replace(c[0], c[1]));
+            Exception e = assertThrows(Exception.class, () -> Criteria.builder().setTypes(long[].class, float[].class)
+                    .optModelUrls("phoenix://" + dir).build().loadModel());
+            assertTrue(rootMessage(e).contains(c[2]), c[1] + ": " + rootMessage(e));
+        }
+    }
+
     static String rootMessage(Throwable t) {
         while (t.getCause() != null) {
             t = t.getCause();
