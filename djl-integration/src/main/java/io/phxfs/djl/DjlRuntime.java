@@ -4,12 +4,11 @@ import ai.djl.engine.Engine;
 import java.nio.file.Path;
 
 /**
- * Starts DJL's PyTorch engine for this module: offline by default, so that the engine takes
- * libtorch from the {@code pytorch-native-cpu} jar on the class path (or from
- * {@code PYTORCH_LIBRARY_PATH}) and never downloads; the natives are extracted once into
- * {@code DJL_CACHE_DIR} (environment variable or system property), which the build sets to a
- * directory it controls. Without the native jar and PYTORCH_LIBRARY_PATH, a libtorch 2.7.1
- * extracted there earlier is used.
+ * Starts DJL's PyTorch engine for this module. Offline operation is the application's choice
+ * ({@code DJL_OFFLINE=true}, or {@link #preferOffline()}): the engine then takes libtorch from
+ * the {@code pytorch-native-cpu} jar on the class path (or from {@code PYTORCH_LIBRARY_PATH})
+ * and never downloads; the natives are extracted once into {@code DJL_CACHE_DIR} (environment
+ * variable or system property), which the build sets to a directory it controls.
  */
 public final class DjlRuntime {
     /** The engine name DJL registers the PyTorch engine under. */
@@ -19,24 +18,35 @@ public final class DjlRuntime {
     }
 
     /**
-     * The PyTorch engine, started offline unless {@code DJL_OFFLINE} or {@code ai.djl.offline}
-     * says otherwise.
+     * The PyTorch engine (started if it is not yet). This changes no DJL setting: an
+     * application that wants no download at all sets {@code DJL_OFFLINE=true} (or calls
+     * {@link #preferOffline()}) and puts the native jar on the class path.
      *
      * @return the engine
      * @throws IllegalStateException when libtorch cannot be loaded (the message names what is missing)
      */
     public static Engine pytorch() {
+        try {
+            return Engine.getEngine(ENGINE);
+        } catch (RuntimeException e) {
+            throw new IllegalStateException("DJL's PyTorch engine did not start (natives from the "
+                    + "ai.djl.pytorch:pytorch-native-cpu jar into DJL_CACHE_DIR=" + cacheDir()
+                    + ", or PYTORCH_LIBRARY_PATH): " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * For applications (the CLI calls it before DJL starts): DJL offline unless
+     * {@code DJL_OFFLINE}/{@code ai.djl.offline} says otherwise, and, without the native jar on
+     * the class path and without {@code PYTORCH_LIBRARY_PATH}, the libtorch 2.7.1 a run with the
+     * jar extracted into the cache directory earlier. Both are process-wide DJL settings, which
+     * is why the library itself never calls this.
+     */
+    public static void preferOffline() {
         if (System.getenv("DJL_OFFLINE") == null && System.getProperty("ai.djl.offline") == null) {
             System.setProperty("ai.djl.offline", "true");
         }
         useExtractedLibtorch();
-        try {
-            return Engine.getEngine(ENGINE);
-        } catch (RuntimeException e) {
-            throw new IllegalStateException("DJL's PyTorch engine did not start (offline; natives from the "
-                    + "ai.djl.pytorch:pytorch-native-cpu jar into DJL_CACHE_DIR=" + cacheDir()
-                    + ", or PYTORCH_LIBRARY_PATH): " + e.getMessage(), e);
-        }
     }
 
     /** The libtorch version DJL 0.36's JNI is built against. */

@@ -23,6 +23,7 @@ final class DjlBenchChild {
 
     /** One path in this JVM: "result SECONDS RSS_START PEAK_RSS TENSORS CHECKSUM". */
     static String run(String path, Path file) throws IOException {
+        DjlRuntime.preferOffline();
         DjlRuntime.pytorch();
         try (NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE)) {
             m.zeros(new ai.djl.ndarray.types.Shape(1)).close(); // engine and allocator up before the clock

@@ -37,6 +37,7 @@ final class DjlRun {
     }
 
     private void run(Path dir, int top, PrintWriter out) throws IOException {
+        DjlRuntime.preferOffline();
         DjlRuntime.pytorch();
         Criteria<long[], float[][]> criteria = Criteria.builder().setTypes(long[].class, float[][].class)
                 .optModelUrls("phoenix://" + dir.toAbsolutePath().normalize()).build();
