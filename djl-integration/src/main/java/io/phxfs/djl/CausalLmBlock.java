@@ -16,7 +16,8 @@ import java.util.Arrays;
  * A decoder-only language model as a DJL block whose parameters are Phoenix-loaded tensors:
  * input one sequence of token ids (INT64, {@code [T]} or {@code [1, T]}), output its logits,
  * {@code [T, vocab]} float32. Computation is float32 with DJL operations; float32 weights are
- * used in place (zero copy), others (bf16, f16) are converted once at construction.
+ * used in place (zero copy), others (bf16, f16) are converted once at construction and their
+ * originals released (their memory freed where it is their own).
  *
  * <p>The block belongs to the {@link PhoenixWeights} it was made from: once they are closed
  * (closing the DJL model closes them) any forward raises IllegalStateException.
@@ -59,7 +60,12 @@ public abstract class CausalLmBlock extends AbstractBlock {
      */
     protected NDArray weight(String name, Parameter.Type type) {
         NDArray a = weights.get(name);
-        NDArray f = a.getDataType() == DataType.FLOAT32 ? a : convert(a);
+        NDArray f = a;
+        if (a.getDataType() != DataType.FLOAT32) {
+            f = convert(a);
+            // the bf16/f16 original is not used again: its memory goes now, where it is its own
+            weights.release(name);
+        }
         addParameter(Parameter.builder().setName(name).setType(type).optArray(f).optRequiresGrad(false).build());
         return f;
     }

@@ -80,7 +80,7 @@ public final class PhoenixBlockFactory implements BlockFactory {
         ai.djl.Device device = model.getNDManager().getDevice();
         // a model on a GPU gets its weights read straight into that GPU's memory
         WeightLoader loader = device.isGpu() ? WeightLoader.builder().toDevice(device.getDeviceId()).build()
-                : WeightLoader.builder().writable(true).build();
+                : PhoenixWeights.defaultLoader();
         PhoenixWeights weights = PhoenixWeights.load(dir, model.getNDManager(), loader);
         try {
             return type.equals("gpt2") ? new Gpt2Block(weights, config, model.getNDManager())

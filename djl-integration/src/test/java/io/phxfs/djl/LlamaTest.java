@@ -81,6 +81,9 @@ class LlamaTest {
         try (ZooModel<long[], float[][]> model = Criteria.builder().setTypes(long[].class, float[][].class)
                 .optModelUrls("phoenix://" + TestFixtures.file("tiny-llama")).build().loadModel();
              ai.djl.inference.Predictor<long[], float[][]> p = model.newPredictor()) {
+            PhoenixWeights w = ((LlamaBlock) model.getBlock()).weights();
+            assertEquals(0, w.arrays().size(), "every bf16 tensor was released once converted to float32");
+            assertEquals(0, w.loaded().tensors().size());
             double err = Gpt2ZooTest.maxAbsDiff(expected, p.predict(ids));
             System.out.printf("tiny-llama logits: max abs error %.3g vs transformers%n", err);
             assertTrue(err <= 1e-3, "max abs error " + err);

@@ -40,8 +40,6 @@ class TensorViewsTest {
         try (NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE);
              PhoenixWeights w = PhoenixWeights.load(TestFixtures.file(file), m)) {
             assertEquals(ref.size(), w.arrays().size(), file);
-            long base = w.loaded().buffer(-1).orElseThrow().address();
-            long size = w.loaded().buffer(-1).orElseThrow().size();
             for (Map.Entry<String, JsonNode> e : ref.properties()) {
                 String name = e.getKey();
                 JsonNode r = e.getValue();
@@ -51,8 +49,10 @@ class TensorViewsTest {
                 assertArrayEquals(TestFixtures.longs(r.get("shape")), TensorViews.shape(a), name);
                 if (t.nbytes() > 0) {
                     long ptr = TensorViews.dataPointer(a);
+                    io.phxfs.core.RegisteredBuffer b = t.buffer().orElseThrow();
                     assertEquals(t.address(), ptr, name + ": the array's data is the loaded tensor's memory");
-                    assertTrue(ptr >= base && ptr + t.nbytes() <= base + size, name + " inside the Phoenix buffer");
+                    assertTrue(ptr >= b.address() && ptr + t.nbytes() <= b.address() + b.size(),
+                            name + " inside the Phoenix buffer");
                 }
                 MemorySegment bytes = TensorViews.bytes(a, t.dtype().bits() / 8);
                 assertEquals(r.get("nbytes").asLong(), bytes.byteSize(), name);
@@ -150,17 +150,38 @@ class TensorViewsTest {
     }
 
     @Test
+    void oneTensorIsReleasedBeforeTheOthers() throws Exception {
+        try (NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE);
+             PhoenixWeights w = PhoenixWeights.load(TestFixtures.file("dtypes.safetensors"), m)) {
+            NDArray a = w.get("bf16");
+            io.phxfs.core.RegisteredBuffer b = w.loaded().tensor("bf16").orElseThrow().buffer().orElseThrow();
+            assertTrue(w.release("bf16"), "the tensor's own memory is freed");
+            assertTrue(b.isClosed());
+            assertThrows(IllegalStateException.class, a::getShape);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> w.get("bf16"));
+            assertTrue(e.getMessage().contains("(released)"), e.getMessage());
+            assertFalse(w.release("bf16"), "a second release frees nothing");
+            assertThrows(IllegalArgumentException.class, () -> w.release("no-such-tensor"));
+            assertEquals(16, w.arrays().size());
+            assertArrayEquals(w.loaded().tensor("f32").orElseThrow().toByteArray(), w.get("f32").toByteArray());
+        }
+    }
+
+    @Test
     void closingReleasesOnceAndUseAfterCloseRaises() throws Exception {
         NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE);
         PhoenixWeights w = PhoenixWeights.load(TestFixtures.file("dtypes.safetensors"), m);
         NDArray a = w.get("f32");
+        java.util.List<io.phxfs.core.RegisteredBuffer> buffers = w.loaded().tensors().values().stream()
+                .filter(t -> t.nbytes() > 0).map(t -> t.buffer().orElseThrow()).toList();
+        assertEquals(16, buffers.size());
         assertEquals(0, w.releaseCount());
         m.close(); // the manager owns the weights
         assertTrue(w.isClosed());
         assertEquals(1, w.releaseCount());
         w.close();
         assertEquals(1, w.releaseCount(), "a second close releases nothing");
-        assertTrue(w.loaded().buffer(-1).orElseThrow().isClosed(), "the Phoenix buffer is freed");
+        assertTrue(buffers.stream().allMatch(io.phxfs.core.RegisteredBuffer::isClosed), "the Phoenix buffers are freed");
         assertThrows(IllegalStateException.class, () -> w.get("f32"));
         assertThrows(IllegalStateException.class, a::toFloatArray);
         assertFalse(w.toString().isEmpty());

@@ -33,12 +33,15 @@ final class DjlBenchChild {
             NDList list;
             if (path.equals("phoenix")) {
                 list = SafetensorsNDList.load(file, m);
+            } else if (path.equals("phoenix-shared")) {
+                // the loader's own writable host load: one huge-page buffer for every tensor
+                list = SafetensorsNDList.load(file, m, io.phxfs.safetensors.WeightLoader.builder().writable(true).build());
             } else if (path.equals("decode")) {
                 try (InputStream in = new BufferedInputStream(Files.newInputStream(file), 1 << 20)) {
                     list = NDList.decode(m, in);
                 }
             } else {
-                throw new IllegalArgumentException("--child " + path + ": phoenix or decode");
+                throw new IllegalArgumentException("--child " + path + ": phoenix, phoenix-shared or decode");
             }
             double sec = (System.nanoTime() - t0) / 1e9;
             long hwm = ProcStatus.peakRss();
