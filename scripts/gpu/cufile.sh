@@ -43,10 +43,14 @@ for d in ${CUDA_HOME:-/usr/local/cuda} /usr/local/cuda /usr/local/cuda/targets/x
   [ -n "$d" ] && [ -z "$nv_inc" ] && [ -f "$d/include/cufile.h" ] && nv_inc=$d/include
   [ -n "$d" ] && [ -z "$nv_lib" ] && for l in "$d/lib64/libcufile.so.0" "$d/lib/libcufile.so.0"; do [ -f "$l" ] && nv_lib=$l && break; done
 done
-[ -z "$nv_inc" ] && nv_inc=$(dirname "$(timeout 60 find / -xdev -name cufile.h -path '*include*' 2>/dev/null | grep -v "$root" | head -1)" 2>/dev/null)
-[ -z "$nv_lib" ] && nv_lib=$(timeout 60 find / -xdev -name libcufile.so.0 2>/dev/null | grep -v "$root" | head -1)
+[ -z "$nv_inc" ] && nv_inc=$(dirname "$(timeout 60 find / -xdev -name cufile.h -path '*include*' 2>/dev/null | grep -v -e "$root" -e phxfile | head -1)" 2>/dev/null)
+[ -z "$nv_lib" ] && nv_lib=$(timeout 60 find / -xdev -name libcufile.so.0 2>/dev/null | grep -v -e "$root" -e phxfile -e gpu-phxfile | head -1)
 nv_lib=$(readlink -f "$nv_lib" 2>/dev/null || echo "$nv_lib")
-cuda_inc=$(dirname "$(command -v nvcc)")/../include
+cuda_inc=""
+for d in ${CUDA_HOME:+$CUDA_HOME/include} /usr/local/cuda/include "$(dirname "$(readlink -f "$(command -v nvcc)")")/../include" /usr/include; do
+  [ -z "$cuda_inc" ] && [ -f "$d/cuda.h" ] && cuda_inc=$d
+done
+cuda_inc=${cuda_inc:-/usr/local/cuda/include}
 { echo "NVIDIA cufile.h: $nv_inc/cufile.h"; echo "NVIDIA libcufile: $nv_lib"; echo "CUDA include: $cuda_inc"
   echo "udev data before this run:"; ls -la /run/udev/data 2>&1 | head -20; } >> "$out/env.txt"
 note "NVIDIA cufile.h in ${nv_inc:-NOT FOUND}; libcufile ${nv_lib:-NOT FOUND}"
@@ -73,7 +77,7 @@ step "1 build (libphoenix, libphxfile.so, libcufile.so.0, tests)" build.txt 240 
 
 # ---- 2 the shim's tests on the GPU ----
 step "2 shim tests, cuda connector" shim-tests-cuda.txt 240 bash -c "
-  st=0; for t in test_api test_batch test_stream test_config test_exit test_dlopen; do
+  set -o pipefail; st=0; for t in test_api test_batch test_stream test_config test_exit test_dlopen; do
     PHX_CONNECTOR=cuda CUFILE_ENV_PATH_JSON= LD_LIBRARY_PATH='$B' timeout 90 '$B/tests/'\$t 2>&1 | grep -v '^phxfile:' | tail -5 || st=1
   done; exit \$st"
 grep -q FAILED "$out/shim-tests-cuda.txt" && note "  (a shim test failed on the GPU: see shim-tests-cuda.txt)"
@@ -86,7 +90,10 @@ fi
 restore_udev() { [ -n "$hidden" ] && rm -rf /run/udev/data && mv /run/udev/data.phxfile-hidden /run/udev/data && hidden=""; }
 trap restore_udev EXIT
 step "3a header layout: NVIDIA's cufile.h vs ours (diff)" abi-layout.txt 60 bash -c "
-  gcc -O0 -I'$nv_inc' -I'$cuda_inc' '$G/layout.c' -o '$B/layout-nvidia' && gcc -O0 -Wall -Wextra -Werror -Iphxfile-abi/include '$G/layout.c' -o '$B/layout-ours' &&
+  core=''
+  gcc -O0 -I'$nv_inc' -I'$cuda_inc' '$G/layout.c' -o '$B/layout-nvidia' ||
+    { echo 'retrying without the newest parameter names'; core=-DPHX_LAYOUT_CORE; gcc -O0 \$core -I'$nv_inc' -I'$cuda_inc' '$G/layout.c' -o '$B/layout-nvidia'; } &&
+  gcc -O0 \$core -Wall -Wextra -Werror -Iphxfile-abi/include '$G/layout.c' -o '$B/layout-ours' &&
   '$B/layout-nvidia' > '$out/layout-nvidia.txt' && '$B/layout-ours' > '$out/layout-ours.txt' &&
   wc -l '$out/layout-nvidia.txt' && diff '$out/layout-nvidia.txt' '$out/layout-ours.txt' && echo 'identical layout and values'"
 step "3b build abi_check against NVIDIA's cufile.h" abi-build.txt 120 \
