@@ -150,6 +150,11 @@ for line in open(sys.argv[1]):
     elif p[:1] in (["INFO"], ["ERROR"]):
         print(line.rstrip())
 med = lambda lib, key: statistics.median(vals[(lib, key)]) if vals.get((lib, key)) else float("nan")
+# time until the first transfer can start: open + first handle + first buffer registration
+for lib in ("ours", "nvidia"):
+    parts = [med(lib, k) for k in ("open_us", "handle_first_us", "bufreg_first_us")]
+    if all(x == x for x in parts):
+        vals[(lib, "ready_us")] = [sum(parts)]
 def row(name, key, a, b, unit, higher_better):
     x, y = med(a, key), med(b, key)
     r = (x / y if higher_better else y / x) if x == x and y == y and x and y else float("nan")
@@ -158,7 +163,8 @@ print("\n| measure (median of runs)            |         ours |       NVIDIA | u
 print("|------------------------------------|--------------|--------------|-------|---------|")
 for key, name in [("open_us", "cuFileDriverOpen"), ("handle_first_us", "HandleRegister, first"),
                   ("handle_us", "HandleRegister"), ("bufreg_first_us", "BufRegister 64 MiB, first"),
-                  ("bufreg_us", "BufRegister 64 MiB"), ("bufreg_4g_us", "BufRegister 4 GiB")]:
+                  ("bufreg_us", "BufRegister 64 MiB"), ("bufreg_4g_us", "BufRegister 4 GiB"),
+                  ("ready_us", "open + first handle + first buffer")]:
     row(name, key, "ours", "nvidia", "us", False)
 for mode, a, b in [("page cache", "ours", "nvidia"), ("O_DIRECT", "ours-direct", "nvidia-direct")]:
     for sz in [4096, 65536, 1 << 20, 16 << 20, 64 << 20, 4 << 30]:
