@@ -158,7 +158,7 @@ for lib in ("ours", "nvidia"):
 def row(name, key, a, b, unit, higher_better):
     x, y = med(a, key), med(b, key)
     r = (x / y if higher_better else y / x) if x == x and y == y and x and y else float("nan")
-    print(f"| {name:34s} | {x:12.3f} | {y:12.3f} | {unit:5s} | {r:7.2f}x |")
+    print(f"| {name:34s} | {x:12.3f} | {y:12.3f} | {unit:5s} | {r:8.3g}x |")
 print("\n| measure (median of runs)            |         ours |       NVIDIA | unit  | ours better by |")
 print("|------------------------------------|--------------|--------------|-------|---------|")
 for key, name in [("open_us", "cuFileDriverOpen"), ("handle_first_us", "HandleRegister, first"),
