@@ -116,9 +116,10 @@ for line in open("/proc/self/mountinfo"):
 for dev in os.listdir("/sys/class/block"):
     try: majmin = open(f"/sys/class/block/{dev}/dev").read().strip()
     except OSError: continue
-    path = f"/run/udev/data/b{majmin}"
+    path = "/run/udev/data/b" + majmin
+    fstype = fstypes.get(majmin, "ext4")
     if not os.path.exists(path):
-        open(path, "w").write(f"E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE={fstypes.get(majmin, \"ext4\")}\n")
+        open(path, "w").write("E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=" + fstype + "\n")
 print(sorted(os.listdir("/run/udev/data")))'
 step "5b abi_check on NVIDIA's libcufile (compat mode), for comparison" abi-check-nvidia.txt 120 \
   env LD_LIBRARY_PATH="$(dirname "$nv_lib")" "$B/abi_check" "$scratch" ""
