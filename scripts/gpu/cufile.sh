@@ -30,13 +30,13 @@ step() { # step NAME OUTFILE SECONDS CMD... : runs CMD with a time limit, output
 }
 
 # ---- where things are ----
+tlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so")); print("torch", torch.__version__, torch.version.cuda, file=__import__("sys").stderr)' 2>"$out/torch-version.txt")
 {
-  nvidia-smi -L; nvcc --version | tail -2; cmake --version | head -1; python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
-  tlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))' 2>/dev/null)
+  nvidia-smi -L; nvcc --version | tail -2; cmake --version | head -1; cat "$out/torch-version.txt"
   echo "libtorch_cuda: $tlib"; ldd "$tlib" 2>/dev/null | grep -i cufile
   readelf -d "$tlib" 2>/dev/null | grep -E 'RPATH|RUNPATH'
 } > "$out/env.txt" 2>&1
-nv_lib=$(ldd "$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))' 2>/dev/null)" 2>/dev/null | awk '/libcufile.so.0/ {print $3}')
+nv_lib=$(ldd "$tlib" 2>/dev/null | awk '/libcufile.so.0/ {print $3}')
 nv_inc=""
 pip_cufile=$(python3 -c 'import importlib.util as u; s = u.find_spec("nvidia.cufile"); print(list(s.submodule_search_locations)[0])' 2>/dev/null)
 for d in ${CUDA_HOME:-/usr/local/cuda} /usr/local/cuda /usr/local/cuda/targets/x86_64-linux "$pip_cufile" /usr; do
