@@ -37,6 +37,7 @@ tlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__
   readelf -d "$tlib" 2>/dev/null | grep -E 'RPATH|RUNPATH'
 } > "$out/env.txt" 2>&1
 nv_lib=$(ldd "$tlib" 2>/dev/null | awk '/libcufile.so.0/ {print $3}')
+[ -f "$nv_lib" ] || nv_lib=""
 nv_inc=""
 pip_cufile=$(python3 -c 'import importlib.util as u; s = u.find_spec("nvidia.cufile"); print(list(s.submodule_search_locations)[0])' 2>/dev/null)
 for d in ${CUDA_HOME:-/usr/local/cuda} /usr/local/cuda /usr/local/cuda/targets/x86_64-linux "$pip_cufile" /usr; do
