@@ -133,14 +133,15 @@ step "6a build bench against NVIDIA's cufile.h" bench-build.txt 120 \
 step "6b 4 GiB file, page cache warmed" bench-file.txt 120 bash -c "
   head -c 64M /dev/urandom > '$scratch/chunk' && for i in \$(seq 64); do cat '$scratch/chunk'; done > '$scratch/bench.bin' &&
   rm '$scratch/chunk' && sync && cat '$scratch/bench.bin' > /dev/null && ls -la '$scratch/bench.bin' && free -g"
-ours() { env LD_PRELOAD="$B/libcufile.so.0" LD_LIBRARY_PATH="$B" "$B/bench" "$scratch/bench.bin" "$@"; }
-nvidia() { env LD_LIBRARY_PATH="$(dirname "$nv_lib")" "$B/bench" "$scratch/bench.bin" "$@"; }
+# (timeout runs programs, not shell functions: the environment goes through env)
+ours=(env LD_PRELOAD="$B/libcufile.so.0" LD_LIBRARY_PATH="$B" "$B/bench" "$scratch/bench.bin")
+nvidia=(env LD_LIBRARY_PATH="$(dirname "$nv_lib")" "$B/bench" "$scratch/bench.bin")
 for round in 1 2; do
-  step "6c round $round: ours, page cache" bench-ours-$round.txt 120 ours ours
-  step "6c round $round: NVIDIA compat mode, page cache" bench-nvidia-$round.txt 120 nvidia nvidia
+  step "6c round $round: ours, page cache" bench-ours-$round.txt 120 "${ours[@]}" ours
+  step "6c round $round: NVIDIA compat mode, page cache" bench-nvidia-$round.txt 120 "${nvidia[@]}" nvidia
 done
-step "6d ours, O_DIRECT" bench-ours-direct.txt 150 ours ours-direct direct
-step "6d NVIDIA compat mode, O_DIRECT" bench-nvidia-direct.txt 150 nvidia nvidia-direct direct
+step "6d ours, O_DIRECT" bench-ours-direct.txt 150 "${ours[@]}" ours-direct direct
+step "6d NVIDIA compat mode, O_DIRECT" bench-nvidia-direct.txt 150 "${nvidia[@]}" nvidia-direct direct
 cat "$out"/bench-*.txt > "$out/bench-all.txt"
 step "6e table" table.txt 30 python3 - "$out/bench-all.txt" <<'PY'
 import collections, statistics, sys
