@@ -849,19 +849,23 @@ public final class WeightLoader {
         /** Builds the views while the reads run, then waits for them. */
         LoadedModel finish(ModelFiles model, ReadPlan plan, long t0, long parseNanos, long planNanos) {
             SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>(Map.of(target, buffer));
-            try (batch) {
+            LoadedModel loaded;
+            try {
                 long tViews = System.nanoTime();
                 Map<Integer, Device> devs = device == null ? Map.of() : Map.of(target, device);
                 Map<String, LoadedTensor> tensors = views(plan, buffers, devs, null);
                 long viewNanos = System.nanoTime() - tViews;
                 batch.finish();
                 long tEnd = System.nanoTime();
-                return new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
+                loaded = new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
                         new LoadedModel.Phases(parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos));
             } catch (RuntimeException | Error e) {
-                closeAll(List.of(buffer), e);
+                // the reads write into the buffer until they end: wait, then free
+                abandon(e);
                 throw e;
             }
+            batch.close();
+            return loaded;
         }
 
         /** Waits for the reads (they write into the buffer) and frees everything; {@code cause} keeps any failure. */
