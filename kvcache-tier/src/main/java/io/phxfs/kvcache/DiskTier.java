@@ -460,8 +460,7 @@ public final class DiskTier implements KvTier {
         Path p = dir.resolve(e.file);
         try (PhxFile f = PhxFile.open(p, OpenMode.READ, OpenMode.DIRECT);
              RegisteredBuffer b = Phoenix.open().host().wrap(dst)) {
-            long n = f.read(b, 0, e.payloadLen, ChunkFileHeader.SIZE);
-            if (n != e.payloadLen || ChunkFileHeader.crc(dst) != e.crc) {
+            if (!readVerified(f, b, dst, e)) {
                 dropCorrupt(k, e);
                 c.misses.increment();
                 return false;
@@ -481,6 +480,54 @@ public final class DiskTier implements KvTier {
         c.hits.increment();
         c.bytesRead.add(e.payloadLen);
         return true;
+    }
+
+    /** Pieces a payload is read in, so that the checksum of one runs while the next ones are read. */
+    private static final long PIECE = 4L << 20;
+
+    /**
+     * Reads the payload in pieces of {@link #PIECE}, all in flight at once, and checks the
+     * CRC32C of each piece as it lands (in order), rather than after the whole read.
+     */
+    private boolean readVerified(PhxFile f, RegisteredBuffer b, MemorySegment dst, Entry e) {
+        long len = e.payloadLen;
+        int pieces = (int) Math.max(1, (len + PIECE - 1) / PIECE);
+        List<IoBatch> batches = new ArrayList<>(pieces);
+        List<CompletableFuture<BatchResult>> fs = new ArrayList<>(pieces);
+        try {
+            for (int i = 0; i < pieces; i++) {
+                long off = i * PIECE;
+                long n = Math.min(PIECE, len - off);
+                IoBatch batch = IoBatch.create(1);
+                batches.add(batch);
+                batch.read(f, b, off, n, ChunkFileHeader.SIZE + off);
+                fs.add(batch.submitAsync());
+            }
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            boolean ok = true;
+            for (int i = 0; i < pieces; i++) {
+                long off = i * PIECE;
+                long n = Math.min(PIECE, len - off);
+                long got;
+                try {
+                    got = fs.get(i).join().result(0);
+                } catch (CompletionException ex) {
+                    throw ex.getCause() instanceof PhoenixException pe ? pe : ex;
+                }
+                if (got != n) {
+                    ok = false;
+                }
+                if (ok) {
+                    crc.update(dst.asSlice(off, n).asByteBuffer());
+                }
+            }
+            return ok && (int) crc.getValue() == e.crc;
+        } finally {
+            for (int i = 0; i < fs.size(); i++) {
+                fs.get(i).exceptionally(t -> null).join(); // every read done before the buffer is released
+            }
+            batches.forEach(IoBatch::close);
+        }
     }
 
     private void dropCorrupt(String key, Entry e) {
