@@ -54,6 +54,9 @@ final class KvBench {
         if (o.chunks < 1 || o.chunks > 1 << 16) {
             throw new IllegalArgumentException("--chunks " + o.chunks + ": not in 1..65536");
         }
+        if (o.ioThreads < 1 || o.ioThreads > 256) {
+            throw new IllegalArgumentException("--io-threads " + o.ioThreads + ": not in 1..256");
+        }
         if (o.repeat < 1) {
             throw new IllegalArgumentException("--repeat must be >= 1, was " + o.repeat);
         }
@@ -86,7 +89,7 @@ final class KvBench {
             long want = checksum(phx, buf);
             KvCacheConfig cfg = KvCacheConfig.builder().localCpu(false).localDisk(work.resolve("tier"))
                     .maxLocalDiskBytes(3 * (bytes + o.chunks * 4096L) + (1L << 20)).diskMinFreeBytes(0).fsync(fsync)
-                    .model("bench").build();
+                    .ioThreads(o.ioThreads).model("bench").build();
             Path raw = work.resolve("raw.bin");
             double[] rw = new double[o.repeat];
             double[] st = new double[o.repeat];
