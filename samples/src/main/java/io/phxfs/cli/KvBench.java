@@ -316,7 +316,7 @@ final class KvBench {
         double[] ps = new double[o.repeat];
         double[] pg = new double[o.repeat];
         KvCacheConfig cfg = KvCacheConfig.builder().localCpu(false).remoteUrl(o.redis)
-                .remoteTimeout(java.time.Duration.ofSeconds(30)).ioThreads(1).model("bench").build();
+                .remoteTimeout(java.time.Duration.ofSeconds(30)).ioThreads(o.ioThreads).model("bench").build();
         RedisClient client = RedisClient.create(o.redis);
         try (KvCacheEngine e = new KvCacheEngine(cfg, layout);
              StatefulRedisConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE))) {
