@@ -1,0 +1,74 @@
+#!/bin/busybox sh
+# PID 1 of the test guest: loads the drivers and phxfs, runs the tests, reports every result
+# as "@@PHX <name> PASS|FAIL <detail>" on the console, powers off.
+/bin/busybox --install -s /bin
+export PATH=/bin:/tests
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /dev/shm && mount -t tmpfs tmp /tmp
+series=$(cat /series)
+report() { echo "@@PHX $1 $2 $3"; }
+for m in $(cat /lib/modules/order); do insmod /lib/modules/$m || report "insmod-$m" FAIL "insmod failed"; done
+
+# NVMe namespaces by serial (controller numbering varies)
+nvme_dev() {
+  for c in /sys/class/nvme/nvme*; do
+    [ "$(cat $c/serial 2>/dev/null | tr -d ' ')" = "$1" ] && { echo /dev/$(basename $c)n1; return; }
+  done
+}
+for i in $(seq 50); do [ -n "$(nvme_dev phxraw)" ] && [ -n "$(nvme_dev phxext4)" ] && break; sleep 0.1; done
+RAW=$(nvme_dev phxraw)
+EXT=$(nvme_dev phxext4)
+for i in $(seq 50); do [ -b "$RAW" ] && [ -b "$EXT" ] && break; sleep 0.1; done
+[ -b "$RAW" ] && [ -b "$EXT" ] || report nvme FAIL "namespaces not found (raw=$RAW ext4=$EXT)"
+
+MiB=1048576
+load_phxfs() {
+  if insmod /lib/modules/phxfs.ko "$@"; then
+    for i in $(seq 50); do [ -c /dev/phxfs_dev0 ] && return 0; sleep 0.1; done
+  fi
+  return 1
+}
+unload_phxfs() { # name
+  if rmmod phxfs && [ ! -e /dev/phxfs_dev0 ]; then report "$1" PASS "rmmod phxfs ok"; else report "$1" FAIL "rmmod phxfs failed"; fi
+}
+
+if load_phxfs; then report load PASS "$(cat /sys/class/phxfs/phxfs_dev0/backend) $(cat /sys/class/phxfs/phxfs_dev0/pci_bdf)"; else report load FAIL "insmod phxfs or /dev/phxfs_dev0"; fi
+phxfs_test info
+phxfs_test read $RAW $((32 * MiB)) 1 0 0 @odirect-raw-read
+phxfs_test read $RAW $((4 * MiB)) 1 $((12 * MiB)) $((12 * MiB)) @odirect-raw-read-offset
+phxfs_test write $RAW $((8 * MiB)) 3 $((40 * MiB)) 0 @odirect-raw-write
+mount -t ext4 $EXT /mnt || report mount-ext4 FAIL "mount $EXT"
+phxfs_test read /mnt/data.bin $((24 * MiB)) 1 0 0 @ext4-wrong-seed-control >/tmp/control.txt
+# a control: the verifier must notice the wrong pattern
+if grep -q ' FAIL ' /tmp/control.txt; then report verifier-control PASS "a wrong pattern is caught"; else report verifier-control FAIL "$(cat /tmp/control.txt)"; fi
+phxfs_test read /mnt/data.bin $((24 * MiB)) 2 0 0 @odirect-ext4-read
+phxfs_test write /mnt/out.bin $((8 * MiB)) 4 0 1 @odirect-ext4-write
+phxfs_test uring $RAW $((16 * MiB)) 1 0 @uring-read
+phxfs_test uring /mnt/data.bin $((16 * MiB)) 2 0 @uring-ext4-read
+phxfs_test revoke $RAW
+phxfs_test hostile
+phxfs_test leak 1000
+if [ -x /tests/libphoenix.sh ]; then /tests/libphoenix.sh p2p $RAW; fi
+phxfs_test kill $RAW
+umount /mnt
+unload_phxfs unload-after-kill
+
+if load_phxfs map_mode=staging staging_mb=8; then report load-staging PASS "map_mode=$(cat /sys/class/phxfs/phxfs_dev0/map_mode)"; else report load-staging FAIL "insmod map_mode=staging"; fi
+phxfs_test staging-limit 8
+phxfs_test read $RAW $((8 * MiB)) 1 0 0 @staging-odirect-read
+if [ -x /tests/libphoenix.sh ]; then mount -t ext4 $EXT /mnt; /tests/libphoenix.sh staging $RAW; umount /mnt; fi
+unload_phxfs unload-staging
+
+if insmod /lib/modules/phxfs.ko map_mode=bogus 2>/dev/null; then report bad-param FAIL "map_mode=bogus accepted"; rmmod phxfs; else report bad-param PASS "map_mode=bogus refused"; fi
+
+if dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace|refcount_t|list_del corruption|kernel BUG' > /tmp/bad.txt; then
+  report dmesg FAIL "$(head -3 /tmp/bad.txt | tr '\n' '|')"
+  dmesg | tail -80
+else
+  report dmesg PASS "no warnings or oopses ($(dmesg | grep -c phxfs) phxfs lines)"
+fi
+sync
+echo "@@PHX-DONE $series"
+poweroff -f
