@@ -61,6 +61,7 @@ struct phxfs_dev {
 	int nranges;
 	u64 registered_bytes;
 	atomic64_t mapped_bytes;
+	atomic64_t staged_bytes; /* mapped_bytes less emu host views: what staging_mb limits */
 	atomic_t live_maps;
 	struct device *cdev_dev;
 };

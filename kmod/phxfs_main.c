@@ -54,7 +54,7 @@ struct phxfs_vma {
 	struct list_head maps;
 };
 
-enum { MAP_ACTIVE, MAP_REVOKED, MAP_RELEASED };
+enum { MAP_NEW, MAP_ACTIVE, MAP_REVOKED, MAP_RELEASED };
 
 struct phxfs_map {
 	struct kref ref;
@@ -66,8 +66,18 @@ struct phxfs_map {
 	u64 *bar_off;
 	spinlock_t lock;
 	int state;
+	bool counted;                /* against staging_mb (not an emu host view) */
 	struct work_struct revoke_work;
 };
+
+/* A map's bytes leave the device's counts once: at release or at revoke, whichever is first. */
+static void map_uncount(struct phxfs_map *m)
+{
+	atomic64_sub(m->len, &m->d->mapped_bytes);
+	if (m->counted)
+		atomic64_sub(m->len, &m->d->staged_bytes);
+	atomic_dec(&m->d->live_maps);
+}
 
 static void vctx_free(struct kref *k)
 {
@@ -107,9 +117,7 @@ static void map_release(struct phxfs_map *m)
 	spin_unlock(&m->lock);
 	if (was == MAP_ACTIVE) {
 		m->d->be->put_pages(m->d, m->pin);
-		/* a revoke did its own accounting */
-		atomic64_sub(m->len, &m->d->mapped_bytes);
-		atomic_dec(&m->d->live_maps);
+		map_uncount(m); /* (a revoke did its own) */
 	}
 	if (phxfs_debug)
 		pr_info("phxfs%d: released %llx+%llx (%s)\n", m->d->index, m->host_addr, m->len,
@@ -149,8 +157,7 @@ static void map_revoke(void *data)
 	spin_unlock_irqrestore(&m->lock, flags);
 	if (was != MAP_ACTIVE)
 		return;
-	atomic64_sub(m->len, &m->d->mapped_bytes);
-	atomic_dec(&m->d->live_maps);
+	map_uncount(m);
 	pr_info("phxfs%d: device memory %llx+%llx revoked by the %s driver; its mapping is torn down\n",
 		m->d->index, m->dev_addr, m->len, m->d->be->name);
 	kref_get(&m->ref);
@@ -301,12 +308,15 @@ static long ioctl_map(struct phxfs_file *f, void __user *arg)
 	struct phxfs_vma *v;
 	struct phxfs_map *m, *o;
 	u64 ps = d->be->page_size, end;
+	bool pinned = false;
 	long rc;
 
 	rc = copy_versioned(&a, arg, sizeof(a));
 	if (rc)
 		return rc;
-	if (a.flags || a.reserved || a.len == 0)
+	if ((a.flags & ~PHXFS_MAP_F_EMU_HOST) || a.reserved || a.len == 0)
+		return -EINVAL;
+	if ((a.flags & PHXFS_MAP_F_EMU_HOST) && d->be != &phxfs_backend_emu)
 		return -EINVAL;
 	if (!IS_ALIGNED(a.dev_addr, ps) || !IS_ALIGNED(a.len, ps) || !PAGE_ALIGNED(a.host_addr))
 		return -EINVAL;
@@ -314,8 +324,6 @@ static long ioctl_map(struct phxfs_file *f, void __user *arg)
 		return -EOVERFLOW;
 	if (a.len > d->registered_bytes)
 		return -E2BIG;
-	if (mode_staging && atomic64_read(&d->mapped_bytes) + a.len > (u64)staging_mb << 20)
-		return -ENOSPC;
 
 	m = kzalloc(sizeof(*m), GFP_KERNEL);
 	if (!m)
@@ -333,6 +341,16 @@ static long ioctl_map(struct phxfs_file *f, void __user *arg)
 	m->host_addr = a.host_addr;
 	m->len = a.len;
 	m->dev_addr = a.dev_addr;
+	m->counted = !(a.flags & PHXFS_MAP_F_EMU_HOST);
+	/* reserved before the pin, so concurrent MAPs cannot overshoot staging_mb together */
+	if (m->counted && atomic64_add_return(a.len, &d->staged_bytes) > ((u64)staging_mb << 20) && mode_staging) {
+		atomic64_sub(a.len, &d->staged_bytes);
+		kvfree(m->bar_off);
+		kfree(m);
+		return -ENOSPC;
+	}
+	atomic64_add(a.len, &d->mapped_bytes);
+	atomic_inc(&d->live_maps);
 
 	mmap_read_lock(current->mm);
 	v = find_window(f, a.host_addr, a.len, &vma);
@@ -352,11 +370,10 @@ static long ioctl_map(struct phxfs_file *f, void __user *arg)
 	m->state = MAP_ACTIVE;
 	rc = d->be->get_pages(d, a.dev_addr, a.len, m->bar_off, map_revoke, m, &m->pin);
 	if (rc) {
-		m->state = MAP_RELEASED;
+		m->state = MAP_NEW;
 		goto out_unlock;
 	}
-	atomic64_add(a.len, &d->mapped_bytes);
-	atomic_inc(&d->live_maps);
+	pinned = true;
 	/* on the list before any page is in: a revoke from here on finds it to zap */
 	list_add_tail(&m->node, &v->maps);
 	rc = insert_pages(vma, m);
@@ -376,6 +393,9 @@ out_unlock:
 	mutex_unlock(&v->lock);
 out_unlock_mm:
 	mmap_read_unlock(current->mm);
+	/* never pinned: give the reservation back (a pinned one was uncounted by release/revoke) */
+	if (!pinned)
+		map_uncount(m);
 	kref_put(&m->ref, map_free);
 	return rc;
 }

@@ -47,7 +47,7 @@ make_disks() {
   "$tools/phxfs_test" gen "$disk_raw" $((32 << 20)) 1 0
   local d; d=$(mktemp -d)
   "$tools/phxfs_test" gen "$d/data.bin" $((24 << 20)) 2 0
-  truncate -s 128M "$disk_ext4"
+  truncate -s 512M "$disk_ext4"
   mkfs.ext4 -q -F -d "$d" "$disk_ext4"
   rm -rf "$d"
 }
@@ -131,10 +131,10 @@ for s in "${series[@]}"; do
   timeout "$GUEST_TIMEOUT" qemu-system-x86_64 -machine q35 -accel tcg -cpu max -smp 2 -m 1536 \
     -nographic -no-reboot -monitor none -serial stdio \
     -kernel "$kroot/boot/vmlinuz-$kver" -initrd "$out/initrd-$s.gz" \
-    -append "console=ttyS0 panic=-1 loglevel=4 tsc=reliable" \
+    -append "console=ttyS0 panic=-1 loglevel=4 tsc=reliable ${GUEST_APPEND:-}" \
     -drive file="$disk_raw",if=none,id=raw,format=raw -device nvme,drive=raw,serial=phxraw \
     -drive file="$disk_ext4",if=none,id=ext,format=raw -device nvme,drive=ext,serial=phxext4 \
-    -object memory-backend-ram,size=64M,id=shm -device ivshmem-plain,memdev=shm \
+    -object memory-backend-ram,size=256M,id=shm -device ivshmem-plain,memdev=shm \
     </dev/null >"$console" 2>&1 || rc=$?
   log "$s: guest finished in $((SECONDS - start)) s (qemu exit $rc)"
   # what the guest wrote, checked from the host

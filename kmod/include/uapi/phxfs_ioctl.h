@@ -34,13 +34,18 @@
 /* emu device addresses: EMU_VA_BASE + offset into the BAR (never 0, never a host address) */
 #define PHXFS_EMU_VA_BASE 0x100000000000ull
 
+/* emu backend only: the mapping stands for the device's own view of its memory (what CUDA's
+ * device pointers are on a GPU), so the emu connector can copy to and from it; it is not
+ * BAR space a GPU would spend, so staging mode does not count it against staging_mb. */
+#define PHXFS_MAP_F_EMU_HOST 1u
+
 struct phxfs_ioctl_map {
 	__u32 size;      /* sizeof(struct phxfs_ioctl_map) */
 	__u32 version;   /* PHXFS_UAPI_VERSION */
 	__u64 dev_addr;  /* device virtual address; aligned to page_size */
 	__u64 len;       /* bytes; a multiple of page_size, > 0 */
 	__u64 host_addr; /* inside a window mmapped from this same open file; page aligned */
-	__u32 flags;     /* must be 0 */
+	__u32 flags;     /* PHXFS_MAP_F_*; unknown bits: -EINVAL */
 	__u32 reserved;  /* must be 0 */
 };
 

@@ -35,6 +35,13 @@ unload_phxfs() { # name
 }
 
 if load_phxfs; then report load PASS "$(cat /sys/class/phxfs/phxfs_dev0/backend) $(cat /sys/class/phxfs/phxfs_dev0/pci_bdf)"; else report load FAIL "insmod phxfs or /dev/phxfs_dev0"; fi
+if grep -q 'phx.only=lp' /proc/cmdline; then
+  # iterating on libphoenix: only its tests, in both modes
+  mount -t ext4 $EXT /mnt; /tests/libphoenix.sh p2p; umount /mnt; rmmod phxfs
+  load_phxfs map_mode=staging staging_mb=8; mount -t ext4 $EXT /mnt; /tests/libphoenix.sh staging; umount /mnt; rmmod phxfs
+  dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace' && dmesg | tail -60
+  poweroff -f
+fi
 phxfs_test info
 phxfs_test read $RAW $((32 * MiB)) 1 0 0 @odirect-raw-read
 phxfs_test read $RAW $((4 * MiB)) 1 $((12 * MiB)) $((12 * MiB)) @odirect-raw-read-offset
