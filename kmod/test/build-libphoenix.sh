@@ -15,6 +15,8 @@ cp "$out/build/libphoenix.so" "$g/tests/lp/"
 for t in "$out"/build/test_*; do
   [ -x "$t" ] && [ -f "$t" ] && cp "$t" "$g/tests/lp/"
 done
+gcc -O2 -Wall -Wextra -Werror -Iphoenix-native/include -Ikmod/test/guest -o "$g/tests/lp/lp_check" \
+  kmod/test/guest/lp_check.c -L"$out/build" -lphoenix
 # the loader and libc the host built them against, at the same paths in the guest
 for f in "$g"/tests/lp/*; do
   ldd "$f" 2>/dev/null | grep -o '/[^ ]*' || true

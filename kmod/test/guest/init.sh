@@ -2,7 +2,7 @@
 # PID 1 of the test guest: loads the drivers and phxfs, runs the tests, reports every result
 # as "@@PHX <name> PASS|FAIL <detail>" on the console, powers off.
 /bin/busybox --install -s /bin
-export PATH=/bin:/tests
+export PATH=/bin:/tests:/tests/lp
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
@@ -57,7 +57,17 @@ phxfs_test uring /mnt/data.bin $((16 * MiB)) 2 0 @uring-ext4-read
 phxfs_test revoke $RAW
 phxfs_test hostile
 phxfs_test leak 1000
-if [ -x /tests/libphoenix.sh ]; then /tests/libphoenix.sh p2p $RAW; fi
+if [ -x /tests/libphoenix.sh ]; then
+  /tests/libphoenix.sh p2p
+  export LD_LIBRARY_PATH=/tests/lp
+  # nothing configured: the library finds the module, picks the emu connector and p2p
+  lp_check read $RAW 32 1 p2p @lp-auto-p2p
+  PHX_MODE=p2p lp_check revoke $RAW @lp-p2p-revoke
+  # p2p against the bounce path, side by side (docs/benchmarks.md)
+  for m in p2p bounce; do PHX_MODE=$m lp_check bench $RAW 32 4 @bench-$m; done
+  PHX_MODE=staging PHX_PINNED_MB=16 lp_check bench $RAW 32 4 @bench-staging
+  unset LD_LIBRARY_PATH
+fi
 phxfs_test kill $RAW
 umount /mnt
 unload_phxfs unload-after-kill
@@ -65,7 +75,11 @@ unload_phxfs unload-after-kill
 if load_phxfs map_mode=staging staging_mb=8; then report load-staging PASS "map_mode=$(cat /sys/class/phxfs/phxfs_dev0/map_mode)"; else report load-staging FAIL "insmod map_mode=staging"; fi
 phxfs_test staging-limit 8
 phxfs_test read $RAW $((8 * MiB)) 1 0 0 @staging-odirect-read
-if [ -x /tests/libphoenix.sh ]; then mount -t ext4 $EXT /mnt; /tests/libphoenix.sh staging $RAW; umount /mnt; fi
+if [ -x /tests/libphoenix.sh ]; then
+  mount -t ext4 $EXT /mnt; /tests/libphoenix.sh staging; umount /mnt
+  # auto mode on a staging-mode module: staging; a 32 MiB registration through 8 MiB of slots
+  LD_LIBRARY_PATH=/tests/lp lp_check read $RAW 32 1 staging @staging-registration-larger-than-pool
+fi
 unload_phxfs unload-staging
 
 if insmod /lib/modules/phxfs.ko map_mode=bogus 2>/dev/null; then report bad-param FAIL "map_mode=bogus accepted"; rmmod phxfs; else report bad-param PASS "map_mode=bogus refused"; fi
