@@ -34,7 +34,7 @@ unload_phxfs() { # name
   if rmmod phxfs && [ ! -e /dev/phxfs_dev0 ]; then report "$1" PASS "rmmod phxfs ok"; else report "$1" FAIL "rmmod phxfs failed"; fi
 }
 
-if load_phxfs; then report load PASS "$(cat /sys/class/phxfs/phxfs_dev0/backend) $(cat /sys/class/phxfs/phxfs_dev0/pci_bdf)"; else report load FAIL "insmod phxfs or /dev/phxfs_dev0"; fi
+if load_phxfs; then BDF=$(cat /sys/class/phxfs/phxfs_dev0/pci_bdf); report load PASS "$(cat /sys/class/phxfs/phxfs_dev0/backend) $(cat /sys/class/phxfs/phxfs_dev0/pci_bdf)"; else report load FAIL "insmod phxfs or /dev/phxfs_dev0"; fi
 if grep -q 'phx.only=lp' /proc/cmdline; then
   # iterating on libphoenix: only its tests, in both modes
   mount -t ext4 $EXT /mnt; /tests/libphoenix.sh p2p; umount /mnt; rmmod phxfs
@@ -81,6 +81,19 @@ if [ -x /tests/libphoenix.sh ]; then
   LD_LIBRARY_PATH=/tests/lp lp_check read $RAW 32 1 staging @staging-registration-larger-than-pool
 fi
 unload_phxfs unload-staging
+
+# the memory type real GPUs get on stock kernels (no CONFIG_PCI_P2PDMA): MEMORY_DEVICE_PCI_P2PDMA
+# pages registered by the module itself, mapped uncached
+if load_phxfs mem_type=p2pdma; then
+  report p2pdma-load PASS "mem_type=$(cat /sys/class/phxfs/phxfs_dev0/mem_type)"
+  phxfs_test read $RAW $((16 * MiB)) 1 0 0 @p2pdma-odirect-read
+  phxfs_test write $RAW $((4 * MiB)) 5 $((56 * MiB)) 0 @p2pdma-odirect-write
+  phxfs_test uring $RAW $((8 * MiB)) 1 0 @p2pdma-uring-read
+  phxfs_test leak 200 @p2pdma-leak
+  unload_phxfs p2pdma-unload
+else
+  report p2pdma-load FAIL "insmod mem_type=p2pdma: $(dmesg | tail -3 | tr '\n' '|')"
+fi
 
 if insmod /lib/modules/phxfs.ko map_mode=bogus 2>/dev/null; then report bad-param FAIL "map_mode=bogus accepted"; rmmod phxfs; else report bad-param PASS "map_mode=bogus refused"; fi
 
