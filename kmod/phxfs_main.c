@@ -18,6 +18,7 @@
 #include <linux/module.h>
 #include <linux/overflow.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -276,6 +277,12 @@ static int insert_pages(struct vm_area_struct *vma, struct phxfs_map *m)
 	int rc;
 
 	for (i = 0; i < n; i++) {
+		/* a registration of many GiB is millions of pages: stay preemptible and killable */
+		if (!(i & 63)) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+		}
 		if (m->bar_off[i] >= d->bar_len || d->bar_len - m->bar_off[i] < ps ||
 		    !IS_ALIGNED(m->bar_off[i], PAGE_SIZE))
 			return -EFAULT;

@@ -59,6 +59,10 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CTEST_ARGS="-E test
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CTEST_ARGS="-E test_bounds" \
   step "C tests (ThreadSanitizer)" "$logs/c-tsan.log" run_ctest build/c-tsan -DPHX_TSAN=ON
 
+# The phxfs kernel module end to end: Debian's 6.1 and 6.12 kernels booted under QEMU (TCG)
+# with an NVMe disk and an ivshmem "GPU"; downloads and builds are cached under build/kmod.
+step "phxfs kernel module in QEMU guests (Debian 6.1 and 6.12)" "$logs/kmod.log" kmod/test/run.sh
+
 # Reports of test classes since deleted would otherwise be counted again.
 rm -rf ./*/target/surefire-reports*
 step "Java build and tests" "$logs/maven.log" mvn -B -q -ntp -Dstyle.color=never install
@@ -69,4 +73,5 @@ java_counts=$(cat ./*/target/surefire-reports*/TEST-*.xml | grep -o '<testsuite 
   { for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) { gsub(/[">]/, "", kv[2]); s[kv[1]] += kv[2] } }
   END { printf "%d tests, %d failures, %d errors, %d skipped", s["tests"], s["failures"], s["errors"], s["skipped"] }')
 echo "== all tests passed: C $(ctest_count "$logs/c-plain.log") plain, $(ctest_count "$logs/c-asan.log") ASan+UBSan," \
-  "$(ctest_count "$logs/c-tsan.log") TSan; Java (JUnit, every surefire execution) $java_counts"
+  "$(ctest_count "$logs/c-tsan.log") TSan; Java (JUnit, every surefire execution) $java_counts;" \
+  "kmod $(tail -1 "$logs/kmod.log")"

@@ -63,9 +63,10 @@ if [ -x /tests/libphoenix.sh ]; then
   # nothing configured: the library finds the module, picks the emu connector and p2p
   lp_check read $RAW 32 1 p2p @lp-auto-p2p
   PHX_MODE=p2p lp_check revoke $RAW @lp-p2p-revoke
-  # p2p against the bounce path, side by side (docs/benchmarks.md)
-  for m in p2p bounce; do PHX_MODE=$m lp_check bench $RAW 32 4 @bench-$m; done
-  PHX_MODE=staging PHX_PINNED_MB=16 lp_check bench $RAW 32 4 @bench-staging
+  # p2p against the bounce path (and staging), side by side, rounds interleaved (docs/benchmarks.md)
+  for r in 1 2 3; do
+    for m in p2p bounce staging; do PHX_MODE=$m PHX_PINNED_MB=16 lp_check bench $RAW 32 8 @bench-$m-r$r; done
+  done
   unset LD_LIBRARY_PATH
 fi
 phxfs_test kill $RAW
