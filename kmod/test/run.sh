@@ -30,9 +30,9 @@ command -v mkfs.ext4 debugfs >/dev/null
 tools=$out/guest-bin
 mkdir -p "$tools"
 src=kmod/test/guest/phxfs_test.c
-if [ ! -x "$tools/phxfs_test" ] || [ "$src" -nt "$tools/phxfs_test" ] || [ kmod/include/uapi/phxfs_ioctl.h -nt "$tools/phxfs_test" ]; then
+if [ ! -x "$tools/phxfs_test" ] || [ "$src" -nt "$tools/phxfs_test" ] || [ kmod/include/uapi/phxfs_ioctl.h -nt "$tools/phxfs_test" ] || [ kmod/test/guest/pattern.h -nt "$tools/phxfs_test" ]; then
   log "building the static guest test program"
-  gcc -O2 -Wall -Wextra -Werror -static -Ikmod/include/uapi -o "$tools/phxfs_test" "$src" -luring
+  gcc -O2 -Wall -Wextra -Werror -static -Ikmod/include/uapi -pthread -o "$tools/phxfs_test" "$src" -luring
 fi
 # libphoenix and its C tests, run in the guest against the module (p2p and staging modes)
 if [ -f kmod/test/build-libphoenix.sh ]; then
@@ -111,7 +111,7 @@ build_initramfs() { # SERIES KROOT KVER MODULE_KO OUT
 
 # expected test names, in order; a name never reported counts as failed. Names marked "full"
 # run only on the kernels in LP_FULL (libphoenix's slow tests: once is enough for CI time).
-LP_FULL=${LP_FULL:-6.12}
+LP_FULL=${LP_FULL-6.12}
 expected_tests() { # SERIES
   local full=0 k
   for k in $LP_FULL; do [ "$k" = "$1" ] && full=1; done

@@ -112,7 +112,8 @@ static int probe_module(phx_device_t *d, char *why, size_t n)
     }
     char bdf[32] = "";
     if (phx_conn->pci_bdf(d->id, bdf, sizeof bdf) < 0) {
-        snprintf(why, n, "p2p/staging: the PCI address of device %d is unknown", d->id);
+        snprintf(why, n, "p2p/staging: the PCI address of device %d is unknown (%s)", d->id, phxfs_last_error());
+        phx_clear_error(); /* a reason for the mode, not a failure of the open */
         return -1;
     }
     int idx = phx_kmod_find(bdf);

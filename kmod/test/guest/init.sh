@@ -55,6 +55,7 @@ phxfs_test write /mnt/out.bin $((8 * MiB)) 4 0 1 @odirect-ext4-write
 phxfs_test uring $RAW $((16 * MiB)) 1 0 @uring-read
 phxfs_test uring /mnt/data.bin $((16 * MiB)) 2 0 @uring-ext4-read
 phxfs_test revoke $RAW
+phxfs_test revoke-busy $RAW
 phxfs_test hostile
 phxfs_test leak 1000
 if [ -x /tests/libphoenix.sh ]; then

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -274,6 +275,43 @@ static int t_revoke(const char *path)
     return result(1, "free of mapped memory revoked the mapping; I/O then EFAULT; UNMAP ok");
 }
 
+/* Revoke while another thread is in the middle of O_DIRECT reads into the mapping: the reads
+ * start failing (EFAULT), nothing hangs (the revoke path takes no lock the I/O path holds). */
+struct busy { int fd; char *win; volatile int stop; long ok, failed; };
+static void *busy_reader(void *arg)
+{
+    struct busy *b = arg;
+    while (!b->stop) {
+        ssize_t n = pread(b->fd, b->win, 4 * MiB, 0);
+        if (n == (ssize_t)(4 * MiB)) b->ok++;
+        else if (n < 0 && errno == EFAULT) { b->failed++; break; }
+        else break;
+    }
+    return NULL;
+}
+
+static int t_revoke_busy(const char *path)
+{
+    devmem_t m;
+    int rc = devmem_get(&m, 4 * MiB);
+    CHECK(rc == 0, "device memory: %s", strerror(-rc));
+    struct busy b = {open(path, O_RDONLY | O_DIRECT), m.win, 0, 0, 0};
+    CHECK(b.fd >= 0, "open %s: %s", path, strerror(errno));
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, busy_reader, &b);
+    usleep(200000);
+    CHECK(emu_free(m.fd, m.dev_addr) == 0, "EMU_FREE under I/O: %s", strerror(errno));
+    /* the readers must see the revoke: give them 10 s, then call it a hang */
+    for (int i = 0; i < 1000 && b.failed < 2; i++) usleep(10000);
+    b.stop = 1;
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    CHECK(b.failed == 2, "readers after revoke: %ld failed with EFAULT of 2 (%ld reads ok before)", b.failed, b.ok);
+    CHECK(do_unmap(m.fd, m.win, 4 * MiB) == 0, "UNMAP after revoke");
+    close(b.fd);
+    devmem_put(&m);
+    return result(1, "revoked under 2 busy readers after %ld reads; both then got EFAULT", b.ok);
+}
+
 /* A child reads in a loop into device memory and is SIGKILLed mid-I/O: nothing may stay
  * mapped or pinned (the caller unloads the module afterwards). */
 static int t_kill(const char *path)
@@ -494,6 +532,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "write")) return t_write(A(2), U(3), U(4), U(5), (int)U(6));
     if (!strcmp(cmd, "uring")) return t_uring(A(2), U(3), U(4), U(5));
     if (!strcmp(cmd, "revoke")) return t_revoke(A(2));
+    if (!strcmp(cmd, "revoke-busy")) return t_revoke_busy(A(2));
     if (!strcmp(cmd, "kill")) return t_kill(A(2));
     if (!strcmp(cmd, "hostile")) return t_hostile();
     if (!strcmp(cmd, "leak")) return t_leak((int)U(2));
