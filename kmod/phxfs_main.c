@@ -668,7 +668,7 @@ int phxfs_dev_add(struct pci_dev *pdev, int bar, const struct phxfs_backend *be,
 		return -ENOSPC;
 	}
 	d->index = idx;
-	devs[idx] = d; /* reserved; open() refuses until cdev_dev is set below */
+	devs[idx] = d; /* the index is taken; its node appears only once the BAR is registered */
 	mutex_unlock(&devs_lock);
 
 	rc = phxfs_pgmap_register(d, skip_head, skip_tail);

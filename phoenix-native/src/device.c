@@ -248,11 +248,12 @@ static int device_setup(phx_device_t *d)
         phx_kmod_close(&d->kmod);
         return rc;
     }
-    if (params.pinned_bytes < params.slot_bytes)
+    /* p2p and staging move no bytes through pinned slots: one slot, for the stream flags
+     * (staging checks its own pool against the slot size) */
+    int kmod_mode = d->mode == PHXFS_MODE_P2P || d->mode == PHXFS_MODE_STAGING;
+    if (!kmod_mode && params.pinned_bytes < params.slot_bytes)
         return phx_fail(EINVAL, "device %d: the pinned pool (pinned_mb %zu MiB) is smaller than one bounce slot (%zu KiB); "
                         "raise PHX_PINNED_MB or lower PHX_SLOT_MB/PHX_SLOT_KB", d->id, params.pinned_bytes >> 20, params.slot_bytes >> 10);
-    /* p2p and staging move no bytes through pinned slots: one slot, for the stream flags */
-    int kmod_mode = d->mode == PHXFS_MODE_P2P || d->mode == PHXFS_MODE_STAGING;
     rc = phx_pinned_pool_init(&d->pinned, d->id, kmod_mode ? params.slot_bytes : params.pinned_bytes, params.slot_bytes);
     if (!rc && d->mode == PHXFS_MODE_STAGING) rc = staging_setup(d);
     if (!rc) {

@@ -131,7 +131,7 @@ static int find(const void *p, size_t len, emu_alloc_t *out)
 
 static int e_check(int dev, const void *p, size_t len, char *why, size_t n)
 {
-    emu_alloc_t a;
+    emu_alloc_t a = {0};
     int rc = find(p, len, &a);
     if (rc == -1) { snprintf(why, n, "host memory, not device memory"); return -EINVAL; }
     if (rc == -2) { snprintf(why, n, "runs %zu bytes past the end of its device allocation", len - (a.len - ((uintptr_t)p - a.ptr))); return -EINVAL; }
@@ -143,8 +143,8 @@ static int e_p2p_addr(int dev, const void *p, size_t len, uint64_t *addr, char *
 {
     int rc = e_check(dev, p, len, why, n);
     if (rc) return rc;
-    emu_alloc_t a;
-    find(p, len, &a);
+    emu_alloc_t a = {0};
+    if (find(p, len, &a)) return -EINVAL; /* freed since the check */
     *addr = a.dev_addr + ((uintptr_t)p - a.ptr);
     return 0;
 }
