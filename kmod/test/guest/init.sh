@@ -54,6 +54,7 @@ phxfs_test read /mnt/data.bin $((24 * MiB)) 2 0 0 @odirect-ext4-read
 phxfs_test write /mnt/out.bin $((8 * MiB)) 4 0 1 @odirect-ext4-write
 phxfs_test uring $RAW $((16 * MiB)) 1 0 @uring-read
 phxfs_test uring /mnt/data.bin $((16 * MiB)) 2 0 @uring-ext4-read
+phxfs_test uring-fixed $RAW $((4 * MiB)) 1
 phxfs_test revoke $RAW
 phxfs_test revoke-busy $RAW
 phxfs_test hostile
