@@ -29,9 +29,7 @@ import java.util.TreeSet;
  * @param localDisk         the disk tier's directory ({@code local_disk}, {@code file:///path} or a path), or null for none
  * @param maxLocalDiskBytes the disk tier's cap ({@code max_local_disk_size}, default 10 GB)
  * @param diskMinFreeBytes  free space the disk tier leaves on its file system ({@code local_disk_min_free}, default 1 GB)
- * @param fsync             when chunk files are synced ({@code local_disk_fsync}: none (default), file or full).
- *                          Checksums, not syncs, keep a damaged file from being served; a sync only
- *                          lets an entry outlive a power loss, at a journal commit per chunk
+ * @param fsync             when chunk files are synced ({@code local_disk_fsync}: none, file (default) or full)
  * @param remoteUrl         the Redis tier ({@code remote_url}, {@code redis://} or {@code rediss://}), or null
  * @param remoteUsername    Redis ACL user ({@code remote_username}), or null
  * @param remotePassword    Redis password ({@code remote_password}), or null
@@ -215,7 +213,7 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
         private Path localDisk;
         private long maxLocalDiskBytes = 10_000_000_000L;
         private long diskMinFreeBytes = 1_000_000_000L;
-        private DiskTier.FsyncPolicy fsync = DiskTier.FsyncPolicy.NONE;
+        private DiskTier.FsyncPolicy fsync = DiskTier.FsyncPolicy.FILE;
         private String remoteUrl;
         private String remoteUsername;
         private String remotePassword;

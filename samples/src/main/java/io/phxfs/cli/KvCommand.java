@@ -41,7 +41,7 @@ final class KvCommand {
         @Option(names = "--repeat", defaultValue = "3", description = "Runs of each measurement; the median is reported (default: ${DEFAULT-VALUE}).")
         int repeat;
 
-        @Option(names = "--fsync", defaultValue = "none",
+        @Option(names = "--fsync", defaultValue = "file",
                 description = "Disk tier fsync policy: none, file, full (default: ${DEFAULT-VALUE}); the raw write syncs its file too unless none.")
         String fsync;
 
