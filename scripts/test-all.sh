@@ -74,6 +74,9 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   "$logs/phxfile-asan.log" run_phxfile_ctest build/phxfile-asan -DPHX_SANITIZE=ON
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   step "cuFile-compatible library tests (ThreadSanitizer)" "$logs/phxfile-tsan.log" run_phxfile_ctest build/phxfile-tsan -DPHX_TSAN=ON
+# The phxfs kernel module end to end: Debian's 6.1 and 6.12 kernels booted under QEMU (TCG)
+# with an NVMe disk and an ivshmem "GPU"; downloads and builds are cached under build/kmod.
+step "phxfs kernel module in QEMU guests (Debian 6.1 and 6.12)" "$logs/kmod.log" kmod/test/run.sh
 
 # Reports of test classes since deleted would otherwise be counted again.
 rm -rf ./*/target/surefire-reports*
@@ -86,4 +89,5 @@ java_counts=$(cat ./*/target/surefire-reports*/TEST-*.xml | grep -o '<testsuite 
   END { printf "%d tests, %d failures, %d errors, %d skipped", s["tests"], s["failures"], s["errors"], s["skipped"] }')
 echo "== all tests passed: C $(ctest_count "$logs/c-plain.log") plain, $(ctest_count "$logs/c-asan.log") ASan+UBSan," \
   "$(ctest_count "$logs/c-tsan.log") TSan; cuFile library $(ctest_count "$logs/phxfile-plain.log") plain," \
-  "$(ctest_count "$logs/phxfile-asan.log") ASan+UBSan, $(ctest_count "$logs/phxfile-tsan.log") TSan; Java (JUnit, every surefire execution) $java_counts"
+  "$(ctest_count "$logs/phxfile-asan.log") ASan+UBSan, $(ctest_count "$logs/phxfile-tsan.log") TSan; Java (JUnit, every surefire execution) $java_counts;" \
+  "kmod $(tail -1 "$logs/kmod.log")"

@@ -58,7 +58,7 @@ typedef struct {
     uint64_t slot_bytes;      /* bounce slot size (bytes) */
     int32_t slots_per_worker;
     int32_t reserved;
-    char connector[16];       /* "cuda", "fake" or "host" */
+    char connector[16];       /* "cuda", "emu", "fake" or "host" */
     char name[96];            /* device name as the vendor reports it */
     char why[512];            /* why faster modes were not chosen; "" when none */
 } phxfs_device_info_t;

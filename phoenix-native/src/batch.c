@@ -54,7 +54,8 @@ static int prepare_request(phx_req_state_t *rs, phxfs_io_req_t *r, int is_write)
                                       &rs->target, &rs->hold_base);
         if (rc) { phx_device_release(d); return rc; }
         rs->dev = d;
-        rs->bounce = phx_conn->is_accelerator;
+        /* p2p: the registration's target is a phxfs window, the file DMAs straight into it */
+        rs->bounce = phx_conn->is_accelerator && d->mode != PHXFS_MODE_P2P;
     } else {
         if (!r->buf) return phx_fail(EFAULT, "request: host buffer is NULL");
         rs->target = (uintptr_t)r->buf + (uintptr_t)r->buf_offset;

@@ -78,8 +78,8 @@ static int set_locked(const char *key, const char *value)
         if (parse_size(value, 1, 4096, &x)) return phx_fail(EINVAL, "queue_depth '%s': expected 1..4096", value);
         phx_cfg.queue_depth = (int)x;
     } else if (!strcmp(key, "connector")) {
-        if (strcmp(value, "cuda") && strcmp(value, "fake") && strcmp(value, "host") && strcmp(value, "auto"))
-            return phx_fail(EINVAL, "connector '%s': expected auto, cuda, fake or host", value);
+        if (strcmp(value, "cuda") && strcmp(value, "emu") && strcmp(value, "fake") && strcmp(value, "host") && strcmp(value, "auto"))
+            return phx_fail(EINVAL, "connector '%s': expected auto, cuda, emu, fake or host", value);
         snprintf(phx_cfg.connector, sizeof phx_cfg.connector, "%s", strcmp(value, "auto") ? value : "");
     } else if (!strcmp(key, "fake_devices")) {
         if (parse_size(value, 1, PHX_MAX_DEVICES, &x)) return phx_fail(EINVAL, "fake_devices '%s': expected 1..64", value);

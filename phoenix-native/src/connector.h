@@ -53,10 +53,33 @@ typedef struct phx_connector {
     int (*peer_access)(int dev, int peer);
     /* a device-to-device copy on s (a stream of dst_dev): direct where peer_access said 1 */
     int (*peer_async)(void *dst, int dst_dev, const void *src, int src_dev, size_t len, void *s);
+    /* For the phxfs kernel module (NULL: the connector cannot use it). p2p_addr: the address
+     * the module's backend pins for [p, p+len) of dev's memory (a CUDA device address; an
+     * emu BAR address), or -EINVAL with why; pci_bdf: dev's PCI address "0000:41:00.0";
+     * dtod_async: a device-to-device copy (staging slot <-> caller's buffer). */
+    int (*p2p_addr)(int dev, const void *p, size_t len, uint64_t *addr, char *why, size_t n);
+    int (*pci_bdf)(int dev, char *buf, size_t len);
+    int (*dtod_async)(void *dst, const void *src, size_t len, void *s);
 } phx_connector_t;
 
 extern const phx_connector_t phx_connector_cuda;
 extern const phx_connector_t phx_connector_fake;
 extern const phx_connector_t phx_connector_host;
+extern const phx_connector_t phx_connector_emu;
+
+/* The fake device's stream machinery (connectors/fake.c), shared with the emu connector:
+ * streams served by their own threads, events, host functions and waits. */
+int phx_fstream_create(int dev, void **out);
+int phx_fstream_destroy(void *s);
+int phx_fstream_sync(void *s);
+int phx_fstream_copy(void *dst, const void *src, size_t len, void *s);
+int phx_fstream_memset(void *dst, int value, size_t len, void *s);
+int phx_fstream_launch(void *s, phx_host_fn fn, void *arg);
+int phx_fstream_wait(void *s, volatile uint32_t *flag);
+int phx_fstream_device(void *s);
+int phx_fevent_create(void **out);
+int phx_fevent_destroy(void *e);
+int phx_fevent_record(void *e, void *s);
+int phx_fevent_sync(void *e);
 
 #endif

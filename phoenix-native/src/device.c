@@ -29,6 +29,13 @@ static void lib_init_once(void)
     if (!strcmp(want, "fake")) {
         c = &phx_connector_fake;
         n = c->init(params.fake_devices, conn_why, sizeof conn_why);
+    } else if (!strcmp(want, "emu")) {
+        c = &phx_connector_emu;
+        n = c->init(0, conn_why, sizeof conn_why);
+        if (n <= 0) {
+            init_rc = phx_fail(ENODEV, "connector emu requested but unavailable: %s", conn_why);
+            return;
+        }
     } else if (!strcmp(want, "host")) {
         c = &phx_connector_host;
         n = c->init(0, conn_why, sizeof conn_why);
@@ -39,6 +46,12 @@ static void lib_init_once(void)
         if (n <= 0 && !strcmp(want, "cuda")) {
             init_rc = phx_fail(ENODEV, "connector cuda requested but unavailable: %s", conn_why);
             return;
+        }
+        if (n <= 0) {
+            /* no GPU: a phxfs module driving an emulated accelerator (a QEMU guest) is next */
+            char emu_why[256];
+            c = &phx_connector_emu;
+            n = c->init(0, emu_why, sizeof emu_why);
         }
         if (n <= 0) {
             c = &phx_connector_host;
@@ -53,6 +66,7 @@ static void lib_init_once(void)
     dev_count = n;
     for (int i = 0; i < n; i++) {
         devices[i].id = i;
+        devices[i].kmod.fd = -1;
         phx_registry_init(&devices[i].reg);
         pthread_mutex_init(&devices[i].helper_lock, NULL);
     }
@@ -86,31 +100,75 @@ int phxfs_device_count(void)
     return rc < 0 ? rc : dev_count;
 }
 
-/* The kernel-module modes need /dev/phxfs_devN; the module is its own issue. */
-static void describe_module_node(int dev, char *why, size_t n)
+/* The kernel-module modes: the connector must name the device's memory to the module
+ * (p2p_addr) and its PCI address (pci_bdf), and a /dev/phxfs_devN must serve that PCI device.
+ * On success d->kmod is open; the result is the mode the module's map_mode offers
+ * (PHXFS_MODE_P2P or PHXFS_MODE_STAGING), or -1 with why filled. */
+static int probe_module(phx_device_t *d, char *why, size_t n)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/dev/phxfs_dev%d", dev);
-    if (access(path, F_OK) == 0) {
-        snprintf(why, n, "p2p/staging: %s exists but this build has no kernel-module transfer yet", path);
-        return;
+    if (!phx_conn->p2p_addr || !phx_conn->pci_bdf) {
+        snprintf(why, n, "p2p/staging: the %s connector cannot hand device memory to the phxfs module", phx_conn->name);
+        return -1;
     }
-    snprintf(why, n, "p2p/staging: %s not found (phxfs kernel module not loaded)", path);
+    char bdf[32] = "";
+    if (phx_conn->pci_bdf(d->id, bdf, sizeof bdf) < 0) {
+        snprintf(why, n, "p2p/staging: the PCI address of device %d is unknown (%s)", d->id, phxfs_last_error());
+        phx_clear_error(); /* a reason for the mode, not a failure of the open */
+        return -1;
+    }
+    int idx = phx_kmod_find(bdf);
+    if (idx == -ENODEV) {
+        snprintf(why, n, "p2p/staging: phxfs kernel module not loaded (no /sys/class/phxfs)");
+        return -1;
+    }
+    if (idx < 0) {
+        snprintf(why, n, "p2p/staging: the phxfs module serves no device at PCI %s (its BAR could not be registered? see dmesg)", bdf);
+        return -1;
+    }
+    char err[200];
+    if (phx_kmod_open(idx, &d->kmod, err, sizeof err) < 0) {
+        snprintf(why, n, "p2p/staging: %s", err);
+        return -1;
+    }
+    if (d->kmod.info.version != PHXFS_UAPI_VERSION) {
+        snprintf(why, n, "p2p/staging: /dev/phxfs_dev%d speaks ioctl version %u, this library %d", idx, d->kmod.info.version,
+                 PHXFS_UAPI_VERSION);
+        phx_kmod_close(&d->kmod);
+        return -1;
+    }
+    return d->kmod.info.map_mode == PHXFS_MAP_STAGING ? PHXFS_MODE_STAGING : PHXFS_MODE_P2P;
 }
 
 static int choose_mode(phx_device_t *d)
 {
-    char mod_why[160];
-    describe_module_node(d->id, mod_why, sizeof mod_why);
+    char mod_why[256] = "";
     int forced = phx_params_mode();
-    if (forced == PHXFS_MODE_P2P || forced == PHXFS_MODE_STAGING)
+    int offered = phx_conn->is_accelerator && forced != PHXFS_MODE_BOUNCE && forced != PHXFS_MODE_HOST
+                      ? probe_module(d, mod_why, sizeof mod_why) : -1;
+    if (!phx_conn->is_accelerator)
+        snprintf(mod_why, sizeof mod_why, "p2p/staging: no accelerator");
+    /* staging works on a module in either map mode; p2p needs one that maps whole registrations */
+    if (forced == PHXFS_MODE_STAGING && offered >= 0) offered = PHXFS_MODE_STAGING;
+    if (forced == PHXFS_MODE_P2P && offered == PHXFS_MODE_STAGING) {
+        phx_kmod_close(&d->kmod);
+        return phx_fail(ENODEV, "device %d: mode p2p requested, but the phxfs module is loaded with map_mode=staging "
+                        "(it maps at most staging_mb per device); reload it with map_mode=full or use mode staging", d->id);
+    }
+    if ((forced == PHXFS_MODE_P2P || forced == PHXFS_MODE_STAGING) && offered < 0)
         return phx_fail(ENODEV, "device %d: mode %s requested, unavailable: %s", d->id, phxfs_mode_name(forced), mod_why);
+    if (offered >= 0) {
+        d->mode = offered;
+        d->why[0] = 0;
+        if (offered == PHXFS_MODE_STAGING && forced != PHXFS_MODE_STAGING)
+            snprintf(d->why, sizeof d->why, "p2p: the phxfs module is loaded with map_mode=staging");
+        return 0;
+    }
     if (phx_conn->is_accelerator) {
         if (forced == PHXFS_MODE_HOST)
             return phx_fail(ENODEV, "device %d: mode host requested but device %d is an accelerator (%s); host mode is for device < 0 or machines without one",
                             d->id, d->id, phx_conn->name);
         d->mode = PHXFS_MODE_BOUNCE;
-        snprintf(d->why, sizeof d->why, "%s", mod_why);
+        snprintf(d->why, sizeof d->why, "%s", forced == PHXFS_MODE_BOUNCE ? "bounce requested by configuration" : mod_why);
     } else {
         if (forced == PHXFS_MODE_BOUNCE)
             return phx_fail(ENODEV, "device %d: mode bounce requested but there is no accelerator (%s)", d->id, conn_why);
@@ -118,6 +176,47 @@ static int choose_mode(phx_device_t *d)
         snprintf(d->why, sizeof d->why, "%s; %s", mod_why, conn_why[0] ? conn_why : "bounce: no accelerator");
     }
     return 0;
+}
+
+/* Staging: device memory for the slots, mapped through the module once, so file I/O lands in
+ * device memory and device-to-device copies move it; bounded by the module's staging_mb. */
+static void staging_teardown(phx_device_t *d)
+{
+    if (d->staging.free_slots) phx_pinned_pool_destroy(&d->staging);
+    phx_kmod_unmap(d->stage_win, d->stage_len);
+    d->stage_win = NULL;
+    if (d->stage_alloc) phx_conn->mem_free(d->id, d->stage_alloc);
+    d->stage_alloc = d->stage_dev = NULL;
+}
+
+static int staging_setup(phx_device_t *d)
+{
+    size_t page = (size_t)d->kmod.info.page_size, slot = params.slot_bytes;
+    size_t bytes = params.pinned_bytes;
+    const char *limit = "pinned_mb";
+    if (d->kmod.info.map_mode == PHXFS_MAP_STAGING && bytes > d->kmod.info.staging_bytes) {
+        bytes = (size_t)d->kmod.info.staging_bytes;
+        limit = "the module's staging_mb";
+    }
+    bytes = phx_align_down(bytes, page) / slot * slot;
+    if (bytes < slot)
+        return phx_fail(EINVAL, "device %d: the staging area (%s, %zu KiB) is smaller than one slot (%zu KiB); lower PHX_SLOT_MB/PHX_SLOT_KB",
+                        d->id, limit, bytes >> 10, slot >> 10);
+    d->stage_len = phx_align_up(bytes, page);
+    int rc = phx_conn->mem_alloc(d->id, d->stage_len + page, &d->stage_alloc);
+    if (rc) return rc < 0 ? rc : -ENOMEM;
+    /* the first whole device page of the allocation (in device addresses) */
+    uint64_t addr = 0;
+    char why[200] = "";
+    rc = phx_conn->p2p_addr(d->id, d->stage_alloc, d->stage_len + page, &addr, why, sizeof why);
+    if (rc) rc = phx_fail(-rc, "device %d: staging memory has no device address: %s", d->id, why);
+    size_t lead = (size_t)(((addr + page - 1) & ~(uint64_t)(page - 1)) - addr);
+    d->stage_dev = (char *)d->stage_alloc + lead;
+    addr += lead;
+    if (!rc) rc = phx_kmod_map(&d->kmod, addr, d->stage_len, 0, (void **)&d->stage_win);
+    if (!rc) rc = phx_pinned_pool_init_external(&d->staging, d->id, d->stage_win, bytes, slot);
+    if (rc) staging_teardown(d);
+    return rc;
 }
 
 /* What lives from the first open to the last close; safe on a half-made device. */
@@ -133,6 +232,8 @@ static void device_teardown(phx_device_t *d)
         d->helper_stream = NULL;
     }
     phx_pinned_pool_destroy(&d->pinned);
+    if (d->mode == PHXFS_MODE_STAGING) staging_teardown(d);
+    phx_kmod_close(&d->kmod);
 }
 
 /* Each worker's stream and events and the pinned pool are made here, before any I/O on the
@@ -143,11 +244,18 @@ static int device_setup(phx_device_t *d)
     if (rc) return rc;
     rc = phx_conn->device_name(d->id, d->name, sizeof d->name);
     d->engine = phx_pool_engine();
-    if (rc || !phx_conn->is_accelerator) return rc;
-    if (params.pinned_bytes < params.slot_bytes)
+    if (rc || !phx_conn->is_accelerator) {
+        phx_kmod_close(&d->kmod);
+        return rc;
+    }
+    /* p2p and staging move no bytes through pinned slots: one slot, for the stream flags
+     * (staging checks its own pool against the slot size) */
+    int kmod_mode = d->mode == PHXFS_MODE_P2P || d->mode == PHXFS_MODE_STAGING;
+    if (!kmod_mode && params.pinned_bytes < params.slot_bytes)
         return phx_fail(EINVAL, "device %d: the pinned pool (pinned_mb %zu MiB) is smaller than one bounce slot (%zu KiB); "
                         "raise PHX_PINNED_MB or lower PHX_SLOT_MB/PHX_SLOT_KB", d->id, params.pinned_bytes >> 20, params.slot_bytes >> 10);
-    rc = phx_pinned_pool_init(&d->pinned, d->id, params.pinned_bytes, params.slot_bytes);
+    rc = phx_pinned_pool_init(&d->pinned, d->id, kmod_mode ? params.slot_bytes : params.pinned_bytes, params.slot_bytes);
+    if (!rc && d->mode == PHXFS_MODE_STAGING) rc = staging_setup(d);
     if (!rc) {
         d->wctx = calloc((size_t)phx_pool_workers(), sizeof *d->wctx);
         if (!d->wctx) rc = phx_fail(ENOMEM, "device %d: out of memory", d->id);
@@ -266,14 +374,40 @@ int phxfs_get_map_mode(int dev)
     return m == PHXFS_MODE_P2P ? 0 : m == PHXFS_MODE_STAGING ? 1 : -EOPNOTSUPP;
 }
 
+/* p2p registration: the enclosing device pages pinned and mapped into a window of the
+ * module; I/O on the registration goes to the window. */
+static int p2p_map(void *ctx, uintptr_t addr, size_t len, void **target, void **win, size_t *win_len)
+{
+    phx_device_t *d = ctx;
+    uint64_t page = d->kmod.info.page_size, dev_addr;
+    char why[200] = "";
+    if (phx_conn->p2p_addr(d->id, (void *)addr, len, &dev_addr, why, sizeof why))
+        return phx_fail(EINVAL, "regmem: [%#lx, +%zu) on device %d: p2p mode maps device memory, and this is %s",
+                        (unsigned long)addr, len, d->id, why);
+    /* whole device pages (the driver pins 64 KiB at a time), counted in device addresses */
+    uint64_t s = dev_addr & ~(page - 1), e = (dev_addr + len + page - 1) & ~(page - 1);
+    int rc = phx_kmod_map(&d->kmod, s, (size_t)(e - s), 0, win);
+    if (rc) return rc;
+    *win_len = (size_t)(e - s);
+    *target = (char *)*win + (dev_addr - s);
+    return 0;
+}
+
 int phxfs_regmem(int dev, const void *addr, size_t len, void **target_addr)
 {
     phx_clear_error();
     int err;
     phx_device_t *d = phx_device_acquire(dev, &err);
     if (!d) return err;
-    int rc = phx_registry_add(&d->reg, (uintptr_t)addr, len, (void *)addr);
-    if (rc == 0 && target_addr) *target_addr = (void *)addr;
+    int rc;
+    if (d->mode == PHXFS_MODE_P2P) {
+        rc = phx_registry_add_mapped(&d->reg, (uintptr_t)addr, len, p2p_map, d);
+        /* the caller keeps using its device pointer; the window is the library's business */
+        if (rc == 0 && target_addr) *target_addr = (void *)addr;
+    } else {
+        rc = phx_registry_add(&d->reg, (uintptr_t)addr, len, (void *)addr);
+        if (rc == 0 && target_addr) *target_addr = (void *)addr;
+    }
     phx_device_release(d);
     return rc;
 }

@@ -23,7 +23,21 @@ typedef struct phx_device {
     phx_wctx_t **wctx;   /* one per pool worker */
     void *helper_stream; /* copies and fills made for callers, serialised */
     pthread_mutex_t helper_lock;
+    phx_kmod_t kmod;     /* p2p and staging: the module's device (fd -1 otherwise) */
+    /* staging: device memory mapped through the module, cut into slots (staging) that file
+     * I/O lands in; device-to-device copies move the bytes to and from callers' buffers */
+    void *stage_alloc;   /* the connector's allocation */
+    char *stage_dev;     /* its page-aligned part: the device side of slot 0 */
+    char *stage_win;     /* the same memory through the module's window: the file side */
+    size_t stage_len;
+    phx_pinned_pool_t staging;
 } phx_device_t;
+
+/* The pool bounce slots come from: the staging slots in staging mode, else pinned memory. */
+static inline phx_pinned_pool_t *phx_slot_pool(phx_device_t *d)
+{
+    return d->mode == PHXFS_MODE_STAGING ? &d->staging : &d->pinned;
+}
 
 extern const phx_connector_t *phx_conn;
 int phx_lib_init(void);

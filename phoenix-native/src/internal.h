@@ -31,6 +31,8 @@ typedef struct phx_region {
     void *target;
     int refcount;
     int busy;            /* in-flight async references */
+    void *win;           /* p2p mode: the phxfs window behind target (unmapped on removal) */
+    size_t win_len;
 } phx_region_t;
 
 typedef struct {
@@ -42,6 +44,11 @@ typedef struct {
 void phx_registry_init(phx_registry_t *r);
 void phx_registry_destroy(phx_registry_t *r);
 int phx_registry_add(phx_registry_t *r, uintptr_t addr, size_t len, void *target);
+/* As phx_registry_add, but a new region's target comes from map(ctx, ...), called under the
+ * registry lock after the overlap checks (so a refused registration maps nothing); the
+ * window it reports is unmapped when the region's last reference goes. */
+typedef int (*phx_region_map_fn)(void *ctx, uintptr_t addr, size_t len, void **target, void **win, size_t *win_len);
+int phx_registry_add_mapped(phx_registry_t *r, uintptr_t addr, size_t len, phx_region_map_fn map, void *ctx);
 int phx_registry_remove(phx_registry_t *r, uintptr_t addr, size_t len);
 /* Resolves [addr+off, +len) to a target address; hold>0 takes a busy ref and
  * stores the region base in *base for phx_registry_release. */
@@ -73,6 +80,7 @@ phx_engine_t *phx_engine_uring_create(unsigned depth);
 ssize_t phx_rw_full(int fd, int is_write, char *buf, size_t len, off_t off);
 
 #include "pinned.h"
+#include "kmod.h"
 #include "device.h"
 #include "pool.h"
 

@@ -47,9 +47,27 @@ int phx_pinned_pool_init(phx_pinned_pool_t *p, int dev, size_t bytes, size_t slo
     return 0;
 }
 
+int phx_pinned_pool_init_external(phx_pinned_pool_t *p, int dev, char *base, size_t bytes, size_t slot_bytes)
+{
+    memset(p, 0, sizeof *p);
+    p->dev = dev;
+    p->external = 1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    p->slot_bytes = slot_bytes;
+    p->nslots = (int)(bytes / slot_bytes);
+    p->bytes = (size_t)p->nslots * slot_bytes;
+    p->free_slots = calloc((size_t)p->nslots, sizeof *p->free_slots);
+    if (!p->free_slots) return phx_fail(ENOMEM, "staging pool: out of memory");
+    p->base = base;
+    for (int i = 0; i < p->nslots; i++) p->free_slots[i] = p->base + (size_t)(p->nslots - 1 - i) * slot_bytes;
+    p->nfree = p->nslots;
+    return 0;
+}
+
 void phx_pinned_pool_destroy(phx_pinned_pool_t *p)
 {
-    if (p->base) {
+    if (p->base && !p->external) {
         phx_conn->host_unregister(p->dev, p->base);
         free(p->base);
     }

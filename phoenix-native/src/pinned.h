@@ -27,10 +27,14 @@ typedef struct {
     phx_flag_t *free_flags;
     phx_flag_chunk_t *chunks;
     int flags_out;            /* flags handed out and not yet returned */
+    int external;             /* base belongs to someone else (staging window) */
 } phx_pinned_pool_t;
 
 /* Exactly bytes / slot_bytes slots (the caller checks bytes >= slot_bytes): never more than bytes. */
 int phx_pinned_pool_init(phx_pinned_pool_t *p, int dev, size_t bytes, size_t slot_bytes);
+/* A pool of slots in memory the caller owns and keeps until destroy (the staging window):
+ * nothing is allocated or registered. */
+int phx_pinned_pool_init_external(phx_pinned_pool_t *p, int dev, char *base, size_t bytes, size_t slot_bytes);
 /* Releases the pool; flags still out (a stream that never passed its wait) keep their chunk. */
 void phx_pinned_pool_destroy(phx_pinned_pool_t *p);
 /* A free slot, or NULL: wait=0 never blocks, wait=1 blocks until one is returned. */

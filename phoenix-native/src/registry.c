@@ -1,6 +1,7 @@
 /* Per-device registrations: sorted, non-overlapping intervals, looked up by
  * binary search so resolve stays O(log n) on the I/O path. */
 #include "internal.h"
+#include "kmod.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,13 @@ static ssize_t find_le(phx_registry_t *r, uintptr_t a)
 
 int phx_registry_add(phx_registry_t *r, uintptr_t addr, size_t len, void *target)
 {
+    return phx_registry_add_mapped(r, addr, len, NULL, target);
+}
+
+int phx_registry_add_mapped(phx_registry_t *r, uintptr_t addr, size_t len, phx_region_map_fn map, void *ctx)
+{
+    void *target = ctx, *win = NULL;
+    size_t win_len = 0;
     if (!addr || !len) return phx_fail(EINVAL, "regmem: address and length must be non-zero");
     if (addr + len < addr) return phx_fail(EINVAL, "regmem: range wraps the address space");
     pthread_mutex_lock(&r->lock);
@@ -53,9 +61,10 @@ int phx_registry_add(phx_registry_t *r, uintptr_t addr, size_t len, void *target
         r->v = v;
         r->cap = cap;
     }
+    if (map && (rc = map(ctx, addr, len, &target, &win, &win_len)) != 0) goto out;
     size_t at = (size_t)(i + 1);
     memmove(&r->v[at + 1], &r->v[at], (r->n - at) * sizeof *r->v);
-    r->v[at] = (phx_region_t){addr, len, target, 1, 0};
+    r->v[at] = (phx_region_t){addr, len, target, 1, 0, win, win_len};
     r->n++;
 out:
     pthread_mutex_unlock(&r->lock);
@@ -73,6 +82,7 @@ int phx_registry_remove(phx_registry_t *r, uintptr_t addr, size_t len)
         rc = phx_fail(EBUSY, "deregmem: [%#lx, +%zu) is in use by %d in-flight batch request(s)",
                       (unsigned long)addr, len, r->v[i].busy);
     } else if (--r->v[i].refcount == 0) {
+        phx_kmod_unmap(r->v[i].win, r->v[i].win_len);
         memmove(&r->v[i], &r->v[i + 1], (r->n - (size_t)i - 1) * sizeof *r->v);
         r->n--;
     }

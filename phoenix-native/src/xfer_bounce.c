@@ -86,7 +86,7 @@ static void retire(phx_bounce_xfer_t *x, phx_wctx_t *c, int i)
         res = phx_rw_full(fd, 1, c->slot[i] + head, t->len, off);
     }
     c->task[i] = NULL;
-    phx_pinned_give(&c->d->pinned, c->slot[i]);
+    phx_pinned_give(phx_slot_pool(c->d), c->slot[i]);
     c->slot[i] = NULL;
     c->inflight--;
     x->pending--;
@@ -130,12 +130,17 @@ void phx_bounce_task(phx_bounce_xfer_t *x, phx_task_t *t)
     int i = c->next;
     c->next = (i + 1) % c->nring;
     retire(x, c, i);
-    char *slot = phx_pinned_take(&d->pinned, 0);
+    phx_pinned_pool_t *pool = phx_slot_pool(d);
+    char *slot = phx_pinned_take(pool, 0);
     if (!slot) {
         /* the pool is short: give back what this worker holds before waiting for others */
         phx_bounce_drain(x);
-        slot = phx_pinned_take(&d->pinned, 1);
+        slot = phx_pinned_take(pool, 1);
     }
+    /* staging: the slot is device memory seen through the module's window; the copies run
+     * device to device, from the same memory seen as the connector's pointer */
+    int staging = d->mode == PHXFS_MODE_STAGING;
+    char *slot_dev = staging ? d->stage_dev + (slot - d->stage_win) : slot;
     char *dev_ptr = (char *)rs->target + t->rel;
     off_t off = rs->req->f_offset + (off_t)t->rel;
     /* slots are aligned, so with O_DIRECT only the file span needs widening */
@@ -148,21 +153,23 @@ void phx_bounce_task(phx_bounce_xfer_t *x, phx_task_t *t)
         ssize_t n = op.result < 0 ? op.result : (size_t)op.result > head ? (ssize_t)((size_t)op.result - head) : 0;
         if (n > (ssize_t)t->len) n = (ssize_t)t->len;
         if (n <= 0) {
-            phx_pinned_give(&d->pinned, slot);
+            phx_pinned_give(pool, slot);
             phx_conn->leave();
             phx_task_done(t, n);
             return;
         }
         len = (size_t)n;
-        rc = phx_conn->htod_async(dev_ptr, slot + head, len, c->stream);
+        rc = staging ? phx_conn->dtod_async(dev_ptr, slot_dev + head, len, c->stream)
+                     : phx_conn->htod_async(dev_ptr, slot + head, len, c->stream);
     } else {
-        rc = phx_conn->dtoh_async(slot + head, dev_ptr, len, c->stream);
+        rc = staging ? phx_conn->dtod_async(slot_dev + head, dev_ptr, len, c->stream)
+                     : phx_conn->dtoh_async(slot + head, dev_ptr, len, c->stream);
     }
     if (!rc) rc = phx_conn->event_record(c->ev[i], c->stream);
     if (rc) {
         /* the copy may still be queued: the slot goes back only once the stream is idle */
         phx_conn->stream_sync(c->stream);
-        phx_pinned_give(&d->pinned, slot);
+        phx_pinned_give(pool, slot);
         phx_conn->leave();
         phx_task_done(t, rc);
         return;

@@ -83,6 +83,16 @@ int main(void)
     CHECK(memcmp(got, ref, sizeof got) == 0);
     hdereg(fh);
     CHECK_ST(drv_close(), CU_FILE_SUCCESS);
+    /* the plain name (cuda-python looks it up) closes too */
+    CUfileError_t (*plain_close)(void) = (CUfileError_t (*)(void))dlsym(h, "cuFileDriverClose");
+    long (*use_count)(void) = (long (*)(void))dlsym(h, "cuFileUseCount");
+    if (plain_close && use_count) {
+        CHECK_ST(drv_open(), CU_FILE_SUCCESS);
+        CHECK_EQ(use_count(), 1);
+        CHECK_ST(plain_close(), CU_FILE_SUCCESS);
+        CHECK_EQ(use_count(), 0);
+        CHECK_ST(plain_close(), CU_FILE_DRIVER_NOT_INITIALIZED);
+    }
 
     /* one libphoenix, however the process reaches it */
     void *h2 = dlopen("libphxfile.so", RTLD_NOW | RTLD_LOCAL);

@@ -15,10 +15,12 @@ b=build/gpu
     PHX_CONNECTOR=cuda timeout 60 $b/$t 2>&1 | tail -2 || status=1
   done
   nvcc -O2 -arch=sm_90 -Iphoenix-native/include phoenix-native/tests/gpu/test_gpu.cu -L$b -lphoenix \
-    -Xlinker -rpath="$root/$b" -o $b/test_gpu && timeout 60 $b/test_gpu /tmp 2>&1 | tail -3 || status=1
+    -Xlinker -rpath="$root/$b" -o $b/test_gpu && { timeout 60 stdbuf -oL $b/test_gpu /tmp 2>&1; echo "test_gpu exit $?"; } | tail -4
 } 2>&1 | tee "$out/c-tests.txt"
-# the block ran in a pipeline's subshell: judge it by what it printed
+# the block ran in a pipeline's subshell: judge it by what it printed (a status inside a pipe
+# is lost: test_gpu timed out unnoticed until its exit code was printed and checked)
 [ $skip_c = 1 ] || [ "$(grep -c ': ok$' "$out/c-tests.txt")" -ge 7 ] || status=1
+[ $skip_c = 1 ] || grep -q '^test_gpu exit 0$' "$out/c-tests.txt" || { echo "test_gpu failed or timed out"; status=1; }
 [ $skip_c = 1 ] || gcc -O2 -Iphoenix-native/include phoenix-native/tests/gpu/rw_bench.c -L$b -lphoenix -lpthread \
   -Wl,-rpath="$root/$b" -o $b/rw_bench && timeout 200 $b/rw_bench /tmp "${RW_GIB:-4}" 2>&1 | tee "$out/rw-bench.txt" || status=1
 jt=.gpu/java-tests

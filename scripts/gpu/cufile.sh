@@ -30,23 +30,28 @@ step() { # step NAME OUTFILE SECONDS CMD... : runs CMD with a time limit, output
 }
 
 # ---- where things are ----
+tlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so")); print("torch", torch.__version__, torch.version.cuda, file=__import__("sys").stderr)' 2>"$out/torch-version.txt")
 {
-  nvidia-smi -L; nvcc --version | tail -2; cmake --version | head -1; python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
-  tlib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))' 2>/dev/null)
+  nvidia-smi -L; nvcc --version | tail -2; cmake --version | head -1; cat "$out/torch-version.txt"
   echo "libtorch_cuda: $tlib"; ldd "$tlib" 2>/dev/null | grep -i cufile
   readelf -d "$tlib" 2>/dev/null | grep -E 'RPATH|RUNPATH'
 } > "$out/env.txt" 2>&1
-nv_lib=$(ldd "$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda.so"))' 2>/dev/null)" 2>/dev/null | awk '/libcufile.so.0/ {print $3}')
+nv_lib=$(ldd "$tlib" 2>/dev/null | awk '/libcufile.so.0/ {print $3}')
+[ -f "$nv_lib" ] || nv_lib=""
 nv_inc=""
 pip_cufile=$(python3 -c 'import importlib.util as u; s = u.find_spec("nvidia.cufile"); print(list(s.submodule_search_locations)[0])' 2>/dev/null)
 for d in ${CUDA_HOME:-/usr/local/cuda} /usr/local/cuda /usr/local/cuda/targets/x86_64-linux "$pip_cufile" /usr; do
   [ -n "$d" ] && [ -z "$nv_inc" ] && [ -f "$d/include/cufile.h" ] && nv_inc=$d/include
   [ -n "$d" ] && [ -z "$nv_lib" ] && for l in "$d/lib64/libcufile.so.0" "$d/lib/libcufile.so.0"; do [ -f "$l" ] && nv_lib=$l && break; done
 done
-[ -z "$nv_inc" ] && nv_inc=$(dirname "$(timeout 60 find / -xdev -name cufile.h -path '*include*' 2>/dev/null | grep -v "$root" | head -1)" 2>/dev/null)
-[ -z "$nv_lib" ] && nv_lib=$(timeout 60 find / -xdev -name libcufile.so.0 2>/dev/null | grep -v "$root" | head -1)
+[ -z "$nv_inc" ] && nv_inc=$(dirname "$(timeout 60 find / -xdev -name cufile.h -path '*include*' 2>/dev/null | grep -v -e "$root" -e phxfile | head -1)" 2>/dev/null)
+[ -z "$nv_lib" ] && nv_lib=$(timeout 60 find / -xdev -name libcufile.so.0 2>/dev/null | grep -v -e "$root" -e phxfile -e gpu-phxfile | head -1)
 nv_lib=$(readlink -f "$nv_lib" 2>/dev/null || echo "$nv_lib")
-cuda_inc=$(dirname "$(command -v nvcc)")/../include
+cuda_inc=""
+for d in ${CUDA_HOME:+$CUDA_HOME/include} /usr/local/cuda/include "$(dirname "$(readlink -f "$(command -v nvcc)")")/../include" /usr/include; do
+  [ -z "$cuda_inc" ] && [ -f "$d/cuda.h" ] && cuda_inc=$d
+done
+cuda_inc=${cuda_inc:-/usr/local/cuda/include}
 { echo "NVIDIA cufile.h: $nv_inc/cufile.h"; echo "NVIDIA libcufile: $nv_lib"; echo "CUDA include: $cuda_inc"
   echo "udev data before this run:"; ls -la /run/udev/data 2>&1 | head -20; } >> "$out/env.txt"
 note "NVIDIA cufile.h in ${nv_inc:-NOT FOUND}; libcufile ${nv_lib:-NOT FOUND}"
@@ -73,7 +78,7 @@ step "1 build (libphoenix, libphxfile.so, libcufile.so.0, tests)" build.txt 240 
 
 # ---- 2 the shim's tests on the GPU ----
 step "2 shim tests, cuda connector" shim-tests-cuda.txt 240 bash -c "
-  st=0; for t in test_api test_batch test_stream test_config test_exit test_dlopen; do
+  set -o pipefail; st=0; for t in test_api test_batch test_stream test_config test_exit test_dlopen; do
     PHX_CONNECTOR=cuda CUFILE_ENV_PATH_JSON= LD_LIBRARY_PATH='$B' timeout 90 '$B/tests/'\$t 2>&1 | grep -v '^phxfile:' | tail -5 || st=1
   done; exit \$st"
 grep -q FAILED "$out/shim-tests-cuda.txt" && note "  (a shim test failed on the GPU: see shim-tests-cuda.txt)"
@@ -86,13 +91,16 @@ fi
 restore_udev() { [ -n "$hidden" ] && rm -rf /run/udev/data && mv /run/udev/data.phxfile-hidden /run/udev/data && hidden=""; }
 trap restore_udev EXIT
 step "3a header layout: NVIDIA's cufile.h vs ours (diff)" abi-layout.txt 60 bash -c "
-  gcc -O0 -I'$nv_inc' -I'$cuda_inc' '$G/layout.c' -o '$B/layout-nvidia' && gcc -O0 -Wall -Wextra -Werror -Iphxfile-abi/include '$G/layout.c' -o '$B/layout-ours' &&
+  core=''
+  gcc -O0 -I'$nv_inc' -I'$cuda_inc' '$G/layout.c' -o '$B/layout-nvidia' ||
+    { echo 'retrying without the newest parameter names'; core=-DPHX_LAYOUT_CORE; gcc -O0 \$core -I'$nv_inc' -I'$cuda_inc' '$G/layout.c' -o '$B/layout-nvidia'; } &&
+  gcc -O0 \$core -Wall -Wextra -Werror -Iphxfile-abi/include '$G/layout.c' -o '$B/layout-ours' &&
   '$B/layout-nvidia' > '$out/layout-nvidia.txt' && '$B/layout-ours' > '$out/layout-ours.txt' &&
   wc -l '$out/layout-nvidia.txt' && diff '$out/layout-nvidia.txt' '$out/layout-ours.txt' && echo 'identical layout and values'"
 step "3b build abi_check against NVIDIA's cufile.h" abi-build.txt 120 \
   nvcc -O2 -arch=sm_90 -I"$nv_inc" "$G/abi_check.cu" -Xlinker "$nv_lib" -ldl -o "$B/abi_check"
-step "3c abi_check (NVIDIA-compiled) on OUR libcufile.so.0, no udev data" abi-check-ours.txt 150 \
-  bash scripts/gpu/hang_dump.sh "${ABI_SECS:-90}" env LD_LIBRARY_PATH="$B" PHX_CONNECTOR=cuda "$B/abi_check" "$scratch" "$B"
+step "3c abi_check (NVIDIA-compiled) on OUR libcufile.so.0, no udev data" abi-check-ours.txt 120 \
+  env LD_LIBRARY_PATH="$B" PHX_CONNECTOR=cuda "$B/abi_check" "$scratch" "$B"
 
 # ---- 4 torch.cuda.gds through ours ----
 step "4 torch.cuda.gds GdsFile save+load through OUR library" torch-gds-ours.txt 240 \
@@ -109,10 +117,10 @@ for line in open("/proc/self/mountinfo"):
 for dev in os.listdir("/sys/class/block"):
     try: majmin = open(f"/sys/class/block/{dev}/dev").read().strip()
     except OSError: continue
-    path = f"/run/udev/data/b{majmin}"
+    path = "/run/udev/data/b" + majmin
+    fstype = fstypes.get(majmin, "ext4")
     if not os.path.exists(path):
-        fst = fstypes.get(majmin) or "ext4"
-        open(path, "w").write("E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=" + fst + "\n")
+        open(path, "w").write("E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=" + fstype + "\n")
 print(sorted(os.listdir("/run/udev/data")))'
 step "5b abi_check on NVIDIA's libcufile (compat mode), for comparison" abi-check-nvidia.txt 120 \
   env LD_LIBRARY_PATH="$(dirname "$nv_lib")" "$B/abi_check" "$scratch" ""
@@ -125,7 +133,7 @@ step "6a build bench against NVIDIA's cufile.h" bench-build.txt 120 \
 step "6b 4 GiB file, page cache warmed" bench-file.txt 120 bash -c "
   head -c 64M /dev/urandom > '$scratch/chunk' && for i in \$(seq 64); do cat '$scratch/chunk'; done > '$scratch/bench.bin' &&
   rm '$scratch/chunk' && sync && cat '$scratch/bench.bin' > /dev/null && ls -la '$scratch/bench.bin' && free -g"
-# arrays, not functions: step runs its command under timeout(1), which cannot run a function
+# (timeout runs programs, not shell functions: the environment goes through env)
 ours=(env LD_PRELOAD="$B/libcufile.so.0" LD_LIBRARY_PATH="$B" "$B/bench" "$scratch/bench.bin")
 nvidia=(env LD_LIBRARY_PATH="$(dirname "$nv_lib")" "$B/bench" "$scratch/bench.bin")
 for round in 1 2; do
@@ -145,15 +153,21 @@ for line in open(sys.argv[1]):
     elif p[:1] in (["INFO"], ["ERROR"]):
         print(line.rstrip())
 med = lambda lib, key: statistics.median(vals[(lib, key)]) if vals.get((lib, key)) else float("nan")
+# time until the first transfer can start: open + first handle + first buffer registration
+for lib in ("ours", "nvidia"):
+    parts = [med(lib, k) for k in ("open_us", "handle_first_us", "bufreg_first_us")]
+    if all(x == x for x in parts):
+        vals[(lib, "ready_us")] = [sum(parts)]
 def row(name, key, a, b, unit, higher_better):
     x, y = med(a, key), med(b, key)
     r = (x / y if higher_better else y / x) if x == x and y == y and x and y else float("nan")
-    print(f"| {name:34s} | {x:12.3f} | {y:12.3f} | {unit:5s} | {r:7.2f}x |")
+    print(f"| {name:34s} | {x:12.3f} | {y:12.3f} | {unit:5s} | {r:8.3g}x |")
 print("\n| measure (median of runs)            |         ours |       NVIDIA | unit  | ours better by |")
 print("|------------------------------------|--------------|--------------|-------|---------|")
 for key, name in [("open_us", "cuFileDriverOpen"), ("handle_first_us", "HandleRegister, first"),
                   ("handle_us", "HandleRegister"), ("bufreg_first_us", "BufRegister 64 MiB, first"),
-                  ("bufreg_us", "BufRegister 64 MiB"), ("bufreg_4g_us", "BufRegister 4 GiB")]:
+                  ("bufreg_us", "BufRegister 64 MiB"), ("bufreg_4g_us", "BufRegister 4 GiB"),
+                  ("ready_us", "open + first handle + first buffer")]:
     row(name, key, "ours", "nvidia", "us", False)
 for mode, a, b in [("page cache", "ours", "nvidia"), ("O_DIRECT", "ours-direct", "nvidia-direct")]:
     for sz in [4096, 65536, 1 << 20, 16 << 20, 64 << 20, 4 << 30]:

@@ -21,11 +21,11 @@ dir=${KV_DIR:-/tmp}
 chunks=${KV_CHUNKS:-64}   # 64 chunks of 32 MiB (Llama-3.1-8B bf16) = 2 GiB per run
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv > "$out/gpu.txt" 2>&1 || true
 df -h "$dir" >> "$out/gpu.txt" 2>&1 || true
-timeout 180 ./phoenix kv bench --device 0 --chunks "$chunks" --repeat 3 --dir "$dir" --json \
+timeout 150 ./phoenix kv bench --device 0 --chunks "$chunks" --repeat 3 --dir "$dir" --json \
   > "$out/kv-bench-device.json" 2> "$out/kv-bench-device.err" || status=1
-timeout 150 ./phoenix kv bench --device 0 --chunks "$chunks" --repeat 3 --dir "$dir" --fsync none --json \
+timeout 120 ./phoenix kv bench --device 0 --chunks "$chunks" --repeat 3 --dir "$dir" --fsync none --json \
   > "$out/kv-bench-device-nofsync.json" 2> "$out/kv-bench-device-nofsync.err" || status=1
-timeout 150 ./phoenix kv bench --host --chunks "$chunks" --repeat 3 --dir "$dir" --json \
+timeout 120 ./phoenix kv bench --host --chunks "$chunks" --repeat 3 --dir "$dir" --json \
   > "$out/kv-bench-host.json" 2> "$out/kv-bench-host.err" || status=1
 for f in "$out"/kv-bench-*.json; do echo "== $f"; cat "$f"; done
 echo "kv.sh status $status"

@@ -3,7 +3,7 @@
 host-to-device copy rate of the link (torch: a pinned 4 GiB host tensor copied to the device,
 median of 5) and `phoenix load FILE --device 0 --json` in a fresh JVM per load (page cache warm)
 under several settings, medians of --repeat, in one run; prints a table and writes JSON.
-Usage: loader2.py DENSE.safetensors MOE.safetensors [--repeat 3] [--json OUT.json]"""
+Usage: loader2.py FILE.safetensors... [--repeat 3] [--json OUT.json]"""
 import json, os, statistics, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -58,7 +58,10 @@ def rates(runs):
 
 
 def main():
-    files = [a for a in sys.argv[1:3]]
+    files = [a for a in sys.argv[1:] if a.endswith(".safetensors")]
+    for a in [a for a in files if not os.path.exists(a)]:
+        print(f"{a}: missing (its generation failed: see loader2-gen.txt); left out", flush=True)
+    files = [a for a in files if os.path.exists(a)]
     repeat = int(sys.argv[sys.argv.index("--repeat") + 1]) if "--repeat" in sys.argv else 3
     out_json = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
     # the pinned rate of the link, measured in this run, beside the loads

@@ -44,6 +44,9 @@ static struct {
     CUresult (*CtxEnablePeerAccess)(void *, unsigned);
     CUresult (*MemcpyPeerAsync)(CUdeviceptr, void *, CUdeviceptr, void *, size_t, void *);
     CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, void *);
+    /* optional: the phxfs module's modes (older drivers and the CI fake may lack them) */
+    CUresult (*DeviceGetPCIBusId)(char *, int, int);
+    CUresult (*PointerSetAttribute)(const void *, int, CUdeviceptr);
     int count;
     /* peer[dev][peer]: 0 not asked yet, 1 enabled, -1 not possible */
     signed char peer[PHX_MAX_DEVICES][PHX_MAX_DEVICES];
@@ -110,6 +113,9 @@ static int c_init(int fake_devices, char *why, size_t n)
     };
     for (size_t i = 0; i < sizeof syms / sizeof *syms; i++)
         if (load(syms[i].name, syms[i].fn, why, n)) return -ENOSYS;
+    *(void **)&cu.DeviceGetPCIBusId = dlsym(cu.lib, "cuDeviceGetPCIBusId");
+    *(void **)&cu.MemcpyDtoDAsync = dlsym(cu.lib, "cuMemcpyDtoDAsync_v2");
+    *(void **)&cu.PointerSetAttribute = dlsym(cu.lib, "cuPointerSetAttribute");
     CUresult r = cu.Init(0);
     if (r) {
         snprintf(why, n, "bounce: cuInit failed with CUDA error %d (no usable GPU)", r);
@@ -301,6 +307,36 @@ static int c_pdev(const void *p, size_t len, int *dev, char *why, size_t n)
     return 0;
 }
 
+/* nv-p2p pins GPU virtual addresses: the device pointer is the address. SYNC_MEMOPS makes
+ * copies to the memory complete before they return, as nv-p2p users must (gdrcopy does). */
+static int c_p2p_addr(int dev, const void *p, size_t len, uint64_t *addr, char *why, size_t n)
+{
+    int rc = c_check(dev, p, len, why, n);
+    if (rc) return rc;
+    if (cu.PointerSetAttribute) {
+        unsigned one = 1;
+        cu.PointerSetAttribute(&one, 6 /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS */, (CUdeviceptr)(uintptr_t)p);
+    }
+    *addr = (uint64_t)(uintptr_t)p;
+    return 0;
+}
+
+static int c_bdf(int dev, char *buf, size_t len)
+{
+    if (!cu.DeviceGetPCIBusId) return phx_fail(ENOSYS, "cuda: the driver lacks cuDeviceGetPCIBusId");
+    int d;
+    CU(cu.DeviceGet(&d, dev), "cuDeviceGet");
+    CU(cu.DeviceGetPCIBusId(buf, (int)len, d), "cuDeviceGetPCIBusId");
+    return 0;
+}
+
+static int c_dtod(void *dst, const void *src, size_t len, void *s)
+{
+    if (!cu.MemcpyDtoDAsync) return phx_fail(ENOSYS, "cuda: the driver lacks cuMemcpyDtoDAsync_v2");
+    IN_CTX(-1, s, cu.MemcpyDtoDAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len, s), "cuMemcpyDtoDAsync");
+    return 0;
+}
+
 static int c_sdev(void *s)
 {
     int rc = c_enter(-1, s);
@@ -364,4 +400,5 @@ const phx_connector_t phx_connector_cuda = {
     .event_record = c_erecord, .event_sync = c_esync, .launch_host_fn = c_launch, .wait_flag = c_wait,
     .check_pointer = c_check, .pointer_device = c_pdev, .stream_device = c_sdev,
     .peer_access = c_peer_access, .peer_async = c_peer,
+    .p2p_addr = c_p2p_addr, .pci_bdf = c_bdf, .dtod_async = c_dtod,
 };

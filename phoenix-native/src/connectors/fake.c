@@ -200,9 +200,8 @@ static void *stream_main(void *arg)
     return NULL;
 }
 
-static int f_screate(int dev, void **out)
+int phx_fstream_create(int dev, void **out)
 {
-    if (f_enter(dev, NULL)) return -ENODEV;
     fake_stream_t *s = calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
     s->dev = dev;
@@ -225,7 +224,7 @@ static int enqueue(fake_stream_t *s, fake_op_t *op)
     return 0;
 }
 
-static int f_ssync(void *p)
+int phx_fstream_sync(void *p)
 {
     fake_stream_t *s = p;
     pthread_mutex_lock(&s->lock);
@@ -235,10 +234,10 @@ static int f_ssync(void *p)
     return 0;
 }
 
-static int f_sdestroy(void *p)
+int phx_fstream_destroy(void *p)
 {
     fake_stream_t *s = p;
-    f_ssync(s);
+    phx_fstream_sync(s);
     pthread_mutex_lock(&s->lock);
     s->stop = 1;
     pthread_cond_broadcast(&s->cond);
@@ -250,7 +249,7 @@ static int f_sdestroy(void *p)
     return 0;
 }
 
-static int f_copy(void *dst, const void *src, size_t len, void *s)
+int phx_fstream_copy(void *dst, const void *src, size_t len, void *s)
 {
     if (injected(fail_copy, &copy_calls)) return -EIO;
     fake_op_t *op = calloc(1, sizeof *op);
@@ -259,7 +258,7 @@ static int f_copy(void *dst, const void *src, size_t len, void *s)
     return enqueue(s, op);
 }
 
-static int f_memset(void *dst, int value, size_t len, void *s)
+int phx_fstream_memset(void *dst, int value, size_t len, void *s)
 {
     fake_op_t *op = calloc(1, sizeof *op);
     if (!op) return -ENOMEM;
@@ -267,7 +266,7 @@ static int f_memset(void *dst, int value, size_t len, void *s)
     return enqueue(s, op);
 }
 
-static int f_launch(void *s, phx_host_fn fn, void *arg)
+int phx_fstream_launch(void *s, phx_host_fn fn, void *arg)
 {
     if (injected(fail_launch, &launch_calls)) return -EIO;
     fake_op_t *op = calloc(1, sizeof *op);
@@ -276,7 +275,7 @@ static int f_launch(void *s, phx_host_fn fn, void *arg)
     return enqueue(s, op);
 }
 
-static int f_wait(void *s, volatile uint32_t *flag)
+int phx_fstream_wait(void *s, volatile uint32_t *flag)
 {
     if (injected(fail_wait, &wait_calls)) return -EIO;
     fake_op_t *op = calloc(1, sizeof *op);
@@ -285,7 +284,7 @@ static int f_wait(void *s, volatile uint32_t *flag)
     return enqueue(s, op);
 }
 
-static int f_sdev(void *s) { return ((fake_stream_t *)s)->dev; }
+int phx_fstream_device(void *s) { return ((fake_stream_t *)s)->dev; }
 
 static int f_peer_access(int dev, int peer)
 {
@@ -296,10 +295,10 @@ static int f_peer_access(int dev, int peer)
 static int f_peer_async(void *dst, int dst_dev, const void *src, int src_dev, size_t len, void *s)
 {
     if (dst_dev != src_dev && !fake_peer) return -EINVAL; /* as a GPU pair without peer access would */
-    return f_copy(dst, src, len, s);
+    return phx_fstream_copy(dst, src, len, s);
 }
 
-static int f_ecreate(void **out)
+int phx_fevent_create(void **out)
 {
     fake_event_t *e = calloc(1, sizeof *e);
     if (!e) return -ENOMEM;
@@ -309,7 +308,7 @@ static int f_ecreate(void **out)
     return 0;
 }
 
-static int f_edestroy(void *p)
+int phx_fevent_destroy(void *p)
 {
     fake_event_t *e = p;
     pthread_mutex_destroy(&e->lock);
@@ -318,7 +317,7 @@ static int f_edestroy(void *p)
     return 0;
 }
 
-static int f_erecord(void *p, void *s)
+int phx_fevent_record(void *p, void *s)
 {
     fake_event_t *e = p;
     fake_op_t *op = calloc(1, sizeof *op);
@@ -330,7 +329,7 @@ static int f_erecord(void *p, void *s)
     return enqueue(s, op);
 }
 
-static int f_esync(void *p)
+int phx_fevent_sync(void *p)
 {
     fake_event_t *e = p;
     pthread_mutex_lock(&e->lock);
@@ -340,12 +339,19 @@ static int f_esync(void *p)
     return 0;
 }
 
+static int f_screate(int dev, void **out)
+{
+    if (f_enter(dev, NULL)) return -ENODEV;
+    return phx_fstream_create(dev, out);
+}
+
 const phx_connector_t phx_connector_fake = {
     .name = "fake", .is_accelerator = 1, .init = f_init, .device_name = f_name, .enter = f_enter, .leave = f_leave,
     .mem_alloc = f_alloc, .mem_free = f_free, .host_register = f_reg, .host_unregister = f_unreg,
-    .stream_create = f_screate, .stream_destroy = f_sdestroy, .stream_sync = f_ssync,
-    .htod_async = f_copy, .dtoh_async = f_copy, .memset_async = f_memset, .event_create = f_ecreate, .event_destroy = f_edestroy,
-    .event_record = f_erecord, .event_sync = f_esync, .launch_host_fn = f_launch, .wait_flag = f_wait,
-    .check_pointer = f_check, .pointer_device = f_pdev, .stream_device = f_sdev,
+    .stream_create = f_screate, .stream_destroy = phx_fstream_destroy, .stream_sync = phx_fstream_sync,
+    .htod_async = phx_fstream_copy, .dtoh_async = phx_fstream_copy, .memset_async = phx_fstream_memset,
+    .event_create = phx_fevent_create, .event_destroy = phx_fevent_destroy, .event_record = phx_fevent_record,
+    .event_sync = phx_fevent_sync, .launch_host_fn = phx_fstream_launch, .wait_flag = phx_fstream_wait,
+    .check_pointer = f_check, .pointer_device = f_pdev, .stream_device = phx_fstream_device,
     .peer_access = f_peer_access, .peer_async = f_peer_async,
 };

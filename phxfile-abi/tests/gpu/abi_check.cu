@@ -102,7 +102,9 @@ int main(int argc, char **argv)
     int fd = open(path, O_RDONLY), dfd = open(path, O_RDONLY | O_DIRECT), ofd = open(out, O_CREAT | O_TRUNC | O_RDWR, 0644);
     CHECK(fd >= 0 && ofd >= 0);
     CUfileHandle_t fh = reg(fd), dfh = dfd >= 0 ? reg(dfd) : NULL, ofh = reg(ofd);
-    CHECK_EQ(cuFileRead((CUfileHandle_t)(uintptr_t)0x4321, got.data(), 10, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    // a made-up handle: refused, not dereferenced (checked only for the library under test:
+    // NVIDIA's may well crash on it, which would end the comparison run early)
+    if (argv[2][0]) CHECK_EQ(cuFileRead((CUfileHandle_t)(uintptr_t)0x4321, got.data(), 10, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
 
     unsigned char *d = NULL, *d2 = NULL;
     CUDA(cudaMalloc(&d, fsize + (8u << 20)));

@@ -29,7 +29,10 @@ class DlInfo(ctypes.Structure):
 
 def bound_library(symbol):
     libc = ctypes.CDLL(None)
-    addr = ctypes.cast(getattr(libc, symbol), ctypes.c_void_p).value
+    try:
+        addr = ctypes.cast(getattr(libc, symbol), ctypes.c_void_p).value
+    except AttributeError:  # not in the global scope (torch loaded its libcufile locally)
+        return None
     info = DlInfo()
     if not libc.dladdr(ctypes.c_void_p(addr), ctypes.byref(info)):
         return None

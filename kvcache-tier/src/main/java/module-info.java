@@ -8,6 +8,7 @@ module io.phxfs.kvcache {
     requires com.fasterxml.jackson.databind;
     requires com.fasterxml.jackson.dataformat.yaml;
     requires lettuce.core;
+    requires io.netty.buffer;
 
     exports io.phxfs.kvcache;
 }

@@ -1,6 +1,8 @@
 package io.phxfs.kvcache;
 
+import io.phxfs.core.BatchResult;
 import io.phxfs.core.Errno;
+import io.phxfs.core.IoBatch;
 import io.phxfs.core.OpenMode;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
@@ -25,6 +27,8 @@ import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -277,10 +281,10 @@ public final class DiskTier implements KvTier {
         Path tmp = dir.resolve(name + TMP + ProcessHandle.current().pid() + "-" + tmpSeq.incrementAndGet());
         boolean ok = false;
         try {
-            ChunkFileHeader h = new ChunkFileHeader(k, len, ChunkFileHeader.crc(payload), tokens, layout);
+            int crc = 0;
             for (int attempt = 0; ; attempt++) {
                 try {
-                    write(tmp, h, payload);
+                    crc = write(tmp, k, layout, tokens, payload);
                     break;
                 } catch (PhoenixException e) {
                     deleteQuietly(tmp);
@@ -299,7 +303,7 @@ public final class DiskTier implements KvTier {
                     d.force(true);
                 }
             }
-            Entry e = new Entry(name, fileBytes, len, h.payloadCrc(), clock.incrementAndGet());
+            Entry e = new Entry(name, fileBytes, len, crc, clock.incrementAndGet());
             Entry prev = index.put(k, e);
             if (prev != null) {
                 used.addAndGet(-prev.fileBytes); // another thread wrote the same key: same bytes, one file
@@ -320,16 +324,39 @@ public final class DiskTier implements KvTier {
         }
     }
 
-    private void write(Path tmp, ChunkFileHeader h, MemorySegment payload) throws IOException {
+    /**
+     * Writes the temporary file: the payload is written while its CRC32C is computed (the
+     * checksum would otherwise add its time to every store), then the header that carries it.
+     * Returns the CRC.
+     */
+    private int write(Path tmp, String key, KvLayout layout, int tokens, MemorySegment payload) throws IOException {
+        var host = Phoenix.open().host();
+        int crc;
         try (Arena arena = Arena.ofConfined();
-             PhxFile f = PhxFile.open(tmp, OpenMode.WRITE, OpenMode.CREATE, OpenMode.TRUNCATE, OpenMode.DIRECT)) {
+             PhxFile f = PhxFile.open(tmp, OpenMode.WRITE, OpenMode.CREATE, OpenMode.TRUNCATE, OpenMode.DIRECT);
+             RegisteredBuffer pb = host.wrap(payload)) {
+            long len = payload.byteSize();
+            try (IoBatch batch = IoBatch.create(1)) {
+                batch.write(f, pb, 0, len, ChunkFileHeader.SIZE);
+                CompletableFuture<BatchResult> w = batch.submitAsync();
+                crc = ChunkFileHeader.crc(payload);
+                BatchResult r;
+                try {
+                    r = w.join();
+                } catch (CompletionException e) {
+                    throw e.getCause() instanceof PhoenixException pe ? pe : e;
+                }
+                if (r.result(0) < 0) {
+                    throw new PhoenixException("write " + tmp, (int) -r.result(0));
+                }
+                if (r.result(0) != len) {
+                    throw new PhoenixException("short write to " + tmp, Errno.EIO);
+                }
+            }
             MemorySegment hs = arena.allocate(ChunkFileHeader.SIZE, ChunkFileHeader.SIZE);
-            h.encode(hs);
-            var host = Phoenix.open().host();
-            try (RegisteredBuffer hb = host.wrap(hs); RegisteredBuffer pb = host.wrap(payload)) {
-                long n = f.write(hb, 0, ChunkFileHeader.SIZE, 0);
-                long m = payload.byteSize() == 0 ? 0 : f.write(pb, 0, payload.byteSize(), ChunkFileHeader.SIZE);
-                if (n != ChunkFileHeader.SIZE || m != payload.byteSize()) {
+            new ChunkFileHeader(key, len, crc, tokens, layout).encode(hs);
+            try (RegisteredBuffer hb = host.wrap(hs)) {
+                if (f.write(hb, 0, ChunkFileHeader.SIZE, 0) != ChunkFileHeader.SIZE) {
                     throw new PhoenixException("short write to " + tmp, Errno.EIO);
                 }
             }
@@ -339,6 +366,7 @@ public final class DiskTier implements KvTier {
                 }
             }
         }
+        return crc;
     }
 
     /** Takes {@code bytes} of the cap and of the free-space watermark, evicting as needed. */
@@ -432,8 +460,7 @@ public final class DiskTier implements KvTier {
         Path p = dir.resolve(e.file);
         try (PhxFile f = PhxFile.open(p, OpenMode.READ, OpenMode.DIRECT);
              RegisteredBuffer b = Phoenix.open().host().wrap(dst)) {
-            long n = f.read(b, 0, e.payloadLen, ChunkFileHeader.SIZE);
-            if (n != e.payloadLen || ChunkFileHeader.crc(dst) != e.crc) {
+            if (!readVerified(f, b, dst, e)) {
                 dropCorrupt(k, e);
                 c.misses.increment();
                 return false;
@@ -453,6 +480,54 @@ public final class DiskTier implements KvTier {
         c.hits.increment();
         c.bytesRead.add(e.payloadLen);
         return true;
+    }
+
+    /** Pieces a payload is read in, so that the checksum of one runs while the next ones are read. */
+    private static final long PIECE = 4L << 20;
+
+    /**
+     * Reads the payload in pieces of {@link #PIECE}, all in flight at once, and checks the
+     * CRC32C of each piece as it lands (in order), rather than after the whole read.
+     */
+    private boolean readVerified(PhxFile f, RegisteredBuffer b, MemorySegment dst, Entry e) {
+        long len = e.payloadLen;
+        int pieces = (int) Math.max(1, (len + PIECE - 1) / PIECE);
+        List<IoBatch> batches = new ArrayList<>(pieces);
+        List<CompletableFuture<BatchResult>> fs = new ArrayList<>(pieces);
+        try {
+            for (int i = 0; i < pieces; i++) {
+                long off = i * PIECE;
+                long n = Math.min(PIECE, len - off);
+                IoBatch batch = IoBatch.create(1);
+                batches.add(batch);
+                batch.read(f, b, off, n, ChunkFileHeader.SIZE + off);
+                fs.add(batch.submitAsync());
+            }
+            java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+            boolean ok = true;
+            for (int i = 0; i < pieces; i++) {
+                long off = i * PIECE;
+                long n = Math.min(PIECE, len - off);
+                long got;
+                try {
+                    got = fs.get(i).join().result(0);
+                } catch (CompletionException ex) {
+                    throw ex.getCause() instanceof PhoenixException pe ? pe : ex;
+                }
+                if (got != n) {
+                    ok = false;
+                }
+                if (ok) {
+                    crc.update(dst.asSlice(off, n).asByteBuffer());
+                }
+            }
+            return ok && (int) crc.getValue() == e.crc;
+        } finally {
+            for (int i = 0; i < fs.size(); i++) {
+                fs.get(i).exceptionally(t -> null).join(); // every read done before the buffer is released
+            }
+            batches.forEach(IoBatch::close);
+        }
     }
 
     private void dropCorrupt(String key, Entry e) {

@@ -191,9 +191,9 @@ public final class KvCacheEngine implements AutoCloseable {
                 layout.dtype().keyName(), Map.of());
     }
 
-    private List<Chunk> chunks(int[] tokens, boolean withPartial, int limitTokens) {
+    private List<Chunk> chunks(int[] tokens, byte[] extra, boolean withPartial, int limitTokens) {
         int n = Math.min(tokens.length, limitTokens);
-        ChunkHasher h = new ChunkHasher(config.chunkSize(), null);
+        ChunkHasher h = new ChunkHasher(config.chunkSize(), extra);
         int count = h.chunks(n, withPartial);
         int[] t = n == tokens.length ? tokens : java.util.Arrays.copyOf(tokens, n);
         byte[][] hashes = h.hashes(t, count);
@@ -236,9 +236,21 @@ public final class KvCacheEngine implements AutoCloseable {
      * @return tokens held, a multiple of the chunk size unless a stored partial chunk ends it
      */
     public int lookup(int[] tokens) {
+        return lookup(tokens, null);
+    }
+
+    /**
+     * Like {@link #lookup(int[])} for chunks stored with extra keys (a LoRA adapter's id, the
+     * hashes of a prompt's images): they are part of every chunk's hash.
+     *
+     * @param tokens the prompt's token ids
+     * @param extra  extra key bytes, or null for none
+     * @return tokens held
+     */
+    public int lookup(int[] tokens, byte[] extra) {
         checkOpen();
         lookups.increment();
-        List<Chunk> cs = chunks(tokens, true, tokens.length);
+        List<Chunk> cs = chunks(tokens, extra, true, tokens.length);
         boolean[] held = heldChunks(cs);
         int n = 0;
         for (Chunk c : cs) {
@@ -284,8 +296,20 @@ public final class KvCacheEngine implements AutoCloseable {
      * @return tokens stored (or already held) from the start, up to the first chunk no tier took
      */
     public int store(int[] tokens, KvBuffer src) {
+        return store(tokens, null, src);
+    }
+
+    /**
+     * Like {@link #store(int[], KvBuffer)} with extra keys in every chunk's hash.
+     *
+     * @param tokens the prompt's token ids
+     * @param extra  extra key bytes, or null for none
+     * @param src    the cache of those tokens
+     * @return tokens stored from the start
+     */
+    public int store(int[] tokens, byte[] extra, KvBuffer src) {
         try {
-            return storeChunks(tokens, src, false).join();
+            return storeChunks(tokens, extra, src, false).join();
         } catch (CompletionException e) {
             throw rethrow(e);
         }
@@ -302,14 +326,26 @@ public final class KvCacheEngine implements AutoCloseable {
      * @return the tokens every tier holds, when they are written
      */
     public CompletableFuture<Integer> storeAsync(int[] tokens, KvBuffer src) {
-        return storeChunks(tokens, src, true);
+        return storeAsync(tokens, null, src);
     }
 
-    private CompletableFuture<Integer> storeChunks(int[] tokens, KvBuffer src, boolean waitAll) {
+    /**
+     * Like {@link #storeAsync(int[], KvBuffer)} with extra keys in every chunk's hash.
+     *
+     * @param tokens the prompt's token ids
+     * @param extra  extra key bytes, or null for none
+     * @param src    the cache of those tokens
+     * @return the tokens every tier holds, when they are written
+     */
+    public CompletableFuture<Integer> storeAsync(int[] tokens, byte[] extra, KvBuffer src) {
+        return storeChunks(tokens, extra, src, true);
+    }
+
+    private CompletableFuture<Integer> storeChunks(int[] tokens, byte[] extra, KvBuffer src, boolean waitAll) {
         checkOpen();
         checkBuffer(src, tokens, "store");
         stores.increment();
-        List<Chunk> cs = chunks(tokens, config.saveUnfullChunk(), tokens.length);
+        List<Chunk> cs = chunks(tokens, extra, config.saveUnfullChunk(), tokens.length);
         List<CompletableFuture<Boolean>> done = new ArrayList<>(cs.size());
         if (memory != null) {
             for (Chunk c : cs) {
@@ -477,8 +513,20 @@ public final class KvCacheEngine implements AutoCloseable {
      * @return tokens filled; bytes past them are undefined
      */
     public int retrieve(int[] tokens, KvBuffer dst) {
+        return retrieve(tokens, null, dst);
+    }
+
+    /**
+     * Like {@link #retrieve(int[], KvBuffer)} for chunks stored with extra keys.
+     *
+     * @param tokens the prompt's token ids
+     * @param extra  extra key bytes, or null for none
+     * @param dst    where the cache goes
+     * @return tokens filled
+     */
+    public int retrieve(int[] tokens, byte[] extra, KvBuffer dst) {
         try {
-            return retrieveAsync(tokens, dst).join();
+            return retrieveAsync(tokens, extra, dst).join();
         } catch (CompletionException e) {
             throw rethrow(e);
         }
@@ -493,11 +541,23 @@ public final class KvCacheEngine implements AutoCloseable {
      * @return the tokens filled, when they are
      */
     public CompletableFuture<Integer> retrieveAsync(int[] tokens, KvBuffer dst) {
+        return retrieveAsync(tokens, null, dst);
+    }
+
+    /**
+     * Like {@link #retrieveAsync(int[], KvBuffer)} for chunks stored with extra keys.
+     *
+     * @param tokens the prompt's token ids
+     * @param extra  extra key bytes, or null for none
+     * @param dst    where the cache goes
+     * @return the tokens filled, when they are
+     */
+    public CompletableFuture<Integer> retrieveAsync(int[] tokens, byte[] extra, KvBuffer dst) {
         checkOpen();
         checkBuffer(dst, tokens, "retrieve");
         retrieves.increment();
         requested.add(tokens.length);
-        List<Chunk> cs = chunks(tokens, true, tokens.length);
+        List<Chunk> cs = chunks(tokens, extra, true, tokens.length);
         boolean[] held = heldChunks(cs);
         List<CompletableFuture<Boolean>> fs = new ArrayList<>();
         for (Chunk c : cs) {

@@ -184,17 +184,17 @@ public final class MemoryTier implements KvTier {
             if (p == null || p.segment().byteSize() != dst.byteSize()) {
                 if (p != null) {
                     c.hits.decrement(); // counted by pin: this one is a miss after all
+                    c.bytesRead.add(-p.segment().byteSize());
                     c.misses.increment();
                 }
                 return false;
             }
             MemorySegment.copy(p.segment(), 0, dst, 0, dst.byteSize());
-            c.bytesRead.add(dst.byteSize());
             return true;
         }
     }
 
-    /** The entry pinned (a hit, counted), or null (a miss, counted). */
+    /** The entry pinned (a hit, counted with its bytes as read), or null (a miss, counted). */
     Pinned pin(CacheKey key) {
         String k = key.toString();
         synchronized (this) {
@@ -205,6 +205,7 @@ public final class MemoryTier implements KvTier {
             }
             e.pins++;
             c.hits.increment();
+            c.bytesRead.add(e.length);
             return new Pinned(e, k);
         }
     }

@@ -6,9 +6,6 @@ import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.codec.ByteArrayCodec;
-import io.lettuce.core.codec.RedisCodec;
-import io.lettuce.core.codec.StringCodec;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -31,7 +28,7 @@ import java.util.zip.CRC32C;
  * in the background) and time out after the configured limit otherwise.
  */
 public final class RedisTier implements KvTier {
-    private static final RedisCodec<String, byte[]> CODEC = RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE);
+    private static final ChunkCodec CODEC = new ChunkCodec();
     private static final long RETRY_CONNECT_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
 
     private final RedisURI uri;
@@ -39,7 +36,7 @@ public final class RedisTier implements KvTier {
     private final Duration timeout;
     private final Counters c = new Counters();
     private final AtomicLong lastConnectTry = new AtomicLong(System.nanoTime() - RETRY_CONNECT_NANOS);
-    private volatile StatefulRedisConnection<String, byte[]> conn;
+    private volatile StatefulRedisConnection<String, Object> conn;
     private volatile boolean closed;
 
     /**
@@ -74,8 +71,8 @@ public final class RedisTier implements KvTier {
         connection(); // try now; a server that is not up yet is tried again on use
     }
 
-    private StatefulRedisConnection<String, byte[]> connection() {
-        StatefulRedisConnection<String, byte[]> cn = conn;
+    private StatefulRedisConnection<String, Object> connection() {
+        StatefulRedisConnection<String, Object> cn = conn;
         if (cn != null || closed) {
             return cn;
         }
@@ -149,17 +146,16 @@ public final class RedisTier implements KvTier {
             c.failedPuts.increment();
             return false;
         }
-        byte[] value = new byte[(int) (ChunkFileHeader.SIZE + len)];
-        MemorySegment v = MemorySegment.ofArray(value);
-        MemorySegment.copy(payload, 0, v, ChunkFileHeader.SIZE, len);
-        CRC32C crc = new CRC32C();
-        crc.update(value, ChunkFileHeader.SIZE, (int) len);
+        // header and payload are copied once, straight into Netty's buffer, by ChunkCodec
+        byte[] header = new byte[ChunkFileHeader.SIZE];
         try {
-            new ChunkFileHeader(key.toString(), len, (int) crc.getValue(), tokens, layout).encode(v);
+            new ChunkFileHeader(key.toString(), len, ChunkFileHeader.crc(payload), tokens, layout)
+                    .encode(MemorySegment.ofArray(header));
         } catch (IllegalArgumentException e) { // key too long for the header
             c.failedPuts.increment();
             return false;
         }
+        ChunkCodec.Value value = new ChunkCodec.Value(header, payload);
         try {
             cn.sync().set(key.toString(), value);
             c.puts.increment();
@@ -181,7 +177,7 @@ public final class RedisTier implements KvTier {
         }
         byte[] value;
         try {
-            value = cn.sync().get(key.toString());
+            value = (byte[]) cn.sync().get(key.toString());
         } catch (RuntimeException e) {
             c.errors.increment();
             c.misses.increment();

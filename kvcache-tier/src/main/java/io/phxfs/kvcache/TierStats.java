@@ -10,9 +10,9 @@ package io.phxfs.kvcache;
  * @param bytesWritten  payload bytes stored
  * @param puts          chunks stored
  * @param failedPuts    stores that failed or were declined (full, I/O error, unreachable)
- * @param entries       chunks held now
- * @param bytesUsed     bytes held now (for the disk tier, file sizes)
- * @param capacityBytes the byte cap
+ * @param entries       chunks held now; -1 where the tier cannot tell cheaply (Redis)
+ * @param bytesUsed     bytes held now (for the disk tier, file sizes); -1 where unknown (Redis)
+ * @param capacityBytes the byte cap; 0 where the tier has none of its own (Redis)
  * @param evictions     chunks evicted to make room
  * @param corrupt       entries found damaged, torn or foreign, and dropped
  * @param errors        I/O or connection errors met (each also a miss or failed put)

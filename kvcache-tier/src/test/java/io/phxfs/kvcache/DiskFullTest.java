@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -115,10 +116,7 @@ class DiskFullTest {
 
     @Test
     void aFileSystemFilledByOthersFailsStoresCleanlyAndKeepsServing() throws Exception {
-        if (!mounted) {
-            System.err.println("DiskFullTest: skipping the ballast case: it needs a file system of known size");
-            return;
-        }
+        Assumptions.assumeTrue(mounted, "the ballast case needs a file system of known size (a tmpfs the test mounts)");
         long len = L.bytesPerChunk(CHUNK);
         try (KvCacheEngine a = engine(0);
              KvCacheEngine b = new KvCacheEngine(KvCacheConfig.builder().localCpu(false).localDisk(mnt.resolve("other"))

@@ -184,7 +184,7 @@ public final class Device {
     }
 
     /**
-     * "cuda", "fake" or "host".
+     * "cuda", "emu", "fake" or "host".
      *
      * @return the connector's name
      */

@@ -131,6 +131,23 @@ public final class Host {
     }
 
     /**
+     * A pool of host memory that is reused after its buffers close, keeping at most
+     * {@code maxBytes} of closed buffers' mappings: loads into host memory after the first
+     * then copy into memory already faulted in. The caller owns the pool and closes it.
+     * Without libc access (a JVM that refuses the downcalls) it is unavailable.
+     *
+     * @param maxBytes the most bytes of closed buffers the pool keeps, {@code >= 0}
+     * @return a new, empty pool
+     * @throws UnsupportedOperationException when anonymous mappings are unavailable
+     */
+    public HostMemoryPool pool(long maxBytes) {
+        if (!LibcMemory.available()) {
+            throw new UnsupportedOperationException("host memory pool: libc mmap is unavailable");
+        }
+        return new HostMemoryPool(maxBytes);
+    }
+
+    /**
      * Pinned (page-locked, accelerator-registered) host memory for the caller's own
      * asynchronous copies ({@link DeviceStream#copyToDevice}, {@link DeviceStream#copyToHost});
      * outside the devices' pinned pools. On a machine without an accelerator it is ordinary

@@ -16,8 +16,24 @@ final class HugePageMemory {
     private HugePageMemory() {
     }
 
+    /**
+     * One anonymous mapping: {@code len} bytes from {@code start}, of which {@code capacity}
+     * bytes from the 2 MiB boundary {@code start + skip} are usable.
+     */
+    record Mapping(long start, long len, long skip, long capacity) {
+        void unmap() {
+            LibcMemory.munmap(start, len);
+        }
+    }
+
     /** {@code bytes} of zeroed, 2 MiB-aligned memory; closing the buffer unmaps it. */
     static RegisteredBuffer allocate(long bytes) {
+        Mapping m = map(bytes);
+        return wrap(m, bytes, m::unmap);
+    }
+
+    /** A fresh mapping of at least {@code bytes} usable bytes, advised into huge pages. */
+    static Mapping map(long bytes) {
         if (bytes <= 0) {
             throw new IllegalArgumentException("allocateHuge: bytes must be > 0, was " + bytes);
         }
@@ -31,10 +47,16 @@ final class HugePageMemory {
         // Refused where THP is compiled out or set to "never": the memory then simply has
         // normal pages, which is correct, only slower to fault in.
         LibcMemory.advise(p.asSlice(aligned, rounded), rounded, LibcMemory.MADV_HUGEPAGE);
+        return new Mapping(start, len, aligned, rounded);
+    }
+
+    /** A buffer of {@code bytes} over {@code m}; {@code onClose} runs when the buffer closes. */
+    @SuppressWarnings("restricted") // the mapping is exactly m.len() bytes from m.start()
+    static RegisteredBuffer wrap(Mapping m, long bytes, Runnable onClose) {
         Arena arena = Arena.ofShared();
-        MemorySegment owned = p.reinterpret(len, arena, s -> LibcMemory.munmap(start, len));
+        MemorySegment owned = MemorySegment.ofAddress(m.start()).reinterpret(m.len(), arena, s -> onClose.run());
         try {
-            return RegisteredBuffer.hostOwned(arena, owned.asSlice(aligned, bytes));
+            return RegisteredBuffer.hostOwned(arena, owned.asSlice(m.skip(), bytes));
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;

@@ -3,6 +3,7 @@ package io.phxfs.safetensors;
 import io.phxfs.core.BatchResult;
 import io.phxfs.core.Device;
 import io.phxfs.core.Errno;
+import io.phxfs.core.HostMemoryPool;
 import io.phxfs.core.IoBatch;
 import io.phxfs.core.IoRequest;
 import io.phxfs.core.OpenMode;
@@ -63,6 +64,7 @@ public final class WeightLoader {
     private final Spread spread;
     private final List<Integer> devices;
     private final Placement splitOverride;
+    private final HostMemoryPool hostPool;
 
     /** How a load uses several devices: one placement, a whole copy on each, or layers spread. */
     private enum Spread { PLACEMENT, REPLICATE, SPLIT }
@@ -81,6 +83,7 @@ public final class WeightLoader {
         this.spread = b.spread;
         this.devices = b.devices;
         this.splitOverride = b.splitOverride;
+        this.hostPool = b.hostPool;
     }
 
     /**
@@ -107,8 +110,24 @@ public final class WeightLoader {
         private Spread spread = Spread.PLACEMENT;
         private List<Integer> devices = List.of();
         private Placement splitOverride;
+        private HostMemoryPool hostPool;
 
         private Builder() {
+        }
+
+        /**
+         * Host memory for copied host tensors from {@code pool} instead of fresh memory: a
+         * process that loads more than once then copies into memory already faulted in (fresh
+         * anonymous memory is faulted in and zeroed page by page as the copy first writes it,
+         * which on a small machine costs more than the copy). The caller owns the pool; each
+         * model's buffer goes back to it when the model closes. Mappings are unaffected.
+         *
+         * @param pool the pool, or null for fresh memory (the default)
+         * @return this builder
+         */
+        public Builder hostMemory(HostMemoryPool pool) {
+            this.hostPool = pool;
+            return this;
         }
 
         /**
@@ -473,7 +492,7 @@ public final class WeightLoader {
         SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>();
         List<AutoCloseable> owned = new ArrayList<>();
         Map<Integer, Device> devs = new HashMap<>();
-        Map<Integer, Device> uninitialized = new HashMap<>();
+        java.util.Set<Integer> uninitialized = new java.util.HashSet<>();
         try {
             for (int target : plan.targets()) {
                 if (target != Placement.HOST) {
@@ -489,15 +508,23 @@ public final class WeightLoader {
                     owned.add(mapping);
                     buffers.put(target, mapping.buffer());
                 } else if (target == Placement.HOST) {
-                    RegisteredBuffer b = phx.host().allocateHuge(e.getValue());
+                    RegisteredBuffer b = hostBuffer(phx, e.getValue());
                     owned.add(b);
                     buffers.put(target, b);
+                    if (hostPool != null) {
+                        // pooled memory holds an earlier model's bytes
+                        if (readsCover(plan, target, e.getValue())) {
+                            uninitialized.add(target);
+                        } else {
+                            b.segment().orElseThrow().fill((byte) 0);
+                        }
+                    }
                 } else if (readsCover(plan, target, e.getValue())) {
                     // every byte is read before anyone sees it (tails past EOF are zeroed after)
                     RegisteredBuffer b = devs.get(target).allocateUninitialized(e.getValue());
                     owned.add(b);
                     buffers.put(target, b);
-                    uninitialized.put(target, devs.get(target));
+                    uninitialized.add(target);
                 } else {
                     RegisteredBuffer b = devs.get(target).allocate(e.getValue());
                     owned.add(b);
@@ -509,7 +536,7 @@ public final class WeightLoader {
             for (ReadPlan.ReadRequest r : plan.requests()) {
                 if (mapping == null || r.target() != Placement.HOST) {
                     reads.add(new Read(r.file().file(), buffers.get(r.target()), r.bufferOffset(), r.fileOffset(),
-                            r.length(), r.neededLength(), uninitialized.get(r.target())));
+                            r.length(), r.neededLength(), uninitialized.contains(r.target())));
                 }
             }
             // a mapping's bytes are in place once it is made (populated): progress counts them as done
@@ -598,7 +625,7 @@ public final class WeightLoader {
                 // by the request's middle byte: shares are runs of requests, about total/N bytes each
                 int k = (int) Math.min(n - 1, (long) ((before + r.length() / 2.0) / total * n));
                 reads.add(new Read(r.file().file(), buffers.get(devices.get(k)), r.bufferOffset(), r.fileOffset(),
-                        r.length(), r.neededLength(), cover ? devs.get(k) : null));
+                        r.length(), r.neededLength(), cover));
                 lo[k] = Math.min(lo[k], r.bufferOffset());
                 hi[k] = Math.max(hi[k], r.bufferOffset() + r.length());
                 before += r.length();
@@ -754,11 +781,13 @@ public final class WeightLoader {
             try {
                 long t0 = System.nanoTime();
                 Device device = target == Placement.HOST ? null : phx.device(target);
-                buffer = device == null ? phx.host().allocateHuge(cursor) : device.allocateUninitialized(cursor);
+                buffer = device == null ? loader.hostBuffer(phx, cursor) : device.allocateUninitialized(cursor);
                 long allocated = System.nanoTime() - t0;
                 List<Read> reads = new ArrayList<>(slots.size());
                 for (Slot s : slots) {
-                    reads.add(new Read(s.file(), buffer, s.bufferOffset(), s.fileOffset(), s.length(), s.needed(), device));
+                    // fresh host memory is zeroed already; device and pooled memory are not
+                    boolean zeroTail = device != null || loader.hostPool != null;
+                    reads.add(new Read(s.file(), buffer, s.bufferOffset(), s.fileOffset(), s.length(), s.needed(), zeroTail));
                 }
                 long readStart = System.nanoTime();
                 Batch batch = loader.new Batch(reads, f -> false, 0);
@@ -820,19 +849,23 @@ public final class WeightLoader {
         /** Builds the views while the reads run, then waits for them. */
         LoadedModel finish(ModelFiles model, ReadPlan plan, long t0, long parseNanos, long planNanos) {
             SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>(Map.of(target, buffer));
-            try (batch) {
+            LoadedModel loaded;
+            try {
                 long tViews = System.nanoTime();
                 Map<Integer, Device> devs = device == null ? Map.of() : Map.of(target, device);
                 Map<String, LoadedTensor> tensors = views(plan, buffers, devs, null);
                 long viewNanos = System.nanoTime() - tViews;
                 batch.finish();
                 long tEnd = System.nanoTime();
-                return new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
+                loaded = new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
                         new LoadedModel.Phases(parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos));
             } catch (RuntimeException | Error e) {
-                closeAll(List.of(buffer), e);
+                // the reads write into the buffer until they end: wait, then free
+                abandon(e);
                 throw e;
             }
+            batch.close();
+            return loaded;
         }
 
         /** Waits for the reads (they write into the buffer) and frees everything; {@code cause} keeps any failure. */
@@ -900,7 +933,7 @@ public final class WeightLoader {
                 }
                 for (long off = 0; off < p.nbytes(); off += options.maxRequestBytes()) {
                     long len = Math.min(options.maxRequestBytes(), p.nbytes() - off);
-                    reads.add(new Read(p.file().file(), d.buffer(), d.offset() + off, p.fileOffset() + off, len, len, null));
+                    reads.add(new Read(p.file().file(), d.buffer(), d.offset() + off, p.fileOffset() + off, len, len, false));
                 }
             }
             long tRead = System.nanoTime();
@@ -993,11 +1026,16 @@ public final class WeightLoader {
 
     /**
      * One read: {@code length} bytes of {@code file} at {@code fileOffset} into {@code buffer}
-     * at {@code bufferOffset}, of which {@code neededLength} must arrive; {@code zeroTail} is
-     * the device of an uninitialized buffer whose bytes past the end of the file must be zeroed.
+     * at {@code bufferOffset}, of which {@code neededLength} must arrive; {@code zeroTail}: the
+     * buffer is uninitialized, and bytes past the end of the file must be zeroed.
      */
     private record Read(Path file, RegisteredBuffer buffer, long bufferOffset, long fileOffset,
-                        long length, long neededLength, Device zeroTail) {
+                        long length, long neededLength, boolean zeroTail) {
+    }
+
+    /** Host memory for copied tensors: from the caller's pool, or fresh (zeroed) huge-page memory. */
+    private RegisteredBuffer hostBuffer(Phoenix phx, long bytes) {
+        return hostPool != null ? hostPool.allocate(bytes) : phx.host().allocateHuge(bytes);
     }
 
     /**
@@ -1122,9 +1160,14 @@ public final class WeightLoader {
             for (int i = 0; i < reads.size(); i++) {
                 Read r = reads.get(i);
                 long got = Math.max(0, result.result(i));
-                if (r.zeroTail() == null || got >= r.length()) continue;
+                if (!r.zeroTail() || got >= r.length()) continue;
+                if (r.buffer().isHost()) {
+                    r.buffer().segment().orElseThrow().asSlice(r.bufferOffset() + got, r.length() - got).fill((byte) 0);
+                    continue;
+                }
                 try (Arena arena = Arena.ofConfined()) {
-                    r.zeroTail().copyToDevice(arena.allocate(r.length() - got), r.buffer(), r.bufferOffset() + got);
+                    Phoenix.open().device(r.buffer().deviceId())
+                            .copyToDevice(arena.allocate(r.length() - got), r.buffer(), r.bufferOffset() + got);
                 }
             }
         }

@@ -187,6 +187,29 @@ class WeightLoaderTest {
     }
 
     @Test
+    void hostCopiesReuseThePoolsMemoryAndStillHoldExactlyTheFilesBytes() throws IOException {
+        Path big = model("big", 6, 300_000);
+        Path small = model("small", 5, 123_457); // another model's bytes lie in the reused memory
+        try (io.phxfs.core.HostMemoryPool pool = PHX.host().pool(1L << 30)) {
+            WeightLoader loader = WeightLoader.builder().toHost().writable(true).hostMemory(pool).build();
+            try (LoadedModel m = loader.load(big)) {
+                assertContents(m);
+            }
+            for (Path f : List.of(small, big)) {
+                // both paths: reads started before the parse (load(Path)) and after it
+                try (LoadedModel m = loader.load(f)) {
+                    assertContents(m);
+                }
+                try (LoadedModel m = loader.load(ModelFiles.open(f))) {
+                    assertContents(m);
+                }
+            }
+            assertEquals(1, pool.newMappings(), "one mapping, reused: " + pool);
+            assertEquals(4, pool.reuses());
+        }
+    }
+
+    @Test
     void bigTensorsSpanSeveralRequests() throws IOException {
         Path f = TestFiles.valid(dir.resolve("big.safetensors"), Map.of(),
                 List.of(spec("small", Dtype.U8, 5), spec("big", Dtype.F32, (3 << 20) / 4 + 77), spec("tail", Dtype.I8, 3)));

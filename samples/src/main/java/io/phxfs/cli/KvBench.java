@@ -54,6 +54,9 @@ final class KvBench {
         if (o.chunks < 1 || o.chunks > 1 << 16) {
             throw new IllegalArgumentException("--chunks " + o.chunks + ": not in 1..65536");
         }
+        if (o.ioThreads < 1 || o.ioThreads > 256) {
+            throw new IllegalArgumentException("--io-threads " + o.ioThreads + ": not in 1..256");
+        }
         if (o.repeat < 1) {
             throw new IllegalArgumentException("--repeat must be >= 1, was " + o.repeat);
         }
@@ -86,7 +89,7 @@ final class KvBench {
             long want = checksum(phx, buf);
             KvCacheConfig cfg = KvCacheConfig.builder().localCpu(false).localDisk(work.resolve("tier"))
                     .maxLocalDiskBytes(3 * (bytes + o.chunks * 4096L) + (1L << 20)).diskMinFreeBytes(0).fsync(fsync)
-                    .model("bench").build();
+                    .ioThreads(o.ioThreads).model("bench").build();
             Path raw = work.resolve("raw.bin");
             double[] rw = new double[o.repeat];
             double[] st = new double[o.repeat];
@@ -313,7 +316,7 @@ final class KvBench {
         double[] ps = new double[o.repeat];
         double[] pg = new double[o.repeat];
         KvCacheConfig cfg = KvCacheConfig.builder().localCpu(false).remoteUrl(o.redis)
-                .remoteTimeout(java.time.Duration.ofSeconds(30)).ioThreads(1).model("bench").build();
+                .remoteTimeout(java.time.Duration.ofSeconds(30)).ioThreads(o.ioThreads).model("bench").build();
         RedisClient client = RedisClient.create(o.redis);
         try (KvCacheEngine e = new KvCacheEngine(cfg, layout);
              StatefulRedisConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE))) {
@@ -325,22 +328,31 @@ final class KvBench {
                 for (int i = 0; i < chunks; i++) {
                     values[i] = host.segment().get().asSlice(i * chunkBytes, chunkBytes).toArray(ValueLayout.JAVA_BYTE);
                 }
-                long t0 = System.nanoTime();
-                for (int i = 0; i < chunks; i++) {
-                    c.sync().set("plain-" + r + "-" + i, values[i]);
+                // the order alternates between runs, so that a drift of the server or the machine
+                // during a run does not always favour the same side
+                int n = 0;
+                int m = 0;
+                for (int side = 0; side < 2; side++) {
+                    if ((side + r) % 2 == 0) {
+                        long t0 = System.nanoTime();
+                        for (int i = 0; i < chunks; i++) {
+                            c.sync().set("plain-" + r + "-" + i, values[i]);
+                        }
+                        ps[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                        t0 = System.nanoTime();
+                        for (int i = 0; i < chunks; i++) {
+                            values[i] = c.sync().get("plain-" + r + "-" + i);
+                        }
+                        pg[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                    } else {
+                        long t0 = System.nanoTime();
+                        n = e.store(prompt, kv);
+                        ts[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                        t0 = System.nanoTime();
+                        m = e.retrieve(prompt, kv);
+                        tr[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                    }
                 }
-                ps[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
-                t0 = System.nanoTime();
-                for (int i = 0; i < chunks; i++) {
-                    values[i] = c.sync().get("plain-" + r + "-" + i);
-                }
-                pg[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
-                t0 = System.nanoTime();
-                int n = e.store(prompt, kv);
-                ts[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
-                t0 = System.nanoTime();
-                int m = e.retrieve(prompt, kv);
-                tr[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
                 if (n != CHUNK * chunks || m != n) {
                     throw new IllegalStateException("redis tier stored " + n + ", retrieved " + m + ": "
                             + e.metrics().tier("redis"));

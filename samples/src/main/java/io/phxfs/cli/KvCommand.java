@@ -45,6 +45,10 @@ final class KvCommand {
                 description = "Disk tier fsync policy: none, file, full (default: ${DEFAULT-VALUE}); the raw write syncs its file too unless none.")
         String fsync;
 
+        @Option(names = "--io-threads", defaultValue = "4",
+                description = "The engine's io_threads: chunks moved at once (default: ${DEFAULT-VALUE}).")
+        int ioThreads;
+
         @Option(names = "--redis", paramLabel = "URL",
                 description = "Also compare the Redis tier with plain Lettuce SET/GET of the same bytes on this server.")
         String redis;

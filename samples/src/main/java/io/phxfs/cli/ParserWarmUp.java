@@ -69,8 +69,15 @@ final class ParserWarmUp implements AutoCloseable {
             // a whole load of the directory (as users name it) into host memory, polled for
             // progress as the real one is: the batch path's downcalls, its waiter thread and
             // the model's views get linked here
-            WeightLoader.builder().toHost().mapHost(false).progress((done, total) -> { }).build()
-                    .load(dir).close();
+            WeightLoader warmLoader = WeightLoader.builder().toHost().mapHost(false).progress((done, total) -> { }).build();
+            warmLoader.load(dir).close();
+            // the per-tensor code (header reader, layout check, plan) again, so that the JIT
+            // compiles it before a checkpoint of thousands of tensors needs it; bounded in time,
+            // since the caller waits for the warm-up when the device opens faster than this
+            long until = System.nanoTime() + 100_000_000L;
+            for (int i = 0; i < 16 && System.nanoTime() < until; i++) {
+                warmLoader.plan(io.phxfs.safetensors.ModelFiles.open(dir));
+            }
             // a load adds one request per 64 MiB: filling a batch is interpreted code until it
             // has run a few thousand times (1 ms for 80 requests in a fresh JVM)
             try (RegisteredBuffer buf = Phoenix.open().host().allocate(4096);

@@ -57,6 +57,37 @@ class GenModelCommandTest {
     }
 
     @Test
+    void expertsMakeManySmallTensors() {
+        // per layer: 2 norms (128) + attention (12288) + router (8*64) + 8 experts x 3 x (16*64) = 37504 bf16;
+        // experts of 16: --expert-intermediate 16
+        Path moe = dir.resolve("moe");
+        Cli r = Cli.run(args("gen-model", moe.toString(), "--size", "400k", "--experts", "8", "--expert-intermediate", "16"));
+        assertEquals(0, r.exit(), r.toString());
+        JsonNode a = Cli.run("load", moe.toString(), "--host", "--json").json();
+        JsonNode tensors = a.path("tensors");
+        // (409600 - 25728 fixed bytes) / 75008 bytes a layer: 5 layers of 31 tensors, and 3 more
+        assertTrue(r.out().contains("5 layers, 158 tensors"), r.out());
+        assertEquals("[16,64]", tensors.path("model.layers.0.mlp.experts.7.up_proj.weight").path("shape").toString());
+        assertEquals("[64,16]", tensors.path("model.layers.0.mlp.experts.0.down_proj.weight").path("shape").toString());
+        assertEquals("[8,64]", tensors.path("model.layers.0.mlp.gate.weight").path("shape").toString());
+        assertTrue(tensors.path("model.layers.0.mlp.gate_proj.weight").isMissingNode(), "no dense MLP");
+        assertEquals(158, tensors.size());
+        // the default expert: 1 MiB of bf16 (hidden 64: 8192 rows)
+        GenModelCommand g = new GenModelCommand();
+        g.hidden = 4096;
+        g.intermediate = 14336;
+        g.vocab = 32000;
+        g.heads = 32;
+        g.kvHeads = 8;
+        g.experts = 4;
+        List<SafetensorsWriter.Spec> t = g.layout(1L << 30);
+        assertEquals(1L << 20, t.stream().filter(s -> s.name().endsWith("experts.3.gate_proj.weight")).findFirst()
+                .orElseThrow().nbytes());
+        assertEquals(2, Cli.run(args("gen-model", dir.resolve("e").toString(), "--expert-intermediate", "4")).exit());
+        assertEquals(2, Cli.run(args("gen-model", dir.resolve("f").toString(), "--experts", "-1")).exit());
+    }
+
+    @Test
     void theDefaultsAreLlamaEightB() {
         GenModelCommand g = new GenModelCommand();
         g.hidden = 4096;

@@ -182,11 +182,40 @@ class LoadCommandTest {
                 {"load", llama, "--only", "no-tensor-has-this-name"},
                 {"load", llama, "--device", "99"},
                 {"load", llama, "--host", "--device", "0"},
+                {"load", llama, "--devices", "0,99"},
+                {"load", llama, "--devices", "0,0"},
+                {"load", llama, "--devices", "0", "--host"},
+                {"load", llama, "--devices", "0", "--spread", "diagonal"},
                 {"load"}}) {
             Cli r = Cli.run(args);
             assertEquals(2, r.exit(), String.join(" ", args) + ": " + r);
             assertEquals("", r.out(), String.join(" ", args));
         }
+    }
+
+    @Test
+    void devicesReplicateOrSplitAndReportEachDevice() {
+        String llama = Fixtures.file("tiny-llama").toString();
+        int n = io.phxfs.core.Phoenix.open().deviceCount();
+        String ids = n >= 2 ? "0,1" : "0";
+        Cli rep = Cli.run("load", llama, "--devices", ids, "--json", "--checksums");
+        assertEquals(0, rep.exit(), rep.toString());
+        JsonNode devs = rep.json().path("devices");
+        assertEquals("replicate", rep.json().path("spread").asText());
+        assertEquals(ids.split(",").length, devs.size(), rep.out());
+        for (JsonNode d : devs) {
+            assertEquals(rep.json().path("bytes").asLong(), d.path("bytes").asLong(), "every device holds the model");
+            assertEquals(devs.get(0).path("sha256").asText(), d.path("sha256").asText(), "equal checksums on every device");
+        }
+        Cli split = Cli.run("load", llama, "--devices", ids, "--spread", "split", "--json");
+        assertEquals(0, split.exit(), split.toString());
+        long total = 0;
+        for (JsonNode d : split.json().path("devices")) {
+            total += d.path("bytes").asLong();
+        }
+        assertEquals(split.json().path("bytes").asLong(), total, "split: each tensor on one device");
+        Cli text = Cli.run("load", llama, "--devices", ids, "--checksums");
+        assertTrue(text.out().contains("device 0: "), text.out());
     }
 
     /** The mode device 0 reports, as the CLI prints it. */

@@ -134,6 +134,15 @@ class ExamplesTest {
         assertEquals(expected, printed);
     }
 
+    @Test
+    void kvCacheStoresLooksUpAndRetrieves() throws Exception {
+        String out = stdout(() -> KvCache.main(new String[] {dir.resolve("kv").toString()}));
+        assertTrue(out.startsWith("stored 512, held 512, retrieved 512 tokens, bytes equal\n"), out);
+        try (var files = Files.list(dir.resolve("kv"))) {
+            assertEquals(2, files.filter(f -> f.toString().endsWith(".kv")).count(), "two chunk files on disk");
+        }
+    }
+
     /**
      * Every Java block in the README is preceded by an HTML comment naming an example source
      * and equals that file, so the README can only show code that CI compiles and runs.
