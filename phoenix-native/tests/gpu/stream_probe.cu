@@ -52,6 +52,10 @@ int main(int argc, char **argv)
     if (strstr(before, "memset")) cudaMemsetAsync(d, 0, 1u << 20, s);
     if (strstr(before, "spin")) spin<<<1, 1, 0, s>>>(200000000LL);
     printf("before the read: %s\n", before);
+    // argv[6]: "warm" launches sum_bytes once before the read (its code is then loaded);
+    // "after" launches it only after the stream has been synchronised
+    const char *kmode = argc > 6 ? argv[6] : "";
+    if (!strcmp(kmode, "warm")) { sum_bytes<<<1, 32, 0, s>>>(d, 1, dsum); cudaStreamSynchronize(s); cudaMemset(dsum, 0, sizeof *dsum); }
     // argv[4]: bytes to read (300000); argv[5]: "late" (all three cells bound late, sizes set
     // after enqueue) or "early" (values set before enqueue, only the file offset late)
     const size_t want_n = argc > 4 ? strtoull(argv[4], NULL, 0) : 300000;
@@ -63,9 +67,10 @@ int main(int argc, char **argv)
                                   PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET
                                   : PHXFS_STREAM_LATE_F_OFFSET);
     printf("queued rc %d (%zu bytes, %s)\n", rc, want_n, all_late ? "late" : "early");
-    sum_bytes<<<64, 256, 0, s>>>(d + 100, want_n, dsum);
+    if (strcmp(kmode, "after")) sum_bytes<<<64, 256, 0, s>>>(d + 100, want_n, dsum);
     sz = want_n; foff = 54321; boff = 100;
     cudaError_t e = cudaStreamSynchronize(s);
+    if (!strcmp(kmode, "after")) { sum_bytes<<<64, 256, 0, s>>>(d + 100, want_n, dsum); cudaStreamSynchronize(s); }
     unsigned long long sum = 0, want = 0;
     cudaMemcpy(&sum, dsum, sizeof sum, cudaMemcpyDeviceToHost);
     for (size_t i = 0; i < want_n; i++) want += ref[54321 + i];
