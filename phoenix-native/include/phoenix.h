@@ -158,14 +158,25 @@ int phxfs_batch_cancel(phxfs_batch_t *batch);
 /* Stream-ordered I/O on an accelerator stream (CUstream for cuda). The values
  * behind f_offset are read when the stream reaches the operation; nbytes and
  * buf_offset are read at enqueue. *bytes_done receives the byte count or
- * -errno; the stream always proceeds, also after a failure. Destination bytes
- * past a short read keep their previous contents. stream NULL: runs now.
+ * -errno; the stream always proceeds, also after a failure. A descriptor not
+ * open for the direction fails the call (-EBADF). stream NULL: runs now.
  * The cells behind the pointers must stay valid until the stream has passed
- * the operation. An error return means the operation will not touch the
- * buffer or the cells after the call returns: either nothing was queued, or
- * the part that was queued has been called off (or had already run) before
- * the call returned; *bytes_done then holds the error. Bytes move through the
- * device's pinned pool as the stream reaches the operation, never before. */
+ * the operation.
+ * On an accelerator without p2p (bounce, staging) every accelerator call the
+ * operation needs is queued by this call, so nothing after it depends on the
+ * accelerator taking more work (a kernel the caller launches next may be
+ * loaded lazily, which synchronises the context). The operation moves its
+ * bytes through a ring of up to 4 slots of the device's pinned pool, taken
+ * here (waiting only when the pool has none free) and returned when the
+ * stream has passed it. Destination bytes past a short read (end of file)
+ * arrive as zeros; after a failure the destination range is unspecified.
+ * With p2p, or host memory, destination bytes past a short read keep their
+ * previous contents.
+ * An error return means the operation will not touch the cells after the call
+ * returns: either nothing was queued, or the part that was queued has been
+ * called off (or had already run) before the call returned; *bytes_done then
+ * holds the error. Copies already queued before an accelerator call failed
+ * may still write the buffer's range. */
 int phxfs_read_stream(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
                       const off_t *f_offset, ssize_t *bytes_done, void *stream);
 int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes,
@@ -178,6 +189,11 @@ int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes,
  * valid until the stream has passed the operation. With a late size or buffer
  * offset the registration is checked when the stream gets there, so a range
  * outside it lands in *bytes_done (-EFAULT) instead of failing the call.
+ * A late size or buffer offset also means the copies cannot be queued at
+ * enqueue: on CUDA without p2p the pool's workers make them when the stream
+ * gets there, so no kernel that is not loaded yet may be launched while the
+ * operation is pending unless the process runs with CUDA_MODULE_LOADING=EAGER
+ * (CUDA's lazy loading would synchronise the context and deadlock).
  * cuFile's ReadAsync/WriteAsync bind all three late unless the stream was
  * registered with its FIXED_* flags. */
 #define PHXFS_STREAM_LATE_NBYTES 0x1u

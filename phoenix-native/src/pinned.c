@@ -17,6 +17,7 @@ struct phx_flag_chunk {
  * outlive their pool here: a few bytes, and only after an accelerator refused a launch. */
 static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 static phx_flag_chunk_t *retired;
+static struct lost_pool { char *base; struct lost_pool *next; } *lost_pools;
 
 int phx_pinned_pool_init(phx_pinned_pool_t *p, int dev, size_t bytes, size_t slot_bytes)
 {
@@ -67,9 +68,18 @@ int phx_pinned_pool_init_external(phx_pinned_pool_t *p, int dev, char *base, siz
 
 void phx_pinned_pool_destroy(phx_pinned_pool_t *p)
 {
-    if (p->base && !p->external) {
+    if (p->base && !p->external && !p->lost) {
         phx_conn->host_unregister(p->dev, p->base);
         free(p->base);
+    } else if (p->base && !p->external) {
+        /* a queued copy may still read a lost slot: the memory stays registered, and reachable */
+        struct lost_pool *l = malloc(sizeof *l);
+        if (l) {
+            pthread_mutex_lock(&retired_lock);
+            *l = (struct lost_pool){p->base, lost_pools};
+            lost_pools = l;
+            pthread_mutex_unlock(&retired_lock);
+        }
     }
     free(p->free_slots);
     for (phx_flag_chunk_t *c = p->chunks, *next; c; c = next) {
@@ -88,6 +98,14 @@ void phx_pinned_pool_destroy(phx_pinned_pool_t *p)
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
     memset(p, 0, sizeof *p);
+}
+
+void phx_pinned_lose(phx_pinned_pool_t *p, char *slot)
+{
+    (void)slot;
+    pthread_mutex_lock(&p->lock);
+    p->lost++;
+    pthread_mutex_unlock(&p->lock);
 }
 
 char *phx_pinned_take(phx_pinned_pool_t *p, int wait)

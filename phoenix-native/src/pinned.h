@@ -28,6 +28,7 @@ typedef struct {
     phx_flag_chunk_t *chunks;
     int flags_out;            /* flags handed out and not yet returned */
     int external;             /* base belongs to someone else (staging window) */
+    int lost;                 /* slots a queued copy may still read: the memory outlives the pool */
 } phx_pinned_pool_t;
 
 /* Exactly bytes / slot_bytes slots (the caller checks bytes >= slot_bytes): never more than bytes. */
@@ -40,6 +41,9 @@ void phx_pinned_pool_destroy(phx_pinned_pool_t *p);
 /* A free slot, or NULL: wait=0 never blocks, wait=1 blocks until one is returned. */
 char *phx_pinned_take(phx_pinned_pool_t *p, int wait);
 void phx_pinned_give(phx_pinned_pool_t *p, char *slot);
+/* A slot that must never be reused or freed (a copy that may still read it was queued and
+ * the rest of its operation could not be): the pool's memory is then kept at destroy. */
+void phx_pinned_lose(phx_pinned_pool_t *p, char *slot);
 phx_flag_t *phx_flag_take(phx_pinned_pool_t *p);
 void phx_flag_give(phx_pinned_pool_t *p, phx_flag_t *f);
 

@@ -1,5 +1,7 @@
-/* Stream-ordered I/O. On an accelerator each operation is three stream
- * entries: a host function (kick) that hands the operation to the worker pool
+/* Stream-ordered I/O: checks, then one of two ways. Bounce and staging
+ * operations whose size and buffer offset are known at enqueue are queued
+ * whole by stream_ring.c. The rest (p2p, host buffers, a late size or buffer
+ * offset) are three stream entries: a host function (kick) that hands the operation to the worker pool
  * when the stream reaches it, a wait that holds the stream until the workers
  * set the operation's flag, and a host function (release) that returns the
  * flag. The workers move the bytes through the device's pinned pool like any
@@ -8,6 +10,7 @@
  * cuLaunchHostFunc requires, and the flag is set on every path, so a failed
  * operation never stalls the stream. */
 #include "internal.h"
+#include "stream_ring.h"
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -129,6 +132,12 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
         phx_device_release(bd);
         if (rc) return rc;
     }
+    /* checked now: on an accelerator the copies are queued at enqueue, and a read that could
+     * never succeed must not leave them behind */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0) return phx_fail(EBADF, "%s: fd %d is not an open file", what, fd);
+    if ((fl & O_ACCMODE) == (is_write ? O_RDONLY : O_WRONLY))
+        return phx_fail(EBADF, "%s: fd %d is not open for %s", what, fd, is_write ? "writing" : "reading");
     if (!stream || !phx_conn->is_accelerator) {
         /* no stream, or host "streams" that run at enqueue: now, on this thread */
         ssize_t r = is_write ? phxfs_write(fd, dev, buf, bo, (ssize_t)n, *f_offset_p)
@@ -136,13 +145,27 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
         *bytes_done = r;
         return 0;
     }
-    if (fcntl(fd, F_GETFL) < 0) return phx_fail(EBADF, "%s: fd %d is not an open file", what, fd);
     int sdev = phx_conn->stream_device(stream);
     if (sdev < 0) return sdev;
     if (dev >= 0 && sdev != dev) return phx_fail(EINVAL, "%s: the stream belongs to device %d, the buffer to device %d", what, sdev, dev);
     if (dev < 0 && !buf) return phx_fail(EFAULT, "%s: host buffer is NULL", what);
     phx_device_t *d = phx_device_acquire(sdev, &rc);
     if (!d) return rc;
+    /* Bounce and staging move bytes with accelerator copies: queued now, whole, so nothing
+     * after this call needs the accelerator (stream_ring.c says why). A late size or buffer
+     * offset leaves the copies unknown until the stream gets there: those, and p2p (the file
+     * DMAs into device memory, no copies), go through the workers below. */
+    if (dev >= 0 && early && n > 0 && (d->mode == PHXFS_MODE_BOUNCE || d->mode == PHXFS_MODE_STAGING)) {
+        uintptr_t target, base;
+        rc = phx_registry_resolve(&d->reg, (uintptr_t)buf, (uint64_t)bo, n, 0, &target, &base);
+        if (rc) {
+            phx_device_release(d);
+            return rc;
+        }
+        int late_off = (late & PHXFS_STREAM_LATE_F_OFFSET) != 0;
+        return phx_stream_ring_io(d, fd, (void *)target, n, late_off ? 0 : *f_offset_p, late_off ? f_offset_p : NULL,
+                                  bytes_done, stream, is_write, what);
+    }
     stream_op_t *op = calloc(1, sizeof *op);
     release_t *rel = malloc(sizeof *rel);
     phx_flag_t *flag = op && rel ? phx_flag_take(&d->pinned) : NULL;

@@ -1,8 +1,7 @@
 /* Stream error paths (fake device with injected faults): a launch that fails
  * before, between or after the parts of a stream operation never frees what
  * the stream still holds (ASan checks), always reports, and never stalls the
- * stream; a failed device copy lands in bytes_done. The faults are numbered
- * by call: launches 1 (first op's kick) and 5 (third op's release); copy 1. */
+ * stream. The faults are numbered by call (see below). */
 #include "harness.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +16,8 @@ int main(void)
     }
     setenv("PHX_FAKE_FAIL_LAUNCH", "1,5", 1);
     setenv("PHX_FAKE_FAIL_COPY", "1", 1);
-    setenv("PHX_FAKE_FAIL_WAIT", "4", 1);
+    setenv("PHX_FAKE_FAIL_WAIT", "8", 1);
+    setenv("PHX_SLOT_KB", "256", 1); /* so each 1 MiB read is four pieces */
     CHECK_EQ(phxfs_open(0), 0);
     size_t fsize = 1u << 20;
     char path[256];
@@ -32,19 +32,27 @@ int main(void)
     off_t bo = 0, fo = 0;
     ssize_t d1 = -999, d2 = -999, d3 = -999, d4 = -999;
 
+    /* Each read of 1 MiB is four pieces through a ring of four slots, all queued at enqueue
+     * (stream_ring.c): the kick (a launch), then per piece a wait, a copy and a launch, then
+     * the finish (a launch). */
     /* launch 1 fails: the kick; nothing was queued */
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d1, s), -EIO);
     CHECK(strstr(phxfs_last_error(), "cuLaunchHostFunc") || strstr(phxfs_last_error(), "queue"));
-    /* launches 2, 3 succeed: this one moves the bytes, but its first device copy fails */
-    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d2, s), 0);
-    /* launch 4 (kick) succeeds, 5 (release) fails: the call reports, the I/O still runs and
-     * bytes_done carries the error; the stream is not left waiting */
+    CHECK_EQ(d1, -EIO);
+    /* launch 2 (kick) and wait 1 are queued, copy 1 fails: the call reports at once, and
+     * what was queued lets the stream pass */
+    CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d2, s), -EIO);
+    CHECK_EQ(d2, -EIO);
+    /* kick (3), piece 0 (wait 2, copy 2, launch 4), piece 1 (wait 3, copy 3), then launch 5
+     * fails: a wait and a copy follow the last host function, so the ring's slots may still
+     * be read and are never reused (and the pool's memory outlives it) */
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d3, s), -EIO);
-    /* and the stream goes on */
+    CHECK_EQ(d3, -EIO);
+    /* and the stream goes on: this one moves the bytes (launches 6-11, waits 4-7) */
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d4, s), 0);
-    /* wait 4 fails: the kick is queued but nothing holds the stream for it. The call returns
-     * only when the kick can no longer touch the cells, so they may be freed at once (ASan
-     * reports a write after the free otherwise). */
+    /* wait 8 fails: only the kick is queued. The call returns only when the kick can no
+     * longer touch the cells, so they may be freed at once (ASan reports a use after the
+     * free otherwise); no copy was queued, so the buffer keeps op 4's bytes */
     size_t *n5 = malloc(sizeof *n5);
     off_t *bo5 = malloc(sizeof *bo5), *fo5 = malloc(sizeof *fo5);
     ssize_t *d5 = malloc(sizeof *d5);
@@ -54,9 +62,6 @@ int main(void)
     free(n5); free(bo5); free(fo5); free(d5);
     usleep(100000);
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
-    CHECK_EQ(d1, -EIO);
-    CHECK_EQ(d2, -EIO);
-    CHECK_EQ(d3, -EIO);
     CHECK_EQ(d4, (ssize_t)fsize);
     unsigned char *ref = malloc(fsize), *got = malloc(fsize);
     th_fill(ref, fsize, 3, 0);

@@ -34,8 +34,15 @@ typedef struct fake_stream {
     uint64_t queued, completed;
     int stop;
     int dev;
+    atomic_int waits;        /* waits queued and not yet passed */
     pthread_t thread;
 } fake_stream_t;
+
+/* PHX_FAKE_CONTEXT_BARRIER=1: a copy queued on one stream while another stream waits on a
+ * flag blocks until no other stream waits, as CUDA's lazy kernel loading synchronises the
+ * whole context: whoever needs a copy to set the flag a stream waits on then deadlocks. */
+static int context_barrier;
+static atomic_int waits_total;
 
 static int fake_count;
 /* PHX_FAKE_PEER=0: the fake devices cannot reach each other's memory, so device-to-device
@@ -75,6 +82,8 @@ static int f_init(int fake_devices, char *why, size_t n)
     parse_faults("PHX_FAKE_FAIL_LAUNCH", fail_launch);
     parse_faults("PHX_FAKE_FAIL_COPY", fail_copy);
     parse_faults("PHX_FAKE_FAIL_WAIT", fail_wait);
+    const char *barrier = getenv("PHX_FAKE_CONTEXT_BARRIER");
+    context_barrier = barrier && !strcmp(barrier, "1");
     const char *peer = getenv("PHX_FAKE_PEER");
     fake_peer = !(peer && !strcmp(peer, "0"));
     return fake_count;
@@ -182,6 +191,8 @@ static void *stream_main(void *arg)
             /* like cuStreamWaitValue32: the stream stops until another thread sets the word */
             struct timespec ts = {0, 20000};
             while (!__atomic_load_n(op->flag, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL);
+            atomic_fetch_sub(&s->waits, 1);
+            atomic_fetch_sub(&waits_total, 1);
             break;
         }
         case OP_EVENT:
@@ -249,9 +260,16 @@ int phx_fstream_destroy(void *p)
     return 0;
 }
 
+static void barrier(fake_stream_t *s)
+{
+    struct timespec ts = {0, 50000};
+    while (context_barrier && atomic_load(&waits_total) - atomic_load(&s->waits) > 0) nanosleep(&ts, NULL);
+}
+
 int phx_fstream_copy(void *dst, const void *src, size_t len, void *s)
 {
     if (injected(fail_copy, &copy_calls)) return -EIO;
+    barrier(s);
     fake_op_t *op = calloc(1, sizeof *op);
     if (!op) return -ENOMEM;
     op->kind = OP_COPY; op->dst = dst; op->src = src; op->len = len;
@@ -260,6 +278,7 @@ int phx_fstream_copy(void *dst, const void *src, size_t len, void *s)
 
 int phx_fstream_memset(void *dst, int value, size_t len, void *s)
 {
+    barrier(s);
     fake_op_t *op = calloc(1, sizeof *op);
     if (!op) return -ENOMEM;
     op->kind = OP_SET; op->dst = dst; op->value = value; op->len = len;
@@ -281,6 +300,8 @@ int phx_fstream_wait(void *s, volatile uint32_t *flag)
     fake_op_t *op = calloc(1, sizeof *op);
     if (!op) return -ENOMEM;
     op->kind = OP_WAIT; op->flag = flag;
+    atomic_fetch_add(&((fake_stream_t *)s)->waits, 1);
+    atomic_fetch_add(&waits_total, 1);
     return enqueue(s, op);
 }
 

@@ -1,0 +1,339 @@
+/* Stream-ordered bounce I/O with every accelerator call made at enqueue.
+ *
+ * Why: once a stream waits on a flag that only our threads can set, any
+ * accelerator call those threads still need can deadlock. CUDA loads kernels
+ * lazily (the default since 12.2), and loading one synchronises the context:
+ * a caller that launches a kernel not loaded yet after queuing our read stops
+ * every later copy, while the stream it waits for waits on ours (seen on the
+ * H200: the read never completes; with CUDA_MODULE_LOADING=EAGER it does). So
+ * here the caller's thread queues the whole operation when it calls, and after
+ * that only file I/O and flag stores remain, which no context state can block.
+ *
+ * A read of P pieces (slot-sized) through a ring of R pinned slots queues:
+ *   kick | for each piece j: wait(ready[j%R]); copy slot -> device; piece_done(j) | finish
+ * The kick (a host function, run when the stream gets there) reads the late
+ * file offset and starts the preads of the first R pieces; each pread sets its
+ * slot's ready flag; piece_done(j), which runs once piece j's copy is done,
+ * clears the flag and starts the pread of piece j+R into the same slot. A
+ * write mirrors it: copy device -> slot; piece_done(j) starts the pwrite,
+ * whose end sets the slot's free flag that the copy of piece j+R waits on; a
+ * last wait on the op's flag holds the stream until every pwrite has ended.
+ *
+ * The ring's slots come from the device's pinned pool when the operation is
+ * queued (the copies name them), at most STREAM_RING per operation, and go
+ * back when the stream passes it. Host functions make no accelerator calls. */
+#include "internal.h"
+#include "stream_ring.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STREAM_RING 4
+
+enum { KICK_QUEUED, KICK_RUNNING, KICK_DONE, KICK_ABANDONED };
+
+typedef struct ring_op ring_op_t;
+
+typedef struct {
+    ring_op_t *op;
+    int j;
+    phxfs_io_req_t req;      /* the piece's file I/O (host memory: the slot) */
+} piece_t;
+
+struct ring_op {
+    phx_device_t *dev;
+    phx_pinned_pool_t *pool;
+    int fd, is_write, staging;
+    const off_t *f_offset_p; /* NULL: f_offset was bound at enqueue */
+    off_t f_offset;
+    ssize_t *bytes_done;     /* NULL once the enqueuer has reported a failure itself */
+    char *dst;               /* device address of byte 0 (read: destination; write: source) */
+    size_t n, piece;
+    int npieces, nring;
+    char *slot[STREAM_RING];
+    phx_flag_t *flag[STREAM_RING]; /* read: slot filled; write: slot written out */
+    phx_flag_t *done;        /* write: every pwrite has ended */
+    piece_t *pieces;
+    atomic_int kick_state;
+    atomic_int abandoned;    /* queuing failed: let every queued wait pass, move nothing more */
+    atomic_int refs;         /* the enqueuer, each queued host function, each piece in flight */
+    atomic_int writes_left;  /* write: pieces whose pwrite has not ended */
+    atomic_int err;          /* the first failure */
+    _Atomic int64_t end;     /* read: the lowest byte where a piece stopped short */
+    int tail_queued;         /* a wait or copy was queued after the last host function */
+    int finish_queued;
+};
+
+static void set_flag(phx_flag_t *f, uint32_t v) { __atomic_store_n(f->word, v, __ATOMIC_RELEASE); }
+
+static void op_free(ring_op_t *op)
+{
+    /* Slots and flags go back only when nothing queued can still touch them: after finish
+     * ran, or when nothing was queued after the last host function. Otherwise they stay out
+     * (a copy may yet read the slot): a few MiB, only after the accelerator refused a call. */
+    int safe = op->finish_queued || !op->tail_queued;
+    for (int i = 0; i < op->nring; i++) {
+        if (op->slot[i]) safe ? phx_pinned_give(op->pool, op->slot[i]) : phx_pinned_lose(op->pool, op->slot[i]);
+        if (op->flag[i] && safe) phx_flag_give(&op->dev->pinned, op->flag[i]);
+    }
+    if (op->done && safe) phx_flag_give(&op->dev->pinned, op->done);
+    phx_device_release(op->dev);
+    free(op->pieces);
+    free(op);
+}
+
+static void op_unref(ring_op_t *op)
+{
+    if (atomic_fetch_sub(&op->refs, 1) == 1) op_free(op);
+}
+
+static void fail(ring_op_t *op, int e)
+{
+    int zero = 0;
+    atomic_compare_exchange_strong(&op->err, &zero, e);
+}
+
+/* Every flag a queued wait may be stopped on: set, so the stream passes it. */
+static void open_all(ring_op_t *op)
+{
+    for (int i = 0; i < op->nring; i++) set_flag(op->flag[i], 1);
+    if (op->done) set_flag(op->done, 1);
+}
+
+static size_t piece_len(const ring_op_t *op, int j)
+{
+    size_t at = (size_t)j * op->piece;
+    return op->n - at < op->piece ? op->n - at : op->piece;
+}
+
+static void write_ended(ring_op_t *op)
+{
+    if (atomic_fetch_sub(&op->writes_left, 1) == 1) set_flag(op->done, 1);
+}
+
+static void piece_io_done(phx_batch_state_t *b, int result, void *arg)
+{
+    (void)result;
+    piece_t *p = arg;
+    ring_op_t *op = p->op;
+    int i = p->j % op->nring;
+    ssize_t res = p->req.result;
+    size_t len = piece_len(op, p->j);
+    phx_batch_state_free(b);
+    if (res < 0) fail(op, (int)res);
+    if (!op->is_write) {
+        if (res >= 0 && (size_t)res < len) {
+            /* the copy of the whole piece is already queued: what the file did not have
+             * arrives as zeros rather than as an earlier piece's bytes */
+            memset(op->slot[i] + res, 0, len - (size_t)res);
+            int64_t pos = (int64_t)p->j * (int64_t)op->piece + res;
+            int64_t cur = atomic_load(&op->end);
+            while (pos < cur && !atomic_compare_exchange_weak(&op->end, &cur, pos)) {}
+        }
+        set_flag(op->flag[i], 1);
+    } else {
+        set_flag(op->flag[i], 1);
+        write_ended(op);
+    }
+    op_unref(op);
+}
+
+/* Starts piece j's file I/O; on failure reports as its end would. */
+static void start_piece(ring_op_t *op, int j)
+{
+    piece_t *p = &op->pieces[j];
+    int i = j % op->nring;
+    p->req = (phxfs_io_req_t){op->fd, -1, op->slot[i], 0, piece_len(op, j),
+                              op->f_offset + (off_t)((size_t)j * op->piece), 0};
+    atomic_fetch_add(&op->refs, 1);
+    int err = 0;
+    phx_batch_state_t *b = phx_batch_start(&p->req, NULL, 1, op->is_write, 0, piece_io_done, p, &err);
+    if (!b) {
+        p->req.result = err ? err : -EIO;
+        /* piece_io_done frees the batch it is given: here there is none */
+        ring_op_t *o = op;
+        fail(o, (int)p->req.result);
+        if (!o->is_write) memset(o->slot[i], 0, piece_len(o, j));
+        set_flag(o->flag[i], 1);
+        if (o->is_write) write_ended(o);
+        op_unref(o);
+    }
+}
+
+static void kick(void *arg)
+{
+    ring_op_t *op = arg;
+    int queued = KICK_QUEUED;
+    if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_RUNNING)) {
+        open_all(op); /* abandoned before the stream got here */
+        op_unref(op);
+        return;
+    }
+    if (op->f_offset_p) op->f_offset = *op->f_offset_p;
+    if (op->f_offset < 0) {
+        fail(op, -EINVAL);
+        atomic_store(&op->abandoned, 1);
+    }
+    atomic_store(&op->kick_state, KICK_DONE);
+    if (atomic_load(&op->abandoned)) {
+        open_all(op);
+    } else if (!op->is_write) {
+        for (int j = 0; j < op->nring && j < op->npieces; j++) start_piece(op, j);
+    }
+    op_unref(op);
+}
+
+static void piece_done(void *arg)
+{
+    piece_t *p = arg;
+    ring_op_t *op = p->op;
+    int j = p->j, i = j % op->nring;
+    if (atomic_load(&op->abandoned)) {
+        open_all(op);
+    } else if (!op->is_write) {
+        /* piece j's copy is done: the slot takes piece j+R */
+        if (j + op->nring < op->npieces) {
+            set_flag(op->flag[i], 0);
+            start_piece(op, j + op->nring);
+        }
+    } else {
+        set_flag(op->flag[i], 0);
+        start_piece(op, j);
+    }
+    op_unref(op);
+}
+
+static void finish(void *arg)
+{
+    ring_op_t *op = arg;
+    int e = atomic_load(&op->err);
+    if (op->bytes_done) {
+        int64_t end = atomic_load(&op->end);
+        *op->bytes_done = e ? e : op->is_write ? (ssize_t)op->n : (ssize_t)end;
+    }
+    op_unref(op);
+}
+
+int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_offset, const off_t *f_offset_p,
+                       ssize_t *bytes_done, void *stream, int is_write, const char *what)
+{
+    ring_op_t *op = calloc(1, sizeof *op);
+    if (!op) {
+        phx_device_release(d);
+        return phx_fail(ENOMEM, "%s: out of memory", what);
+    }
+    op->dev = d;
+    op->pool = phx_slot_pool(d);
+    op->staging = d->mode == PHXFS_MODE_STAGING;
+    op->fd = fd;
+    op->is_write = is_write;
+    op->f_offset = f_offset;
+    op->f_offset_p = f_offset_p;
+    op->bytes_done = bytes_done;
+    op->dst = target;
+    op->n = n;
+    op->piece = op->pool->slot_bytes;
+    op->npieces = (int)((n + op->piece - 1) / op->piece);
+    atomic_init(&op->end, (int64_t)n);
+    atomic_init(&op->writes_left, op->npieces);
+    op->pieces = calloc((size_t)op->npieces, sizeof *op->pieces);
+    int want = op->npieces < STREAM_RING ? op->npieces : STREAM_RING;
+    if (want > op->pool->nslots / 4) want = op->pool->nslots / 4 > 0 ? op->pool->nslots / 4 : 1;
+    int rc = op->pieces ? 0 : phx_fail(ENOMEM, "%s: out of memory", what);
+    /* a queued operation needs one slot to move, more to overlap: take what is free, and
+     * wait (back-pressure) only when not even one is */
+    for (int i = 0; !rc && i < want; i++) {
+        op->slot[i] = phx_pinned_take(op->pool, i == 0);
+        if (!op->slot[i]) break;
+        op->nring++;
+    }
+    for (int i = 0; !rc && i < op->nring; i++) {
+        op->flag[i] = phx_flag_take(&d->pinned);
+        if (!op->flag[i]) rc = phx_fail(ENOMEM, "%s: out of memory", what);
+        else set_flag(op->flag[i], 0);
+    }
+    if (!rc && is_write) {
+        op->done = phx_flag_take(&d->pinned);
+        if (!op->done) rc = phx_fail(ENOMEM, "%s: out of memory", what);
+        else set_flag(op->done, 0);
+    }
+    if (rc) {
+        op_free(op); /* also gives the device use back */
+        return rc;
+    }
+    /* set before anything runs: the kick and the host functions read them */
+    for (int j = 0; j < op->npieces; j++) {
+        op->pieces[j].op = op;
+        op->pieces[j].j = j;
+    }
+    atomic_init(&op->refs, 1);
+    /* from here every queued host function holds a reference */
+    atomic_fetch_add(&op->refs, 1);
+    rc = phx_conn->launch_host_fn(stream, kick, op);
+    if (rc) {
+        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        atomic_fetch_sub(&op->refs, 1);
+        op_unref(op);
+        *bytes_done = rc;
+        return rc;
+    }
+    for (int j = 0; !rc && j < op->npieces; j++) {
+        int i = j % op->nring;
+        char *slot_dev = op->staging ? d->stage_dev + (op->slot[i] - d->stage_win) : op->slot[i];
+        char *dev_ptr = op->dst + (size_t)j * op->piece;
+        size_t len = piece_len(op, j);
+        if (!is_write) {
+            rc = phx_conn->wait_flag(stream, op->flag[i]->word);
+            if (!rc) {
+                op->tail_queued = 1;
+                rc = op->staging ? phx_conn->dtod_async(dev_ptr, slot_dev, len, stream)
+                                 : phx_conn->htod_async(dev_ptr, slot_dev, len, stream);
+            }
+        } else {
+            if (j >= op->nring) {
+                rc = phx_conn->wait_flag(stream, op->flag[i]->word);
+                if (!rc) op->tail_queued = 1;
+            }
+            if (!rc) {
+                op->tail_queued = 1;
+                rc = op->staging ? phx_conn->dtod_async(slot_dev, dev_ptr, len, stream)
+                                 : phx_conn->dtoh_async(slot_dev, dev_ptr, len, stream);
+            }
+        }
+        if (!rc) {
+            atomic_fetch_add(&op->refs, 1);
+            rc = phx_conn->launch_host_fn(stream, piece_done, &op->pieces[j]);
+            if (rc) atomic_fetch_sub(&op->refs, 1);
+            else op->tail_queued = 0;
+        }
+    }
+    if (!rc && is_write) {
+        rc = phx_conn->wait_flag(stream, op->done->word);
+        if (!rc) op->tail_queued = 1;
+    }
+    if (!rc) {
+        atomic_fetch_add(&op->refs, 1);
+        rc = phx_conn->launch_host_fn(stream, finish, op);
+        if (rc) atomic_fetch_sub(&op->refs, 1);
+        else op->finish_queued = 1;
+    }
+    if (rc) {
+        /* Part of the operation is queued. Everything queued still runs: the kick and the
+         * host functions let every wait pass and start no more file I/O. The cells are ours
+         * to leave before returning, so a kick that is running is waited for. Copies already
+         * queued may still write the buffer's range (with unspecified bytes). */
+        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        atomic_store(&op->abandoned, 1);
+        int queued = KICK_QUEUED;
+        if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_ABANDONED)) {
+            struct timespec ts = {0, 50000};
+            while (atomic_load(&op->kick_state) == KICK_RUNNING) nanosleep(&ts, NULL);
+            open_all(op);
+        }
+        *bytes_done = rc;
+        op->bytes_done = NULL;
+    }
+    op_unref(op);
+    return rc;
+}

@@ -1,0 +1,15 @@
+/* Stream-ordered bounce I/O queued whole at enqueue (stream_ring.c). */
+#ifndef PHX_STREAM_RING_H
+#define PHX_STREAM_RING_H
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Queues a read (or write) of n > 0 bytes between the file and device memory at target (a
+ * resolved device address) on stream. f_offset_p non-NULL: the file offset is read from it
+ * when the stream gets there, else f_offset. Takes over d's use. 0, or -errno with
+ * *bytes_done set to it (nothing further touches the cells; see stream_ring.c for the
+ * buffer after a part-way failure). */
+int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_offset, const off_t *f_offset_p,
+                       ssize_t *bytes_done, void *stream, int is_write, const char *what);
+
+#endif
