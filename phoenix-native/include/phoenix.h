@@ -169,9 +169,11 @@ int phxfs_batch_cancel(phxfs_batch_t *batch);
  * bytes through a ring of up to 4 slots of the device's pinned pool, taken
  * here (waiting only when the pool has none free) and returned when the
  * stream has passed it. Destination bytes past a short read (end of file)
- * arrive as zeros; after a failure the destination range is unspecified.
- * With p2p, or host memory, destination bytes past a short read keep their
- * previous contents.
+ * keep their previous contents, as with pread: the pieces that the file's size
+ * and the offset cell's value at enqueue put past the end are first copied
+ * from the destination. Only if the offset changes after enqueue, or the file
+ * shrinks, can other pieces end short: their missing bytes arrive as zeros.
+ * After a failure the destination range is unspecified.
  * An error return means the operation will not touch the cells after the call
  * returns: either nothing was queued, or the part that was queued has been
  * called off (or had already run) before the call returned; *bytes_done then

@@ -104,7 +104,7 @@ static void release(void *arg)
     free(r);
 }
 
-static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const off_t *buf_offset_p,
+static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p, const off_t *buf_offset_p,
                      const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write, unsigned late)
 {
     phx_clear_error();
@@ -210,6 +210,15 @@ static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const o
         if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
     }
     op_unref(op);
+    return rc;
+}
+
+/* Every error return leaves the error in *bytes_done too, as phoenix.h promises. */
+static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const off_t *buf_offset_p,
+                     const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write, unsigned late)
+{
+    int rc = stream_io_checked(fd, dev, buf, nbytes_p, buf_offset_p, f_offset_p, bytes_done, stream, is_write, late);
+    if (rc && bytes_done) *bytes_done = rc;
     return rc;
 }
 

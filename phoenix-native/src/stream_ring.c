@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #define STREAM_RING 4
@@ -38,6 +39,7 @@ typedef struct ring_op ring_op_t;
 typedef struct {
     ring_op_t *op;
     int j;
+    int prefill;             /* read: the slot holds the destination's bytes before the pread */
     phxfs_io_req_t req;      /* the piece's file I/O (host memory: the slot) */
 } piece_t;
 
@@ -124,9 +126,10 @@ static void piece_io_done(phx_batch_state_t *b, int result, void *arg)
     if (res < 0) fail(op, (int)res);
     if (!op->is_write) {
         if (res >= 0 && (size_t)res < len) {
-            /* the copy of the whole piece is already queued: what the file did not have
-             * arrives as zeros rather than as an earlier piece's bytes */
-            memset(op->slot[i] + res, 0, len - (size_t)res);
+            /* the copy of the whole piece is already queued: past the end of the file the slot
+             * holds the destination's own bytes (prefilled), or else zeros rather than an
+             * earlier piece's bytes */
+            if (!p->prefill) memset(op->slot[i] + res, 0, len - (size_t)res);
             int64_t pos = (int64_t)p->j * (int64_t)op->piece + res;
             int64_t cur = atomic_load(&op->end);
             while (pos < cur && !atomic_compare_exchange_weak(&op->end, &cur, pos)) {}
@@ -154,7 +157,7 @@ static void start_piece(ring_op_t *op, int j)
         /* piece_io_done frees the batch it is given: here there is none */
         ring_op_t *o = op;
         fail(o, (int)p->req.result);
-        if (!o->is_write) memset(o->slot[i], 0, piece_len(o, j));
+        if (!o->is_write && !p->prefill) memset(o->slot[i], 0, piece_len(o, j));
         set_flag(o->flag[i], 1);
         if (o->is_write) write_ended(o);
         op_unref(o);
@@ -179,8 +182,20 @@ static void kick(void *arg)
     if (atomic_load(&op->abandoned)) {
         open_all(op);
     } else if (!op->is_write) {
-        for (int j = 0; j < op->nring && j < op->npieces; j++) start_piece(op, j);
+        for (int j = 0; j < op->nring && j < op->npieces; j++)
+            if (!op->pieces[j].prefill) start_piece(op, j);
     }
+    op_unref(op);
+}
+
+/* A prefilled piece starts its pread only once the stream has copied the destination's bytes
+ * into the slot. */
+static void prefill_done(void *arg)
+{
+    piece_t *p = arg;
+    ring_op_t *op = p->op;
+    if (atomic_load(&op->abandoned)) open_all(op);
+    else start_piece(op, p->j);
     op_unref(op);
 }
 
@@ -195,7 +210,7 @@ static void piece_done(void *arg)
         /* piece j's copy is done: the slot takes piece j+R */
         if (j + op->nring < op->npieces) {
             set_flag(op->flag[i], 0);
-            start_piece(op, j + op->nring);
+            if (!op->pieces[j + op->nring].prefill) start_piece(op, j + op->nring);
         }
     } else {
         set_flag(op->flag[i], 0);
@@ -262,10 +277,20 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
         op_free(op); /* also gives the device use back */
         return rc;
     }
-    /* set before anything runs: the kick and the host functions read them */
+    /* Set before anything runs: the kick and the host functions read them. A read keeps
+     * the destination's bytes past the end of the file (as pread does) by first copying
+     * them into the slot of each piece that will end short: predicted from the file's size
+     * and the offset the cell holds now. Only if the offset changes before the stream gets
+     * there can a piece not predicted end short: its missing bytes then arrive as zeros. */
+    off_t predict = f_offset_p ? *f_offset_p : f_offset;
+    struct stat st;
+    off_t fsize = !is_write && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : -1;
     for (int j = 0; j < op->npieces; j++) {
         op->pieces[j].op = op;
         op->pieces[j].j = j;
+        if (!is_write)
+            op->pieces[j].prefill = fsize < 0 || predict < 0 ||
+                                    predict + (off_t)((size_t)j * op->piece + piece_len(op, j)) > fsize;
     }
     atomic_init(&op->refs, 1);
     /* from here every queued host function holds a reference */
@@ -283,6 +308,18 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
         char *slot_dev = op->staging ? d->stage_dev + (op->slot[i] - d->stage_win) : op->slot[i];
         char *dev_ptr = op->dst + (size_t)j * op->piece;
         size_t len = piece_len(op, j);
+        if (!is_write && op->pieces[j].prefill) {
+            op->tail_queued = 1;
+            rc = op->staging ? phx_conn->dtod_async(slot_dev, dev_ptr, len, stream)
+                             : phx_conn->dtoh_async(slot_dev, dev_ptr, len, stream);
+            if (!rc) {
+                atomic_fetch_add(&op->refs, 1);
+                rc = phx_conn->launch_host_fn(stream, prefill_done, &op->pieces[j]);
+                if (rc) atomic_fetch_sub(&op->refs, 1);
+                else op->tail_queued = 0;
+            }
+        }
+        if (rc) break;
         if (!is_write) {
             rc = phx_conn->wait_flag(stream, op->flag[i]->word);
             if (!rc) {

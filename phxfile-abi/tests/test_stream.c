@@ -95,9 +95,10 @@ int main(void)
     CHECK_EQ(dw, (ssize_t)fsize);
     CHECK_EQ(pread(ofd, got, fsize, 0), (ssize_t)fsize);
     CHECK(memcmp(got, ref, fsize) == 0);
-    /* a failure lands in bytes_written, the stream goes on */
+    /* a handle not open for writing fails the call, with the error in bytes_written too;
+     * the stream goes on */
     ssize_t dfail = -999;
-    CHECK_ST(cuFileWriteAsync(fh, m, &nw, &fw, &bw, &dfail, cs), CU_FILE_SUCCESS); /* fh is read-only */
+    CHECK_ST(cuFileWriteAsync(fh, m, &nw, &fw, &bw, &dfail, cs), CU_FILE_INVALID_VALUE); /* fh is read-only */
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
     CHECK_EQ(dfail, -EBADF);
     /* host memory on a stream */

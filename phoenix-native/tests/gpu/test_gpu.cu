@@ -132,11 +132,11 @@ int main(int argc, char **argv)
     checksum<<<264, 256, 0, s1>>>(d, n, 0, &sums[0]);
     CHECK_EQ(phxfs_read_stream(fd, 0, d, &n, &bo, &offB, &doneB, s1), 0);
     checksum<<<264, 256, 0, s1>>>(d, n, 0, &sums[1]);
-    // a read past EOF returns 0 bytes; a read from a write-only fd fails, and the stream goes on
+    // a read past EOF returns 0 bytes and keeps the buffer; a read from a write-only fd is refused
     int wo = open(path, O_WRONLY);
     CHECK_EQ(phxfs_read_stream(fd, 0, d, &n, &bo, &offC, &doneC, s1), 0);
     ssize_t doneF = 0;
-    CHECK_EQ(phxfs_read_stream(wo, 0, d, &n, &bo, &offA, &doneF, s1), 0);
+    CHECK_EQ(phxfs_read_stream(wo, 0, d, &n, &bo, &offA, &doneF, s1), -EBADF); // refused at enqueue
     checksum<<<264, 256, 0, s1>>>(d, n, 0, &sums[2]);
     // a second stream on another part of the buffer, concurrently
     size_t n2 = 24u << 20;
