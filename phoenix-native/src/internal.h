@@ -55,6 +55,8 @@ int phx_registry_remove(phx_registry_t *r, uintptr_t addr, size_t len);
 int phx_registry_resolve(phx_registry_t *r, uintptr_t addr, uint64_t off, uint64_t len, int hold,
                          uintptr_t *target, uintptr_t *base);
 void phx_registry_release(phx_registry_t *r, uintptr_t base);
+/* The target of addr and the bytes from addr to the end of its registered range. */
+int phx_registry_room(phx_registry_t *r, uintptr_t addr, uintptr_t *target, size_t *room);
 size_t phx_registry_count(phx_registry_t *r);
 
 /* ---- engines (engine_*.c) ---- */

@@ -114,6 +114,21 @@ int phx_registry_resolve(phx_registry_t *r, uintptr_t addr, uint64_t off, uint64
     return rc;
 }
 
+int phx_registry_room(phx_registry_t *r, uintptr_t addr, uintptr_t *target, size_t *room)
+{
+    pthread_mutex_lock(&r->lock);
+    ssize_t i = find_le(r, addr);
+    int rc = 0;
+    if (i < 0 || addr > r->v[i].addr + r->v[i].len) {
+        rc = phx_fail(EFAULT, "buffer %#lx is outside every registered range", (unsigned long)addr);
+    } else {
+        *target = (uintptr_t)r->v[i].target + (addr - r->v[i].addr);
+        *room = r->v[i].addr + r->v[i].len - addr;
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
 void phx_registry_release(phx_registry_t *r, uintptr_t base)
 {
     pthread_mutex_lock(&r->lock);

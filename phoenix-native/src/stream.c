@@ -1,7 +1,8 @@
 /* Stream-ordered I/O: checks, then one of two ways. Bounce and staging
- * operations whose size and buffer offset are known at enqueue are queued
- * whole by stream_ring.c. The rest (p2p, host buffers, a late size or buffer
- * offset) are three stream entries: a host function (kick) that hands the operation to the worker pool
+ * operations are queued whole by stream_ring.c (with a late size or buffer
+ * offset: when the registered room is at most PHX_STREAM_LATE_ROOM_MAX). The
+ * rest (p2p, host buffers, late values over a larger room) are three stream
+ * entries: a host function (kick) that hands the operation to the worker pool
  * when the stream reaches it, a wait that holds the stream until the workers
  * set the operation's flag, and a host function (release) that returns the
  * flag. The workers move the bytes through the device's pinned pool like any
@@ -165,6 +166,30 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
         int late_off = (late & PHXFS_STREAM_LATE_F_OFFSET) != 0;
         return phx_stream_ring_io(d, fd, (void *)target, n, late_off ? 0 : *f_offset_p, late_off ? f_offset_p : NULL,
                                   bytes_done, stream, is_write, what);
+    }
+    if (dev >= 0 && !early && (d->mode == PHXFS_MODE_BOUNCE || d->mode == PHXFS_MODE_STAGING)) {
+        /* a late size or buffer offset: the copies cover the registered room, when it is small
+         * enough to move twice; larger rooms go through the workers (phoenix.h says what that
+         * asks of the caller) */
+        int late_bo = (late & PHXFS_STREAM_LATE_BUF_OFFSET) != 0;
+        if (!late_bo && bo < 0) {
+            phx_device_release(d);
+            return phx_fail(EINVAL, "%s: buffer offset %lld out of range", what, (long long)bo);
+        }
+        uintptr_t region;
+        size_t room;
+        rc = phx_registry_room(&d->reg, (uintptr_t)buf + (late_bo ? 0 : (uintptr_t)bo), &region, &room);
+        if (rc) {
+            phx_device_release(d);
+            return rc;
+        }
+        if (room <= PHX_STREAM_LATE_ROOM_MAX) {
+            int late_off = (late & PHXFS_STREAM_LATE_F_OFFSET) != 0;
+            int late_n = (late & PHXFS_STREAM_LATE_NBYTES) != 0;
+            return phx_stream_ring_late_io(d, fd, (void *)region, room, n, late_n ? nbytes_p : NULL,
+                                           late_bo ? buf_offset_p : NULL, late_off ? 0 : *f_offset_p,
+                                           late_off ? f_offset_p : NULL, bytes_done, stream, is_write, what);
+        }
     }
     stream_op_t *op = calloc(1, sizeof *op);
     release_t *rel = malloc(sizeof *rel);

@@ -24,6 +24,7 @@
  * back when the stream passes it. Host functions make no accelerator calls. */
 #include "internal.h"
 #include "stream_ring.h"
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@ typedef struct {
     ring_op_t *op;
     int j;
     int prefill;             /* read: the slot holds the destination's bytes before the pread */
+    size_t rel;              /* where the piece's file I/O starts, from the operation's first byte */
     phxfs_io_req_t req;      /* the piece's file I/O (host memory: the slot) */
 } piece_t;
 
@@ -64,6 +66,13 @@ struct ring_op {
     atomic_int err;          /* the first failure */
     _Atomic int64_t end;     /* read: the lowest byte where a piece stopped short */
     int tail_queued;         /* a wait or copy was queued after the last host function */
+    /* late mode: the size or buffer offset is read when the stream gets there, so the copies
+     * cover the whole registered room from dst (region_len bytes) and the kick picks the
+     * part [a0, a0 + n) of it that the file I/O fills */
+    int late_mode;
+    const size_t *nbytes_p;  /* late size, or NULL */
+    const off_t *bo_p;       /* late buffer offset (from dst), or NULL */
+    size_t region_len, a0;
     int finish_queued;
 };
 
@@ -121,7 +130,7 @@ static void piece_io_done(phx_batch_state_t *b, int result, void *arg)
     ring_op_t *op = p->op;
     int i = p->j % op->nring;
     ssize_t res = p->req.result;
-    size_t len = piece_len(op, p->j);
+    size_t len = p->req.nbytes;
     phx_batch_state_free(b);
     if (res < 0) fail(op, (int)res);
     if (!op->is_write) {
@@ -130,25 +139,34 @@ static void piece_io_done(phx_batch_state_t *b, int result, void *arg)
              * holds the destination's own bytes (prefilled), or else zeros rather than an
              * earlier piece's bytes */
             if (!p->prefill) memset(op->slot[i] + res, 0, len - (size_t)res);
-            int64_t pos = (int64_t)p->j * (int64_t)op->piece + res;
+            int64_t pos = (int64_t)p->rel + res;
             int64_t cur = atomic_load(&op->end);
             while (pos < cur && !atomic_compare_exchange_weak(&op->end, &cur, pos)) {}
         }
         set_flag(op->flag[i], 1);
     } else {
         set_flag(op->flag[i], 1);
-        write_ended(op);
+        if (!op->late_mode) write_ended(op);
     }
     op_unref(op);
 }
+
+static void submit_piece(ring_op_t *op, piece_t *p);
 
 /* Starts piece j's file I/O; on failure reports as its end would. */
 static void start_piece(ring_op_t *op, int j)
 {
     piece_t *p = &op->pieces[j];
     int i = j % op->nring;
-    p->req = (phxfs_io_req_t){op->fd, -1, op->slot[i], 0, piece_len(op, j),
-                              op->f_offset + (off_t)((size_t)j * op->piece), 0};
+    p->rel = (size_t)j * op->piece;
+    p->req = (phxfs_io_req_t){op->fd, -1, op->slot[i], 0, piece_len(op, j), op->f_offset + (off_t)p->rel, 0};
+    submit_piece(op, p);
+}
+
+/* Starts p's file I/O (p->req set); on failure reports as its end would. */
+static void submit_piece(ring_op_t *op, piece_t *p)
+{
+    int j = p->j, i = j % op->nring;
     atomic_fetch_add(&op->refs, 1);
     int err = 0;
     phx_batch_state_t *b = phx_batch_start(&p->req, NULL, 1, op->is_write, 0, piece_io_done, p, &err);
@@ -159,7 +177,7 @@ static void start_piece(ring_op_t *op, int j)
         fail(o, (int)p->req.result);
         if (!o->is_write && !p->prefill) memset(o->slot[i], 0, piece_len(o, j));
         set_flag(o->flag[i], 1);
-        if (o->is_write) write_ended(o);
+        if (o->is_write && !o->late_mode) write_ended(o);
         op_unref(o);
     }
 }
@@ -228,6 +246,28 @@ static void finish(void *arg)
         *op->bytes_done = e ? e : op->is_write ? (ssize_t)op->n : (ssize_t)end;
     }
     op_unref(op);
+}
+
+/* The end of an enqueue after the kick was queued: on failure part of the operation is
+ * queued. Everything queued still runs: the kick and the host functions let every wait pass
+ * and start no more file I/O. The cells are ours to leave before returning, so a kick that
+ * is running is waited for. Copies already queued may still write the buffer's range. */
+static int queued_end(ring_op_t *op, int rc, const char *what)
+{
+    if (rc) {
+        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        atomic_store(&op->abandoned, 1);
+        int queued = KICK_QUEUED;
+        if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_ABANDONED)) {
+            struct timespec ts = {0, 50000};
+            while (atomic_load(&op->kick_state) == KICK_RUNNING) nanosleep(&ts, NULL);
+            open_all(op);
+        }
+        *op->bytes_done = rc;
+        op->bytes_done = NULL;
+    }
+    op_unref(op);
+    return rc;
 }
 
 int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_offset, const off_t *f_offset_p,
@@ -355,22 +395,155 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
         if (rc) atomic_fetch_sub(&op->refs, 1);
         else op->finish_queued = 1;
     }
-    if (rc) {
-        /* Part of the operation is queued. Everything queued still runs: the kick and the
-         * host functions let every wait pass and start no more file I/O. The cells are ours
-         * to leave before returning, so a kick that is running is waited for. Copies already
-         * queued may still write the buffer's range (with unspecified bytes). */
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+    return queued_end(op, rc, what);
+}
+
+/* ---- late mode ---- */
+
+static size_t region_piece_len(const ring_op_t *op, int j)
+{
+    size_t at = (size_t)j * op->piece;
+    return op->region_len - at < op->piece ? op->region_len - at : op->piece;
+}
+
+static void late_kick(void *arg)
+{
+    ring_op_t *op = arg;
+    int queued = KICK_QUEUED;
+    if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_RUNNING)) {
+        open_all(op);
+        op_unref(op);
+        return;
+    }
+    if (op->f_offset_p) op->f_offset = *op->f_offset_p;
+    size_t n = op->nbytes_p ? *op->nbytes_p : op->n;
+    off_t a0 = op->bo_p ? *op->bo_p : 0;
+    int e = 0;
+    if (op->f_offset < 0 || a0 < 0 || n > (size_t)SSIZE_MAX) e = -EINVAL;
+    else if ((size_t)a0 > op->region_len || n > op->region_len - (size_t)a0) e = -EFAULT;
+    op->n = e ? 0 : n;
+    op->a0 = e ? 0 : (size_t)a0;
+    atomic_store(&op->end, (int64_t)op->n);
+    if (e) {
+        fail(op, e);
         atomic_store(&op->abandoned, 1);
-        int queued = KICK_QUEUED;
-        if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_ABANDONED)) {
-            struct timespec ts = {0, 50000};
-            while (atomic_load(&op->kick_state) == KICK_RUNNING) nanosleep(&ts, NULL);
-            open_all(op);
-        }
-        *bytes_done = rc;
-        op->bytes_done = NULL;
+    }
+    atomic_store(&op->kick_state, KICK_DONE);
+    if (atomic_load(&op->abandoned)) open_all(op);
+    op_unref(op);
+}
+
+/* The slot holds piece j of the region as the destination has it: the file I/O takes the
+ * part of it the operation covers (a read overwrites only that part, so the copy back
+ * leaves the rest as it was). */
+static void late_start(void *arg)
+{
+    piece_t *p = arg;
+    ring_op_t *op = p->op;
+    size_t ps = (size_t)p->j * op->piece, pe = ps + region_piece_len(op, p->j);
+    size_t x = ps > op->a0 ? ps : op->a0, y = pe < op->a0 + op->n ? pe : op->a0 + op->n;
+    if (atomic_load(&op->abandoned)) {
+        open_all(op);
+    } else if (x >= y) {
+        set_flag(op->flag[0], 1);
+    } else {
+        p->prefill = 1;
+        p->rel = x - op->a0;
+        p->req = (phxfs_io_req_t){op->fd, -1, op->slot[0] + (x - ps), 0, y - x, op->f_offset + (off_t)p->rel, 0};
+        submit_piece(op, p);
     }
     op_unref(op);
+}
+
+static void late_done(void *arg)
+{
+    piece_t *p = arg;
+    ring_op_t *op = p->op;
+    if (atomic_load(&op->abandoned)) open_all(op);
+    else set_flag(op->flag[0], 0);
+    op_unref(op);
+}
+
+static int queue_fn(ring_op_t *op, void *stream, phx_host_fn fn, void *arg)
+{
+    atomic_fetch_add(&op->refs, 1);
+    int rc = phx_conn->launch_host_fn(stream, fn, arg);
+    if (rc) atomic_fetch_sub(&op->refs, 1);
+    else op->tail_queued = 0;
     return rc;
+}
+
+int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region_len, size_t n, const size_t *nbytes_p,
+                            const off_t *bo_p, off_t f_offset, const off_t *f_offset_p, ssize_t *bytes_done,
+                            void *stream, int is_write, const char *what)
+{
+    ring_op_t *op = calloc(1, sizeof *op);
+    if (!op) {
+        phx_device_release(d);
+        return phx_fail(ENOMEM, "%s: out of memory", what);
+    }
+    op->dev = d;
+    op->pool = phx_slot_pool(d);
+    op->staging = d->mode == PHXFS_MODE_STAGING;
+    op->fd = fd;
+    op->is_write = is_write;
+    op->late_mode = 1;
+    op->nbytes_p = nbytes_p;
+    op->bo_p = bo_p;
+    op->n = n;
+    op->f_offset = f_offset;
+    op->f_offset_p = f_offset_p;
+    op->bytes_done = bytes_done;
+    op->dst = region;
+    op->region_len = region_len;
+    op->piece = op->pool->slot_bytes;
+    op->npieces = (int)((region_len + op->piece - 1) / op->piece);
+    op->pieces = calloc(op->npieces ? (size_t)op->npieces : 1, sizeof *op->pieces);
+    int rc = op->pieces ? 0 : phx_fail(ENOMEM, "%s: out of memory", what);
+    if (!rc) {
+        /* one slot: each piece is a round trip through it, in stream order */
+        op->slot[0] = phx_pinned_take(op->pool, 1);
+        op->nring = 1;
+        op->flag[0] = phx_flag_take(&d->pinned);
+        if (!op->flag[0]) rc = phx_fail(ENOMEM, "%s: out of memory", what);
+        else set_flag(op->flag[0], 0);
+    }
+    if (rc) {
+        op_free(op);
+        return rc;
+    }
+    for (int j = 0; j < op->npieces; j++) {
+        op->pieces[j].op = op;
+        op->pieces[j].j = j;
+    }
+    atomic_init(&op->refs, 1);
+    rc = queue_fn(op, stream, late_kick, op);
+    if (rc) {
+        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        op_unref(op);
+        *bytes_done = rc;
+        return rc;
+    }
+    char *slot_dev = op->staging ? d->stage_dev + (op->slot[0] - d->stage_win) : op->slot[0];
+    for (int j = 0; !rc && j < op->npieces; j++) {
+        char *dev_ptr = op->dst + (size_t)j * op->piece;
+        size_t len = region_piece_len(op, j);
+        op->tail_queued = 1;
+        rc = op->staging ? phx_conn->dtod_async(slot_dev, dev_ptr, len, stream)
+                         : phx_conn->dtoh_async(slot_dev, dev_ptr, len, stream);
+        if (!rc) rc = queue_fn(op, stream, late_start, &op->pieces[j]);
+        if (!rc) {
+            rc = phx_conn->wait_flag(stream, op->flag[0]->word);
+            if (!rc) op->tail_queued = 1;
+        }
+        if (!rc && !is_write)
+            rc = op->staging ? phx_conn->dtod_async(dev_ptr, slot_dev, len, stream)
+                             : phx_conn->htod_async(dev_ptr, slot_dev, len, stream);
+        if (!rc) rc = queue_fn(op, stream, late_done, &op->pieces[j]);
+    }
+    if (!rc) {
+        rc = queue_fn(op, stream, finish, op);
+        if (!rc) op->finish_queued = 1;
+    }
+    return queued_end(op, rc, what);
 }

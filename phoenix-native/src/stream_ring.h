@@ -12,4 +12,14 @@
 int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_offset, const off_t *f_offset_p,
                        ssize_t *bytes_done, void *stream, int is_write, const char *what);
 
+/* The same when the size (nbytes_p) or the buffer offset (bo_p, from region) is read only
+ * when the stream gets there: every piece of the registered room [region, +region_len) makes
+ * a round trip device -> slot -> device around the file I/O of the part the operation
+ * covers, so the bytes around it come back as they were. Costs two copies of the room:
+ * for rooms up to PHX_STREAM_LATE_ROOM_MAX. */
+#define PHX_STREAM_LATE_ROOM_MAX (256u << 20)
+int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region_len, size_t n, const size_t *nbytes_p,
+                            const off_t *bo_p, off_t f_offset, const off_t *f_offset_p, ssize_t *bytes_done,
+                            void *stream, int is_write, const char *what);
+
 #endif

@@ -27,6 +27,12 @@ int main(void)
         return 77;
     }
     setenv("PHX_FAKE_CONTEXT_BARRIER", "1", 1);
+    char hold[] = "/tmp/phx-hold-XXXXXX";
+    int hfd = mkstemp(hold);
+    CHECK(hfd >= 0);
+    close(hfd);
+    unlink(hold);
+    setenv("PHX_FAKE_HOLD_FILE", hold, 1);
     signal(SIGALRM, on_alarm);
     alarm(60);
     CHECK_EQ(phxfs_open(0), 0);
@@ -53,6 +59,33 @@ int main(void)
     int plain = open(out, O_RDONLY);
     CHECK_EQ(pread(plain, got, n, 0), (ssize_t)n);
     CHECK(memcmp(got, ref + 1000, n) == 0);
+    close(plain);
+    /* size and buffer offset bound late too (cuFile's ReadAsync): set after enqueue; the
+     * registered room makes a round trip, so the bytes around the range stay as they were */
+    CHECK_EQ(phxfs_memcpy_to_device(0, dmem, ref, fsize), 0);
+    size_t ln = 1, wn = 1;
+    off_t lbo = 0, lfo = 0, wbo = 0, wfo = 0;
+    ssize_t lrd = -999, lwr = -999;
+    unsigned late = PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET;
+    int hf = open(hold, O_CREAT | O_WRONLY, 0600); /* the stream stops until it goes */
+    CHECK(hf >= 0);
+    close(hf);
+    CHECK_EQ(phxfs_read_stream_ex(fd, 0, dmem, &ln, &lbo, &lfo, &lrd, s, late), 0);
+    CHECK_EQ(phxfs_write_stream_ex(wfd, 0, dmem, &wn, &wbo, &wfo, &lwr, s, late), 0);
+    /* the values the stream will find, set while it is held before the operations */
+    ln = 300001; lbo = 777777; lfo = 54321;
+    wn = 300001; wbo = 777777; wfo = 4096;
+    unlink(hold);
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(lrd, 300001);
+    CHECK_EQ(lwr, 300001);
+    CHECK_EQ(phxfs_memcpy_to_host(0, got, dmem, fsize), 0);
+    CHECK(memcmp(got, ref, 777777) == 0);                        /* before: as it was */
+    CHECK(memcmp(got + 777777, ref + 54321, 300001) == 0);       /* the read */
+    CHECK(memcmp(got + 777777 + 300001, ref + 777777 + 300001, fsize - 777777 - 300001) == 0); /* after */
+    plain = open(out, O_RDONLY);
+    CHECK_EQ(pread(plain, got, 300001, 4096), 300001);
+    CHECK(memcmp(got, ref + 54321, 300001) == 0);
     close(plain);
     CHECK_EQ(phxfs_stream_destroy(0, s), 0);
     CHECK_EQ(phxfs_deregmem(0, dmem, fsize + 64), 0);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct fake_event {
     pthread_mutex_t lock;
@@ -42,6 +43,9 @@ typedef struct fake_stream {
  * flag blocks until no other stream waits, as CUDA's lazy kernel loading synchronises the
  * whole context: whoever needs a copy to set the flag a stream waits on then deadlocks. */
 static int context_barrier;
+/* PHX_FAKE_HOLD_FILE=path: streams stop before each operation while the file exists, so a
+ * test can change late-bound cells before the stream gets to them, deterministically */
+static char hold_file[256];
 static atomic_int waits_total;
 
 static int fake_count;
@@ -84,6 +88,8 @@ static int f_init(int fake_devices, char *why, size_t n)
     parse_faults("PHX_FAKE_FAIL_WAIT", fail_wait);
     const char *barrier = getenv("PHX_FAKE_CONTEXT_BARRIER");
     context_barrier = barrier && !strcmp(barrier, "1");
+    const char *hold = getenv("PHX_FAKE_HOLD_FILE");
+    snprintf(hold_file, sizeof hold_file, "%s", hold ? hold : "");
     const char *peer = getenv("PHX_FAKE_PEER");
     fake_peer = !(peer && !strcmp(peer, "0"));
     return fake_count;
@@ -183,6 +189,8 @@ static void *stream_main(void *arg)
         s->head = op->next;
         if (!s->head) s->tail = NULL;
         pthread_mutex_unlock(&s->lock);
+        struct timespec held = {0, 1000000};
+        while (hold_file[0] && access(hold_file, F_OK) == 0) nanosleep(&held, NULL);
         switch (op->kind) {
         case OP_COPY: memmove(op->dst, op->src, op->len); break;
         case OP_SET: memset(op->dst, op->value, op->len); break;
