@@ -137,8 +137,9 @@ final class GenModelCommand implements Callable<Integer> {
             }
             throw e;
         }
-        out.printf("%s: %d layers, %d tensors, %s of weights (--size %s) in %d file(s), %s on disk%n", dir,
-                layers(tensors), tensors.size(), LoadCommand.human(total), LoadCommand.human(size), parts.size(),
+        long layers = layers(tensors);
+        out.printf("%s: %d layer%s, %d tensors, %s of weights (--size %s) in %d file(s), %s on disk%n", dir,
+                layers, layers == 1 ? "" : "s", tensors.size(), LoadCommand.human(total), LoadCommand.human(size), parts.size(),
                 LoadCommand.human(bytes));
         out.flush();
         return 0;

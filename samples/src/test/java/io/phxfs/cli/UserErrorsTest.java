@@ -125,7 +125,7 @@ class UserErrorsTest {
         Cli r = Cli.run(with(new String[] {"gen-model", m.toString(), "--size", "1536k", "--shards", "2"}, SMALL));
         assertEquals(0, r.exit(), r.toString());
         assertTrue(r.out().matches("(?s)" + java.util.regex.Pattern.quote(m.toString())
-                + ": \\d+ layers, \\d+ tensors, \\d+\\.\\d\\d (KiB|MiB) of weights \\(--size 1\\.50 MiB\\) in 2 file\\(s\\),"
+                + ": 0 layers, 3 tensors, \\d+\\.\\d\\d (KiB|MiB) of weights \\(--size 1\\.50 MiB\\) in 2 file\\(s\\),"
                 + " \\d+\\.\\d\\d (KiB|MiB) on disk\n"), r.out());
         assertFalse(r.out().contains("bytes"), "no raw byte counts: " + r.out());
         assertTrue(r.err().lines().allMatch(l -> l.matches("phoenix gen-model: wrote .*model-0000[12]-of-00002"
@@ -135,7 +135,10 @@ class UserErrorsTest {
     @Test
     void loadBenchWarnsThatASmallModelHasNoMeaningfulThroughput() {
         Path m = dir.resolve("small");
-        assertEquals(0, Cli.run(with(new String[] {"gen-model", m.toString(), "--size", "3m"}, SMALL)).exit());
+        Cli g = Cli.run(with(new String[] {"gen-model", m.toString(), "--size", "3m"}, SMALL));
+        assertEquals(0, g.exit(), g.toString());
+        assertEquals(m + ": 1 layer, 12 tensors, 2.10 MiB of weights (--size 3.00 MiB) in 1 file(s), 2.10 MiB on disk\n",
+                g.out());
         Cli r = Cli.run("load-bench", m.toString(), "--host", "--repeat", "1", "--json", "--quiet", "--no-dd");
         assertEquals(0, r.exit(), r.toString());
         List<String> err = r.err().lines().toList();
