@@ -37,8 +37,12 @@ final class DataLayout {
             previous = t;
         }
         if (expected < dataBytes) {
-            throw new SafetensorsFormatException(file, null, (dataBytes - expected) + " trailing bytes after the last "
-                    + "tensor (tensors end at data offset " + expected + ", the data section has " + dataBytes + " bytes)");
+            throw new SafetensorsFormatException(file, null, previous == null
+                    ? dataBytes + " trailing bytes: the header lists no tensor, but the data section has " + dataBytes
+                            + " bytes"
+                    : (dataBytes - expected) + " trailing bytes after the last tensor, " + Names.quote(previous.name())
+                            + " (tensors end at data offset " + expected + ", the data section has " + dataBytes
+                            + " bytes)");
         }
         return tensors;
     }

@@ -67,18 +67,27 @@ final class FileKind {
         if (text == null) {
             return null;
         }
+        // shown as words, never as the invisible character itself
+        String bom = "";
+        if (text.startsWith("\uFEFF")) {
+            text = text.substring(1);
+            bom = " (after a UTF-8 byte order mark)";
+            if (text.isBlank()) {
+                return null;
+            }
+        }
         if (text.startsWith("version https://git-lfs.github.com/spec/")) {
             return "it is a Git LFS pointer, not the file's content (fetch the content with `git lfs pull`)";
         }
         String shown = excerpt(text, n < size);
         String lead = text.stripLeading().toLowerCase(Locale.ROOT);
         if (lead.startsWith("<!doctype html") || lead.startsWith("<html")) {
-            return "it is an HTML page (a download that returned a web page?), starting " + shown;
+            return "it is an HTML page (a download that returned a web page?), starting " + shown + bom;
         }
         if (lead.startsWith("{") || lead.startsWith("[")) {
-            return "it is JSON text, starting " + shown;
+            return "it is JSON text, starting " + shown + bom;
         }
-        return "it starts with text " + shown;
+        return "it starts with text " + shown + bom;
     }
 
     /**

@@ -92,7 +92,7 @@ final class HeaderJson {
             }
             return new Parsed(metadata, entries);
         } catch (JacksonException e) {
-            throw fail(null, "header is not valid JSON: " + e.getOriginalMessage()
+            throw fail(null, "header is not valid JSON: " + plain(e, bytes, len)
                     + (e.getLocation() == null || offset(e.getLocation()) < 0 ? ""
                             : " (at byte " + offset(e.getLocation()) + ")"), e);
         } catch (IOException e) {
@@ -231,6 +231,47 @@ final class HeaderJson {
             case VALUE_NULL -> "null";
             default -> t.asString() == null ? t.name() : "'" + t.asString() + "'";
         };
+    }
+
+    /**
+     * Jackson's message without its source description ("[Source: REDACTED
+     * (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); line: 1, column: 1]"), which
+     * tells a user nothing. The position in it stays: as a byte of the file when the header's
+     * bytes are given (the unit of every other position in these messages), else as line and
+     * column.
+     */
+    static String plain(JacksonException e, byte[] header, int len) {
+        String m = e.getOriginalMessage();
+        if (m == null) {
+            return e.getClass().getSimpleName();
+        }
+        java.util.regex.Matcher x = SOURCE.matcher(m);
+        StringBuilder b = new StringBuilder();
+        while (x.find()) {
+            long line = Long.parseLong(x.group(1));
+            long column = Long.parseLong(x.group(2));
+            long at = header == null ? -1 : byteAt(header, len, line, column);
+            x.appendReplacement(b, at < 0 ? "line " + line + ", column " + column
+                    : "byte " + (at + SafetensorsHeader.LENGTH_PREFIX));
+        }
+        x.appendTail(b);
+        return b.toString();
+    }
+
+    private static final java.util.regex.Pattern SOURCE =
+            java.util.regex.Pattern.compile("\\[Source: .*?; line: (\\d+), column: (\\d+)\\]");
+
+    /** Offset of a 1-based line and column (Jackson counts bytes in a byte array), or -1. */
+    private static long byteAt(byte[] b, int len, long line, long column) {
+        long start = 0;
+        for (int i = 0; i < len && line > 1; i++) {
+            if (b[i] == '\n' || b[i] == '\r' && (i + 1 == len || b[i + 1] != '\n')) {
+                line--;
+                start = i + 1;
+            }
+        }
+        long at = start + column - 1;
+        return line == 1 && column >= 1 && at < len ? at : -1;
     }
 
     private static String abbreviate(String digits) {

@@ -101,7 +101,7 @@ final class IndexFile {
                 throw new SafetensorsFormatException(index, null, "trailing data after the index's JSON object");
             }
         } catch (JacksonException e) {
-            throw new SafetensorsFormatException(index, null, "index is not valid JSON: " + e.getOriginalMessage(), e);
+            throw new SafetensorsFormatException(index, null, "index is not valid JSON: " + HeaderJson.plain(e, null, 0), e);
         }
         if (weightMap == null) {
             // config.json, tokenizer.json...: a model directory holds several JSON files

@@ -20,12 +20,17 @@ final class Names {
         return "tensor " + quote(name);
     }
 
-    /** Replaces control characters (newlines above all) with {@code \\uXXXX}. */
+    /**
+     * Replaces control characters (newlines above all) and invisible format characters (a
+     * byte order mark, bidirectional overrides that reorder what a terminal shows) with
+     * {@code \\uXXXX}.
+     */
     static String escapeControls(String s) {
         StringBuilder b = null;
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             boolean bad = Character.isISOControl(c) || c == '\u2028' || c == '\u2029'
+                    || Character.getType(c) == Character.FORMAT
                     || Character.isSurrogate(c) && !pairedAt(s, i);
             if (bad) {
                 if (b == null) {

@@ -26,6 +26,9 @@ public final class SafetensorsParser {
     /** Largest header a Java byte array can hold. */
     private static final long HARD_MAX_HEADER_BYTES = Integer.MAX_VALUE - 16;
 
+    /** The shortest header there can be: {@code {}}. */
+    private static final long MIN_HEADER_BYTES = 2;
+
     private static final SafetensorsParser DEFAULT = new SafetensorsParser(DEFAULT_MAX_HEADER_BYTES);
 
     private final long maxHeaderBytes;
@@ -102,19 +105,35 @@ public final class SafetensorsParser {
             }
             long n = ByteBuffer.wrap(head, 0, SafetensorsHeader.LENGTH_PREFIX).order(ByteOrder.LITTLE_ENDIAN).getLong();
             long after = size - SafetensorsHeader.LENGTH_PREFIX;
-            if (Long.compareUnsigned(n, maxHeaderBytes) > 0) {
-                throw wrongKindOr(file, head, size, "header length", Long.toUnsignedString(n)
-                        + " bytes exceeds the limit of " + maxHeaderBytes + " bytes");
+            // Past the file first: random bytes, or any other file read as one, give a length of
+            // quintillions, and "larger than the file" says what is wrong where "exceeds the
+            // limit" only says the header would be big.
+            if (Long.compareUnsigned(n, after) > 0) {
+                boolean plausible = Long.compareUnsigned(n, maxHeaderBytes) <= 0;
+                throw wrongKindOr(file, head, size, "header length", "0x" + Long.toHexString(n) + " ("
+                        + Long.toUnsignedString(n) + " bytes) is larger than the file (" + size + " bytes)"
+                        + (plausible ? ": the file is truncated, or it is not a safetensors file"
+                                : ": not a safetensors file (its first 8 bytes must be the little-endian length of"
+                                        + " the JSON header that follows them)"));
             }
-            if (n > after) {
-                throw wrongKindOr(file, head, size, "header length", n + " bytes runs past the end of the file ("
-                        + after + " bytes follow the length)");
+            if (n > maxHeaderBytes) {
+                throw wrongKindOr(file, head, size, "header length", n + " bytes exceeds the limit of " + maxHeaderBytes
+                        + " bytes");
             }
-            if (n == 0) {
-                throw wrongKindOr(file, head, size, "header length", "0 bytes; the header must be a JSON object");
+            if (n < MIN_HEADER_BYTES) {
+                throw wrongKindOr(file, head, size, "header length", n + (n == 1 ? " byte" : " bytes")
+                        + " is too short: the header is a JSON object, at least " + MIN_HEADER_BYTES + " bytes ('{}')");
             }
             byte[] header = new byte[(int) n];
             readFully(ch, ByteBuffer.wrap(header), SafetensorsHeader.LENGTH_PREFIX, file);
+            if (startsWithBom(header)) {
+                // Jackson would skip it, but the format says the header begins with '{', and the
+                // reference implementation (serde_json) refuses it: a file we accept that it
+                // refuses would load here and fail everywhere else
+                throw new SafetensorsFormatException(file, "header", "starts with a UTF-8 byte order mark (bytes EF BB BF"
+                        + " at byte " + SafetensorsHeader.LENGTH_PREFIX + "); a safetensors header must begin with '{':"
+                        + " write the file again without the byte order mark");
+            }
             if (header[0] != '{') {
                 // a length that happens to fit (a pickle's or a zip's first bytes can) but no
                 // JSON object after it: the file's kind says more than the JSON error would
@@ -125,7 +144,8 @@ public final class SafetensorsParser {
             }
             long bad = Utf8.firstInvalid(header, header.length);
             if (bad >= 0) {
-                throw new SafetensorsFormatException(file, null, "header is not valid UTF-8 (at byte "
+                throw new SafetensorsFormatException(file, null, "header is not valid UTF-8 (byte 0x"
+                        + String.format("%02x", header[(int) bad] & 0xff) + " at byte "
                         + (bad + SafetensorsHeader.LENGTH_PREFIX) + ")");
             }
             // the usual shape at byte speed; anything else (or anything wrong) through the full
@@ -138,6 +158,10 @@ public final class SafetensorsParser {
             return new SafetensorsHeader(file, size, n, parsed.metadata(),
                     DataLayout.validate(file, parsed.entries(), dataBytes));
         }
+    }
+
+    private static boolean startsWithBom(byte[] h) {
+        return h.length >= 3 && (h[0] & 0xff) == 0xef && (h[1] & 0xff) == 0xbb && (h[2] & 0xff) == 0xbf;
     }
 
     /** "not a safetensors file: it is ..." when the start says what the file is, else the format error. */

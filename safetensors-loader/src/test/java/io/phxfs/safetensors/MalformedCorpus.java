@@ -53,12 +53,17 @@ public final class MalformedCorpus {
         bytes("seven-bytes", new byte[] {1, 0, 0, 0, 0, 0, 0}, "only 7 bytes");
         byte[] h = ("{" + A + "," + B + "}").getBytes(StandardCharsets.UTF_8);
         bytes("truncated-header", TestFiles.raw(h.length, java.util.Arrays.copyOf(h, h.length / 2), new byte[0]),
-                "runs past the end of the file");
-        bytes("length-beyond-file", TestFiles.raw(1_000_000, h, new byte[12]), "runs past the end of the file");
-        bytes("length-2^63", TestFiles.raw(Long.MIN_VALUE, h, new byte[12]), "9223372036854775808 bytes exceeds the limit");
-        bytes("length-2^64-1", TestFiles.raw(-1L, h, new byte[12]), "18446744073709551615 bytes exceeds the limit");
-        bytes("length-over-limit", TestFiles.raw(100_000_001L, h, new byte[12]), "exceeds the limit of 100000000");
-        bytes("length-zero", TestFiles.raw(0, new byte[0], new byte[12]), "0 bytes; the header must be a JSON object");
+                "is larger than the file (");
+        bytes("length-beyond-file", TestFiles.raw(1_000_000, h, new byte[12]),
+                "0xf4240 (1000000 bytes) is larger than the file (");
+        bytes("length-2^63", TestFiles.raw(Long.MIN_VALUE, h, new byte[12]),
+                "0x8000000000000000 (9223372036854775808 bytes) is larger than the file");
+        bytes("length-2^64-1", TestFiles.raw(-1L, h, new byte[12]),
+                "(18446744073709551615 bytes) is larger than the file");
+        bytes("length-over-limit", TestFiles.raw(100_000_001L, h, new byte[12]), "is larger than the file");
+        bytes("length-zero", TestFiles.raw(0, new byte[0], new byte[12]), "0 bytes is too short");
+        bytes("length-one", TestFiles.raw(1, new byte[] {'{'}, new byte[0]), "1 byte is too short");
+        bytes("byte-order-mark", TestFiles.withHeader("\uFEFF{" + A + "," + B + "}", 12), "byte order mark");
         byte[] bad = ("{\"a\u00e9\":{}}").getBytes(StandardCharsets.UTF_8);
         bad[3] = (byte) 0xC3;
         bad[4] = (byte) 0x28; // C3 needs a continuation byte; '(' is not one

@@ -132,7 +132,9 @@ class WrongInputTest {
         byte[] b = new byte[64];
         Arrays.fill(b, (byte) 0xff);
         Path f = write("noise.safetensors", b);
-        assertEquals(f + ": header length: 18446744073709551615 bytes exceeds the limit of 100000000 bytes", refused(f));
+        assertEquals(f + ": header length: 0xffffffffffffffff (18446744073709551615 bytes) is larger than the file (64"
+                + " bytes): not a safetensors file (its first 8 bytes must be the little-endian length of the JSON header"
+                + " that follows them)", refused(f));
         Path empty = write("empty.safetensors", new byte[0]);
         assertEquals(empty + ": file is empty; a safetensors file starts with an 8-byte header length", refused(empty));
     }

@@ -108,14 +108,15 @@ final class GenModelCommand implements Callable<Integer> {
                 String name = parts.size() == 1 ? ModelFiles.SINGLE_FILE
                         : String.format("model-%05d-of-%05d.safetensors", i + 1, parts.size());
                 written.add(dir.resolve(name));
-                bytes += SafetensorsWriter.write(dir.resolve(name), Map.of("format", "pt"), parts.get(i),
+                long fileBytes = SafetensorsWriter.write(dir.resolve(name), Map.of("format", "pt"), parts.get(i),
                         (t, off, dst) -> fill(random, t, off, dst));
+                bytes += fileBytes;
                 for (SafetensorsWriter.Spec t : parts.get(i)) {
                     weightMap.put(t.name(), name);
                     total += t.nbytes();
                 }
-                spec.commandLine().getErr().printf("phoenix gen-model: wrote %s (%d tensors)%n", dir.resolve(name),
-                        parts.get(i).size());
+                spec.commandLine().getErr().printf("phoenix gen-model: wrote %s (%d tensors, %s)%n", dir.resolve(name),
+                        parts.get(i).size(), LoadCommand.human(fileBytes));
             }
             if (parts.size() > 1) {
                 written.add(dir.resolve(ModelFiles.INDEX_FILE));
@@ -136,8 +137,10 @@ final class GenModelCommand implements Callable<Integer> {
             }
             throw e;
         }
-        out.printf("%s: %d layers, %d tensors, %s of weights in %d file(s), %d bytes on disk%n", dir, layers(tensors),
-                tensors.size(), LoadCommand.human(total), parts.size(), bytes);
+        long layers = layers(tensors);
+        out.printf("%s: %d layer%s, %d tensors, %s of weights (--size %s) in %d file(s), %s on disk%n", dir,
+                layers, layers == 1 ? "" : "s", tensors.size(), LoadCommand.human(total), LoadCommand.human(size), parts.size(),
+                LoadCommand.human(bytes));
         out.flush();
         return 0;
     }
@@ -152,8 +155,8 @@ final class GenModelCommand implements Callable<Integer> {
         long fixedBytes = SafetensorsWriter.dataBytes(fixed);
         long perLayer = SafetensorsWriter.dataBytes(layer(0, kvDim));
         if (fixedBytes > target) {
-            throw new IllegalArgumentException("--size " + size + " is smaller than the embeddings and LM head alone ("
-                    + fixedBytes + " bytes)");
+            throw new IllegalArgumentException("--size " + LoadCommand.human(target) + " is smaller than the embeddings"
+                    + " and LM head alone (" + LoadCommand.human(fixedBytes) + ")");
         }
         long n = (target - fixedBytes) / perLayer;
         List<SafetensorsWriter.Spec> all = new ArrayList<>();

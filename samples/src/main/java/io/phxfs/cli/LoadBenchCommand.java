@@ -35,6 +35,7 @@ import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -104,13 +105,25 @@ final class LoadBenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (repeat < 1) {
-            throw new IllegalArgumentException("--repeat must be >= 1, was " + repeat);
+            throw new ParameterException(spec.commandLine(), "Error: --repeat must be >= 1, was " + repeat);
         }
         PrintWriter out = spec.commandLine().getOut();
-        Progress progress = new Progress(spec.commandLine().getErr(), quiet);
+        PrintWriter err = spec.commandLine().getErr();
+        Progress progress = new Progress(err, quiet);
         ModelFiles model = ModelFiles.open(path);
         List<SafetensorsHeader> files = model.files();
         long size = files.stream().mapToLong(SafetensorsHeader::fileSize).sum();
+        boolean reliable = size >= BenchCommand.MIN_RELIABLE_BYTES;
+        if (!reliable) {
+            // a few MiB load in milliseconds: opening files, allocating, mapping and starting the
+            // workers are most of that, so a rate says little about throughput. Not progress:
+            // said with --quiet too.
+            err.printf("phoenix: load-bench: warning: %s is too small to measure throughput (under %s): fixed costs"
+                    + " dominate, so the rates and ratios are not meaningful; use a model of %s or more%n",
+                    LoadCommand.human(size), Sizes.format(BenchCommand.MIN_RELIABLE_BYTES),
+                    Sizes.format(BenchCommand.MIN_RELIABLE_BYTES));
+            err.flush();
+        }
         Phoenix phx = Phoenix.open();
         Device device = target.resolve(phx, true);
         String targetName = device == null ? "host memory" : "device " + device.id() + " (" + device.name() + ", mode "
@@ -222,7 +235,7 @@ final class LoadBenchCommand implements Callable<Integer> {
             }
         }
         Report report = new Report(targetName, size, files.size(), mapped, readers, hwmBefore, hwmAfterLoad, rssAfterLoad,
-                ProcStatus.peakRss(), bounce, verified);
+                ProcStatus.peakRss(), bounce, verified, reliable);
         if (json) {
             report.json(out);
         } else {
@@ -409,7 +422,7 @@ final class LoadBenchCommand implements Callable<Integer> {
 
     private record Report(String target, long size, int fileCount, boolean mapped, List<Reader> readers,
                           long hwmBefore, long hwmAfterLoad, long rssAfterLoad, long hwmEnd, long bounceBytes,
-                          boolean verified) {
+                          boolean verified, boolean reliable) {
         /** The rivals of {@code x}: readers of its kind that are not Phoenix's. */
         List<Reader> rivals(Reader x) {
             return readers.stream().filter(b -> b.kind() == x.kind() && !b.key().startsWith("phoenix")).toList();
@@ -429,6 +442,11 @@ final class LoadBenchCommand implements Callable<Integer> {
             g.writeNumberField("repeat", readers.get(0).runs().length);
             g.writeBooleanField("verified", verified);
             g.writeBooleanField("phoenix_mapped", mapped);
+            g.writeBooleanField("reliable", reliable);
+            if (!reliable) {
+                g.writeStringField("unreliable_because", "the model is under " + Sizes.format(BenchCommand.MIN_RELIABLE_BYTES)
+                        + ": fixed costs dominate its load time, so rates and ratios are not meaningful");
+            }
             g.writeObjectFieldStart("gb_per_s");
             for (Reader b : readers) {
                 g.writeNumberField(b.key(), r(b.median()));
@@ -473,6 +491,10 @@ final class LoadBenchCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "%s in %d file%s, target %s, median of %d runs (file bytes per second, destination"
                             + " allocated each run):%n", LoadCommand.human(size), fileCount, fileCount == 1 ? "" : "s",
                     target, readers.get(0).runs().length);
+            if (!reliable) {
+                out.printf("UNRELIABLE: the model is under %s; fixed costs dominate, so the rates and ratios below mean"
+                        + " little%n", Sizes.format(BenchCommand.MIN_RELIABLE_BYTES));
+            }
             for (Kind k : Kind.values()) {
                 List<Reader> rows = readers.stream().filter(x -> x.kind() == k).toList();
                 if (rows.isEmpty()) {

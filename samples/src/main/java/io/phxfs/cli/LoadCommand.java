@@ -25,6 +25,7 @@ import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -71,7 +72,8 @@ final class LoadCommand implements Callable<Integer> {
             "Several devices (comma-separated ids, e.g. 0,1): --spread says how the model goes onto them."})
     List<Integer> devices;
 
-    @Option(names = "--spread", paramLabel = "HOW", defaultValue = "replicate", description = {
+    /** Null when not given: 'replicate' with --devices, and an error without them. */
+    @Option(names = "--spread", paramLabel = "HOW", description = {
             "With --devices: 'replicate' (default): the whole model on every device, each reading 1/N of the file"
                     + " and receiving the rest from the others by device-to-device copies; 'split': consecutive layers"
                     + " spread over the devices in order (pipeline), embeddings on the first, the final norm and"
@@ -80,7 +82,7 @@ final class LoadCommand implements Callable<Integer> {
 
     @Option(names = "--copy", description = {"Host tensors writable: copy them into private host memory instead of"
             + " mapping the files read-only (slower: every byte is copied into freshly faulted memory).",
-            "Device tensors are always copies."})
+            "Device tensors are always copies: --copy with --device or --devices is refused."})
     boolean copy;
 
     @Spec
@@ -88,15 +90,10 @@ final class LoadCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
+        checkOptions();
         TensorSelector selector = selector();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        if (devices != null && (target.host || target.device != null)) {
-            throw new IllegalArgumentException("--devices excludes --host and --device");
-        }
-        if (!spread.equals("replicate") && !spread.equals("split")) {
-            throw new IllegalArgumentException("--spread: 'replicate' or 'split', not '" + spread + "'");
-        }
         ParserWarmUp warmUp = ParserWarmUp.start();
         Device device;
         List<Device> several = List.of();
@@ -107,6 +104,11 @@ final class LoadCommand implements Callable<Integer> {
                 device = several.get(0);
             } else {
                 device = target.resolve(phx, false);
+                if (copy && device != null) {
+                    // unstated target, and an accelerator: device 0, where --copy would be ignored
+                    throw usage("--copy applies to host loads, and the target is device " + device.id()
+                            + " (the default where there is an accelerator): add --host for writable host tensors");
+                }
             }
         } finally {
             warmUp.close(); // also when the target is wrong: its temporary model must be gone
@@ -129,7 +131,6 @@ final class LoadCommand implements Callable<Integer> {
         target.announce(err);
         WeightLoader.Builder b = WeightLoader.builder().select(selector);
         if (direct || buffered) {
-            if (direct && buffered) throw new IllegalArgumentException("--direct and --buffered exclude each other");
             b.direct(direct);
         } // else per file: O_DIRECT when it is not in the page cache
         if (copy) {
@@ -171,6 +172,38 @@ final class LoadCommand implements Callable<Integer> {
         }
         out.flush();
         return 0;
+    }
+
+    /**
+     * Options that contradict each other, refused as picocli refuses its own usage errors (the
+     * message, then the usage, exit status 2) before anything is opened: an option that would
+     * be silently ignored is a user's mistake left unsaid.
+     */
+    private void checkOptions() {
+        if (devices != null && (target.host || target.device != null)) {
+            throw usage("--devices and " + (target.host ? "--host" : "--device=N") + " are mutually exclusive (specify"
+                    + " only one)");
+        }
+        if (copy && (target.device != null || devices != null)) {
+            throw usage("--copy and " + (devices != null ? "--devices" : "--device=N") + " are mutually exclusive:"
+                    + " --copy makes host tensors writable, and device tensors are always writable copies");
+        }
+        if (spread != null && devices == null) {
+            throw usage("--spread needs --devices (it says how a model goes onto several devices)");
+        }
+        if (spread == null) {
+            spread = "replicate";
+        } else if (!spread.equals("replicate") && !spread.equals("split")) {
+            throw usage("Invalid value for option '--spread': expected one of [replicate, split] but was '" + spread
+                    + "'");
+        }
+        if (direct && buffered) {
+            throw usage("--direct and --buffered are mutually exclusive (specify only one)");
+        }
+    }
+
+    private ParameterException usage(String message) {
+        return new ParameterException(spec.commandLine(), "Error: " + message);
     }
 
     private TensorSelector selector() {
