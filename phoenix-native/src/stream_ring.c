@@ -70,6 +70,7 @@ struct ring_op {
      * cover the whole registered room from dst (region_len bytes) and the kick picks the
      * part [a0, a0 + n) of it that the file I/O fills */
     int late_mode;
+    int released;            /* release_resources ran */
     const size_t *nbytes_p;  /* late size, or NULL */
     const off_t *bo_p;       /* late buffer offset (from dst), or NULL */
     size_t region_len, a0;
@@ -78,18 +79,27 @@ struct ring_op {
 
 static void set_flag(phx_flag_t *f, uint32_t v) { __atomic_store_n(f->word, v, __ATOMIC_RELEASE); }
 
-static void op_free(ring_op_t *op)
+/* Slots, flags and the device use go back once: from finish, when the stream has passed the
+ * operation (a caller that synchronises the stream and closes the device then finds them
+ * returned, although a worker may still hold the op itself for a moment), or from op_free. */
+static void release_resources(ring_op_t *op, int safe)
 {
-    /* Slots and flags go back only when nothing queued can still touch them: after finish
-     * ran, or when nothing was queued after the last host function. Otherwise they stay out
-     * (a copy may yet read the slot): a few MiB, only after the accelerator refused a call. */
-    int safe = op->finish_queued || !op->tail_queued;
+    if (op->released) return;
+    op->released = 1;
     for (int i = 0; i < op->nring; i++) {
         if (op->slot[i]) safe ? phx_pinned_give(op->pool, op->slot[i]) : phx_pinned_lose(op->pool, op->slot[i]);
         if (op->flag[i] && safe) phx_flag_give(&op->dev->pinned, op->flag[i]);
     }
     if (op->done && safe) phx_flag_give(&op->dev->pinned, op->done);
     phx_device_release(op->dev);
+}
+
+static void op_free(ring_op_t *op)
+{
+    /* Slots and flags go back only when nothing queued can still touch them: after finish
+     * ran, or when nothing was queued after the last host function. Otherwise they stay out
+     * (a copy may yet read the slot): a few MiB, only after the accelerator refused a call. */
+    release_resources(op, op->finish_queued || !op->tail_queued);
     free(op->pieces);
     free(op);
 }
@@ -245,6 +255,9 @@ static void finish(void *arg)
         int64_t end = atomic_load(&op->end);
         *op->bytes_done = e ? e : op->is_write ? (ssize_t)op->n : (ssize_t)end;
     }
+    /* every piece's file I/O has ended (its flag was set, which is the last touch of a slot)
+     * and every copy before this point is done */
+    release_resources(op, 1);
     op_unref(op);
 }
 
