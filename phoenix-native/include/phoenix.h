@@ -166,7 +166,7 @@ int phxfs_batch_cancel(phxfs_batch_t *batch);
  * operation needs is queued by this call, so nothing after it depends on the
  * accelerator taking more work (a kernel the caller launches next may be
  * loaded lazily, which synchronises the context). The operation moves its
- * bytes through a ring of up to 4 slots of the device's pinned pool, taken
+ * bytes through a ring of up to 16 slots (at most half) of the device's pinned pool, taken
  * here (waiting only when the pool has none free) and returned when the
  * stream has passed it. Destination bytes past a short read (end of file)
  * keep their previous contents, as with pread: the pieces that the file's size

@@ -10,17 +10,17 @@
  * that only file I/O and flag stores remain, which no context state can block.
  *
  * A read of P pieces (slot-sized) through a ring of R pinned slots queues:
- *   kick | for each piece j: wait(ready[j%R]); copy slot -> device; piece_done(j) | finish
- * The kick (a host function, run when the stream gets there) reads the late
- * file offset and starts the preads of the first R pieces; each pread sets its
- * slot's ready flag; piece_done(j), which runs once piece j's copy is done,
- * clears the flag and starts the pread of piece j+R into the same slot. A
- * write mirrors it: copy device -> slot; piece_done(j) starts the pwrite,
- * whose end sets the slot's free flag that the copy of piece j+R waits on; a
- * last wait on the op's flag holds the stream until every pwrite has ended.
+ *   kick | for each piece j: wait(ready[j%R]); copy slot -> device; [piece_done] | finish
+ * with a piece_done after every R/2 pieces (a host function costs the stream a trip to a CPU
+ * thread). The kick (a host function, run when the stream gets there) reads the late file
+ * offset and starts the preads of the first R pieces; each pread sets its slot's ready flag;
+ * piece_done, which runs once its group's copies are done, clears their flags and starts the
+ * preads of pieces k+R into the same slots. A write mirrors it: copy device -> slot;
+ * piece_done starts the group's pwrites, whose ends set the flags that the copies of pieces
+ * k+R wait on; a last wait on the op's flag holds the stream until every pwrite has ended.
  *
  * The ring's slots come from the device's pinned pool when the operation is
- * queued (the copies name them), at most STREAM_RING per operation, and go
+ * queued (the copies name them), at most STREAM_RING per operation and half the pool, and go
  * back when the stream passes it. Host functions make no accelerator calls. */
 #include "internal.h"
 #include "stream_ring.h"
@@ -31,7 +31,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#define STREAM_RING 4
+/* Pieces in flight per operation: each is one worker's pread, so the ring sets how many
+ * workers one stream operation keeps busy (a worker copies ~5 GB/s out of the page cache) */
+#define STREAM_RING 16
 
 enum { KICK_QUEUED, KICK_RUNNING, KICK_DONE, KICK_ABANDONED };
 
@@ -55,6 +57,7 @@ struct ring_op {
     char *dst;               /* device address of byte 0 (read: destination; write: source) */
     size_t n, piece;
     int npieces, nring;
+    int group;               /* pieces per piece_done: half the ring */
     char *slot[STREAM_RING];
     phx_flag_t *flag[STREAM_RING]; /* read: slot filled; write: slot written out */
     phx_flag_t *done;        /* write: every pwrite has ended */
@@ -227,22 +230,27 @@ static void prefill_done(void *arg)
     op_unref(op);
 }
 
+/* Runs once the copies of pieces (j-group, j] are done: a host function costs the stream a
+ * round trip to a CPU thread (~0.1 ms measured on the H200), so one serves a group. */
 static void piece_done(void *arg)
 {
     piece_t *p = arg;
     ring_op_t *op = p->op;
-    int j = p->j, i = j % op->nring;
+    int last = p->j, first = last - last % op->group;
     if (atomic_load(&op->abandoned)) {
         open_all(op);
     } else if (!op->is_write) {
-        /* piece j's copy is done: the slot takes piece j+R */
-        if (j + op->nring < op->npieces) {
-            set_flag(op->flag[i], 0);
-            if (!op->pieces[j + op->nring].prefill) start_piece(op, j + op->nring);
+        /* the slots of the group take pieces k+R */
+        for (int k = first; k <= last; k++) {
+            if (k + op->nring >= op->npieces) continue;
+            set_flag(op->flag[k % op->nring], 0);
+            if (!op->pieces[k + op->nring].prefill) start_piece(op, k + op->nring);
         }
     } else {
-        set_flag(op->flag[i], 0);
-        start_piece(op, j);
+        for (int k = first; k <= last; k++) {
+            set_flag(op->flag[k % op->nring], 0);
+            start_piece(op, k);
+        }
     }
     op_unref(op);
 }
@@ -307,7 +315,8 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
     atomic_init(&op->writes_left, op->npieces);
     op->pieces = calloc((size_t)op->npieces, sizeof *op->pieces);
     int want = op->npieces < STREAM_RING ? op->npieces : STREAM_RING;
-    if (want > op->pool->nslots / 4) want = op->pool->nslots / 4 > 0 ? op->pool->nslots / 4 : 1;
+    /* at most half the pool, so two operations in flight never wait for each other's slots */
+    if (want > op->pool->nslots / 2) want = op->pool->nslots / 2 > 0 ? op->pool->nslots / 2 : 1;
     int rc = op->pieces ? 0 : phx_fail(ENOMEM, "%s: out of memory", what);
     /* a queued operation needs one slot to move, more to overlap: take what is free, and
      * wait (back-pressure) only when not even one is */
@@ -330,6 +339,8 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
         op_free(op); /* also gives the device use back */
         return rc;
     }
+    /* a group shorter than the ring, so piece k+R's wait always follows k's piece_done */
+    op->group = op->nring / 2 > 0 ? op->nring / 2 : 1;
     /* Set before anything runs: the kick and the host functions read them. A read keeps
      * the destination's bytes past the end of the file (as pread does) by first copying
      * them into the slot of each piece that will end short: predicted from the file's size
@@ -391,7 +402,7 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
                                  : phx_conn->dtoh_async(slot_dev, dev_ptr, len, stream);
             }
         }
-        if (!rc) {
+        if (!rc && ((j + 1) % op->group == 0 || j == op->npieces - 1)) {
             atomic_fetch_add(&op->refs, 1);
             rc = phx_conn->launch_host_fn(stream, piece_done, &op->pieces[j]);
             if (rc) atomic_fetch_sub(&op->refs, 1);
@@ -458,22 +469,17 @@ static void late_start(void *arg)
     if (atomic_load(&op->abandoned)) {
         open_all(op);
     } else if (x >= y) {
+        /* the flag may still hold the last piece's 1: either way, the wait passes */
         set_flag(op->flag[0], 1);
     } else {
+        /* the previous piece's copy back is done (stream order): its flag goes down here, not
+         * in a host function of its own */
+        set_flag(op->flag[0], 0);
         p->prefill = 1;
         p->rel = x - op->a0;
         p->req = (phxfs_io_req_t){op->fd, -1, op->slot[0] + (x - ps), 0, y - x, op->f_offset + (off_t)p->rel, 0};
         submit_piece(op, p);
     }
-    op_unref(op);
-}
-
-static void late_done(void *arg)
-{
-    piece_t *p = arg;
-    ring_op_t *op = p->op;
-    if (atomic_load(&op->abandoned)) open_all(op);
-    else set_flag(op->flag[0], 0);
     op_unref(op);
 }
 
@@ -552,7 +558,6 @@ int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region
         if (!rc && !is_write)
             rc = op->staging ? phx_conn->dtod_async(dev_ptr, slot_dev, len, stream)
                              : phx_conn->htod_async(dev_ptr, slot_dev, len, stream);
-        if (!rc) rc = queue_fn(op, stream, late_done, &op->pieces[j]);
     }
     if (!rc) {
         rc = queue_fn(op, stream, finish, op);

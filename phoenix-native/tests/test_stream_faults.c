@@ -16,7 +16,7 @@ int main(void)
     }
     setenv("PHX_FAKE_FAIL_LAUNCH", "1,5", 1);
     setenv("PHX_FAKE_FAIL_COPY", "1", 1);
-    setenv("PHX_FAKE_FAIL_WAIT", "8", 1);
+    setenv("PHX_FAKE_FAIL_WAIT", "10", 1);
     setenv("PHX_SLOT_KB", "256", 1); /* so each 1 MiB read is four pieces */
     CHECK_EQ(phxfs_open(0), 0);
     size_t fsize = 1u << 20;
@@ -33,8 +33,8 @@ int main(void)
     ssize_t d1 = -999, d2 = -999, d3 = -999, d4 = -999;
 
     /* Each read of 1 MiB is four pieces through a ring of four slots, all queued at enqueue
-     * (stream_ring.c): the kick (a launch), then per piece a wait, a copy and a launch, then
-     * the finish (a launch). */
+     * (stream_ring.c): the kick (a launch), then per piece a wait and a copy, a piece_done
+     * launch after every second piece (half the ring), then the finish (a launch). */
     /* launch 1 fails: the kick; nothing was queued */
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d1, s), -EIO);
     CHECK(strstr(phxfs_last_error(), "cuLaunchHostFunc") || strstr(phxfs_last_error(), "queue"));
@@ -43,14 +43,14 @@ int main(void)
      * what was queued lets the stream pass */
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d2, s), -EIO);
     CHECK_EQ(d2, -EIO);
-    /* kick (3), piece 0 (wait 2, copy 2, launch 4), piece 1 (wait 3, copy 3), then launch 5
-     * fails: a wait and a copy follow the last host function, so the ring's slots may still
-     * be read and are never reused (and the pool's memory outlives it) */
+    /* kick (3), pieces 0-1 (waits 2-3, copies 2-3, launch 4), pieces 2-3 (waits 4-5, copies
+     * 4-5), then launch 5 fails: waits and copies follow the last host function, so the
+     * ring's slots may still be read and are never reused (the pool's memory outlives it) */
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d3, s), -EIO);
     CHECK_EQ(d3, -EIO);
-    /* and the stream goes on: this one moves the bytes (launches 6-11, waits 4-7) */
+    /* and the stream goes on: this one moves the bytes (launches 6-9, waits 6-9) */
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n, &bo, &fo, &d4, s), 0);
-    /* wait 8 fails: only the kick is queued. The call returns only when the kick can no
+    /* wait 10 fails: only the kick is queued. The call returns only when the kick can no
      * longer touch the cells, so they may be freed at once (ASan reports a use after the
      * free otherwise); no copy was queued, so the buffer keeps op 4's bytes */
     size_t *n5 = malloc(sizeof *n5);

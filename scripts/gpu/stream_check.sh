@@ -18,7 +18,7 @@ for p in stream_probe stream_bench; do
 done
 status=0
 for m in "plain memset+spin 300000 early" "plain memset+spin 300000 late" "plain none 48000000 early" \
-         "plain none 48000000 late" "after-sync memset+spin 300000 late"; do
+         "plain spin 48000000 late" "after-sync memset+spin 300000 late"; do
   echo "=== stream_probe $m"
   PHX_CONNECTOR=cuda bash scripts/gpu/hang_dump.sh 30 "$B/stream_probe" /tmp $m 2>&1 | grep -vE '^\[<0>\]' | grep -v "^-- " | tail -3
   [ "${PIPESTATUS[0]}" = 0 ] || status=1

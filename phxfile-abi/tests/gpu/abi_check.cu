@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <string>
 #include <vector>
@@ -212,10 +213,17 @@ int main(int argc, char **argv)
     off_t foff = 0, boff = 0;
     if (getenv("ABI_EARLY")) { sz = 300000; foff = 54321; boff = 100; }
     ssize_t done = -999;
+    timespec q0, q1;
+    clock_gettime(CLOCK_MONOTONIC, &q0);
     CU_OK(cuFileReadAsync(fh, d, &sz, &foff, &boff, &done, s));
-    fprintf(stderr, "abi_check: ReadAsync queued, synchronizing\n");
+    clock_gettime(CLOCK_MONOTONIC, &q1);
+    fprintf(stderr, "abi_check: ReadAsync queued in %.3f ms, synchronizing\n",
+            (q1.tv_sec - q0.tv_sec) * 1e3 + (q1.tv_nsec - q0.tv_nsec) * 1e-6);
+    // the spin kernel holds the stream: it has not got there yet. Set before the next launch:
+    // CUDA loads sum_bytes lazily at its first launch, which synchronises the context, so the
+    // stream passes the read during that launch
+    sz = 300000; foff = 54321; boff = 100;
     sum_bytes<<<64, 256, 0, s>>>(d + 100, 300000, dsum);
-    sz = 300000; foff = 54321; boff = 100; // the stream has not got there yet
     CUDA(cudaStreamSynchronize(s));
     CHECK_EQ(done, 300000);
     unsigned long long sum = 0, want = 0;
