@@ -3,6 +3,7 @@ package io.phxfs.kvcache;
 import io.phxfs.core.BatchResult;
 import io.phxfs.core.Errno;
 import io.phxfs.core.IoBatch;
+import io.phxfs.core.IoRequest;
 import io.phxfs.core.OpenMode;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
@@ -257,116 +258,272 @@ public final class DiskTier implements KvTier {
 
     @Override
     public boolean put(CacheKey key, KvLayout layout, int tokens, MemorySegment payload) {
-        if (closed || readOnly) {
-            c.failedPuts.increment();
-            return false;
+        return putAll(layout, List.of(new Put(key, tokens, payload)))[0];
+    }
+
+    /**
+     * Chunks written together at most: one file descriptor each is open until the group is
+     * synced, and a group is one Phoenix batch and one round of syncs.
+     */
+    static final int GROUP = 64;
+
+    /**
+     * Writes the chunks as groups of up to {@link #GROUP}: every temporary file of a group in
+     * one Phoenix batch (the payloads' CRC32C computed while it runs), the headers in a second
+     * batch, then each file synced as the policy says, then the renames, then (policy
+     * {@code full}) one sync of the directory. A chunk's file is renamed only after its own
+     * sync, so a visible file is as durable as with one {@link #put} per chunk; what the group
+     * saves is the wait: one store's files reach the disk together and the first sync's journal
+     * commit carries the others' metadata, where a sync per chunk waits for one commit each.
+     */
+    @Override
+    public boolean[] putAll(KvLayout layout, List<Put> puts) {
+        boolean[] ok = new boolean[puts.size()];
+        for (int from = 0; from < puts.size(); from += GROUP) {
+            putGroup(layout, puts.subList(from, Math.min(puts.size(), from + GROUP)), ok, from, true);
         }
-        String k = key.toString();
-        Entry have = index.get(k);
-        if (have != null) {
-            have.lastUse = clock.incrementAndGet();
-            return true;
+        return ok;
+    }
+
+    /** A chunk of a group on its way to its file. */
+    private static final class Pending {
+        final int slot;
+        final Put put;
+        final String key;
+        final String name;
+        final Path tmp;
+        final long len;
+        final long fileBytes;
+        PhxFile file;
+        RegisteredBuffer payload;
+        int crc;
+        int errno; // 0 while all is well
+
+        Pending(int slot, Put put, String key, String name, Path tmp, long len) {
+            this.slot = slot;
+            this.put = put;
+            this.key = key;
+            this.name = name;
+            this.tmp = tmp;
+            this.len = len;
+            this.fileBytes = ChunkFileHeader.SIZE + len;
         }
-        long len = payload.byteSize();
-        if (len != layout.bytesPerChunk(tokens) || k.getBytes(StandardCharsets.UTF_8).length > ChunkFileHeader.MAX_KEY_BYTES) {
-            c.failedPuts.increment();
-            return false;
-        }
-        long fileBytes = ChunkFileHeader.SIZE + len;
-        if (fileBytes > capBytes || !reserve(fileBytes)) {
-            c.failedPuts.increment();
-            return false;
-        }
-        String name = fileName(k);
-        Path tmp = dir.resolve(name + TMP + ProcessHandle.current().pid() + "-" + tmpSeq.incrementAndGet());
-        boolean ok = false;
-        try {
-            int crc = 0;
-            for (int attempt = 0; ; attempt++) {
-                try {
-                    crc = write(tmp, k, layout, tokens, payload);
-                    break;
-                } catch (PhoenixException e) {
-                    deleteQuietly(tmp);
-                    boolean full = e.errno() == Errno.ENOSPC || e.errno() == Errno.EDQUOT;
-                    // out of space: make room once and try again; any other error fails the store
-                    if (!full || attempt > 0 || !evictLru(fileBytes)) {
-                        c.errors.increment();
-                        return false;
-                    }
-                }
-            }
-            Path dst = dir.resolve(name);
-            Files.move(tmp, dst, StandardCopyOption.ATOMIC_MOVE);
-            if (fsync == FsyncPolicy.FULL) {
-                try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
-                    d.force(true);
-                }
-            }
-            Entry e = new Entry(name, fileBytes, len, crc, clock.incrementAndGet());
-            Entry prev = index.put(k, e);
-            if (prev != null) {
-                used.addAndGet(-prev.fileBytes); // another thread wrote the same key: same bytes, one file
-            }
-            c.puts.increment();
-            c.bytesWritten.add(len);
-            ok = true;
-            return true;
-        } catch (IOException | RuntimeException e) {
-            deleteQuietly(tmp);
-            c.errors.increment();
-            return false;
-        } finally {
-            if (!ok) {
-                used.addAndGet(-fileBytes);
-                c.failedPuts.increment();
+
+        void fail(int e) {
+            if (errno == 0) {
+                errno = e == 0 ? Errno.EIO : e;
             }
         }
     }
 
-    /**
-     * Writes the temporary file: the payload is written while its CRC32C is computed (the
-     * checksum would otherwise add its time to every store), then the header that carries it.
-     * Returns the CRC.
-     */
-    private int write(Path tmp, String key, KvLayout layout, int tokens, MemorySegment payload) throws IOException {
-        var host = Phoenix.open().host();
-        int crc;
-        try (Arena arena = Arena.ofConfined();
-             PhxFile f = PhxFile.open(tmp, OpenMode.WRITE, OpenMode.CREATE, OpenMode.TRUNCATE, OpenMode.DIRECT);
-             RegisteredBuffer pb = host.wrap(payload)) {
-            long len = payload.byteSize();
-            try (IoBatch batch = IoBatch.create(1)) {
-                batch.write(f, pb, 0, len, ChunkFileHeader.SIZE);
-                CompletableFuture<BatchResult> w = batch.submitAsync();
-                crc = ChunkFileHeader.crc(payload);
-                BatchResult r;
-                try {
-                    r = w.join();
-                } catch (CompletionException e) {
-                    throw e.getCause() instanceof PhoenixException pe ? pe : e;
-                }
-                if (r.result(0) < 0) {
-                    throw new PhoenixException("write " + tmp, (int) -r.result(0));
-                }
-                if (r.result(0) != len) {
-                    throw new PhoenixException("short write to " + tmp, Errno.EIO);
-                }
+    private void putGroup(KvLayout layout, List<Put> group, boolean[] ok, int base, boolean mayRetry) {
+        List<Pending> ps = new ArrayList<>(group.size());
+        for (int i = 0; i < group.size(); i++) {
+            Put p = group.get(i);
+            if (closed || readOnly) {
+                c.failedPuts.increment();
+                continue;
             }
-            MemorySegment hs = arena.allocate(ChunkFileHeader.SIZE, ChunkFileHeader.SIZE);
-            new ChunkFileHeader(key, len, crc, tokens, layout).encode(hs);
-            try (RegisteredBuffer hb = host.wrap(hs)) {
-                if (f.write(hb, 0, ChunkFileHeader.SIZE, 0) != ChunkFileHeader.SIZE) {
-                    throw new PhoenixException("short write to " + tmp, Errno.EIO);
-                }
+            String k = p.key().toString();
+            Entry have = index.get(k);
+            if (have != null) {
+                have.lastUse = clock.incrementAndGet();
+                ok[base + i] = true;
+                continue;
             }
+            long len = p.payload().byteSize();
+            if (len != layout.bytesPerChunk(p.tokens())
+                    || k.getBytes(StandardCharsets.UTF_8).length > ChunkFileHeader.MAX_KEY_BYTES) {
+                c.failedPuts.increment();
+                continue;
+            }
+            long fileBytes = ChunkFileHeader.SIZE + len;
+            if (fileBytes > capBytes || !reserve(fileBytes)) {
+                c.failedPuts.increment();
+                continue;
+            }
+            String name = fileName(k);
+            Path tmp = dir.resolve(name + TMP + ProcessHandle.current().pid() + "-" + tmpSeq.incrementAndGet());
+            ps.add(new Pending(base + i, p, k, name, tmp, len));
+        }
+        if (ps.isEmpty()) {
+            return;
+        }
+        List<Pending> retry = new ArrayList<>();
+        try {
+            writeGroup(layout, ps);
             if (fsync != FsyncPolicy.NONE) {
-                try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
-                    ch.force(true);
+                for (Pending p : ps) {
+                    if (p.errno == 0) {
+                        try (FileChannel ch = FileChannel.open(p.tmp, StandardOpenOption.WRITE)) {
+                            ch.force(true);
+                        } catch (IOException e) {
+                            p.fail(Errno.EIO);
+                        }
+                    }
+                }
+            }
+        } finally {
+            for (Pending p : ps) {
+                closeQuietly(p);
+            }
+        }
+        boolean renamed = false;
+        for (Pending p : ps) {
+            if (p.errno == 0) {
+                try {
+                    Files.move(p.tmp, dir.resolve(p.name), StandardCopyOption.ATOMIC_MOVE);
+                    renamed = true;
+                } catch (IOException | RuntimeException e) {
+                    p.fail(Errno.EIO);
                 }
             }
         }
-        return crc;
+        if (renamed && fsync == FsyncPolicy.FULL) {
+            try (FileChannel d = FileChannel.open(dir, StandardOpenOption.READ)) {
+                d.force(true);
+            } catch (IOException e) {
+                // the renames happened but are not known durable: report those chunks as failed
+                // (their files stay, and a later open indexes them: a miss now, perhaps a hit then)
+                for (Pending p : ps) {
+                    if (p.errno == 0) {
+                        p.fail(Errno.EIO);
+                        used.addAndGet(-p.fileBytes);
+                        c.errors.increment();
+                        c.failedPuts.increment();
+                        p.errno = -1; // settled
+                    }
+                }
+            }
+        }
+        for (Pending p : ps) {
+            if (p.errno == -1) {
+                continue;
+            }
+            if (p.errno == 0) {
+                Entry e = new Entry(p.name, p.fileBytes, p.len, p.crc, clock.incrementAndGet());
+                Entry prev = index.put(p.key, e);
+                if (prev != null) {
+                    used.addAndGet(-prev.fileBytes); // another thread wrote the same key: same bytes, one file
+                }
+                c.puts.increment();
+                c.bytesWritten.add(p.len);
+                ok[p.slot] = true;
+                continue;
+            }
+            deleteQuietly(p.tmp);
+            used.addAndGet(-p.fileBytes);
+            boolean full = p.errno == Errno.ENOSPC || p.errno == Errno.EDQUOT;
+            // out of space: make room once and try again; any other error fails the store
+            if (full && mayRetry && evictLru(p.fileBytes)) {
+                retry.add(p);
+            } else {
+                c.errors.increment();
+                c.failedPuts.increment();
+            }
+        }
+        for (Pending p : retry) {
+            putGroup(layout, List.of(p.put), ok, p.slot, false);
+        }
+    }
+
+    /**
+     * Writes the group's temporary files: the payloads as one batch, whose CRC32Cs are computed
+     * while it runs (the checksum would otherwise add its time to every store), then the headers
+     * that carry them as a second batch. Failures are recorded per chunk.
+     */
+    private void writeGroup(KvLayout layout, List<Pending> ps) {
+        var host = Phoenix.open().host();
+        List<Pending> open = new ArrayList<>(ps.size());
+        for (Pending p : ps) {
+            try {
+                p.file = PhxFile.open(p.tmp, OpenMode.WRITE, OpenMode.CREATE, OpenMode.TRUNCATE, OpenMode.DIRECT);
+                p.payload = host.wrap(p.put.payload());
+                open.add(p);
+            } catch (PhoenixException e) {
+                p.fail(e.errno());
+            } catch (RuntimeException e) {
+                p.fail(Errno.EIO);
+            }
+        }
+        if (open.isEmpty()) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined();
+             IoBatch batch = IoBatch.create(open.size())) {
+            for (Pending p : open) {
+                batch.add(IoRequest.write(p.file, ChunkFileHeader.SIZE, p.payload, 0, p.len));
+            }
+            CompletableFuture<BatchResult> w;
+            try {
+                w = batch.submitAsync();
+            } catch (PhoenixException e) {
+                open.forEach(p -> p.fail(e.errno()));
+                return;
+            }
+            for (Pending p : open) {
+                p.crc = ChunkFileHeader.crc(p.put.payload());
+            }
+            BatchResult r;
+            try {
+                r = w.join();
+            } catch (CompletionException e) {
+                int errno = e.getCause() instanceof PhoenixException pe ? pe.errno() : Errno.EIO;
+                open.forEach(p -> p.fail(errno));
+                return;
+            }
+            List<Pending> written = new ArrayList<>(open.size());
+            for (int i = 0; i < open.size(); i++) {
+                Pending p = open.get(i);
+                long n = r.result(i);
+                if (n < 0) {
+                    p.fail((int) -n);
+                } else if (n != p.len) {
+                    p.fail(Errno.EIO); // a short write
+                } else {
+                    written.add(p);
+                }
+            }
+            if (written.isEmpty()) {
+                return;
+            }
+            MemorySegment hs = arena.allocate((long) ChunkFileHeader.SIZE * written.size(), ChunkFileHeader.SIZE);
+            try (RegisteredBuffer hb = host.wrap(hs);
+                 IoBatch headers = IoBatch.create(written.size())) {
+                for (int i = 0; i < written.size(); i++) {
+                    Pending p = written.get(i);
+                    long at = (long) ChunkFileHeader.SIZE * i;
+                    new ChunkFileHeader(p.key, p.len, p.crc, p.put.tokens(), layout).encode(hs.asSlice(at, ChunkFileHeader.SIZE));
+                    headers.add(IoRequest.write(p.file, 0, hb, at, ChunkFileHeader.SIZE));
+                }
+                BatchResult hr = headers.run();
+                for (int i = 0; i < written.size(); i++) {
+                    long n = hr.result(i);
+                    if (n != ChunkFileHeader.SIZE) {
+                        written.get(i).fail(n < 0 ? (int) -n : Errno.EIO);
+                    }
+                }
+            } catch (PhoenixException e) {
+                written.forEach(p -> p.fail(e.errno()));
+            }
+        }
+    }
+
+    private static void closeQuietly(Pending p) {
+        try {
+            if (p.payload != null) {
+                p.payload.close();
+            }
+        } catch (RuntimeException e) {
+            p.fail(Errno.EIO);
+        }
+        try {
+            if (p.file != null) {
+                p.file.close();
+            }
+        } catch (RuntimeException e) {
+            p.fail(Errno.EIO);
+        }
     }
 
     /** Takes {@code bytes} of the cap and of the free-space watermark, evicting as needed. */

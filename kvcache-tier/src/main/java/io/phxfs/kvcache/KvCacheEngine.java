@@ -52,6 +52,8 @@ public final class KvCacheEngine implements AutoCloseable {
     private final BlockingQueue<WriteJob> queue;
     private final StagingPool staging;
     private final AtomicInteger pendingWrites = new AtomicInteger();
+    /** Jobs a write-behind thread takes at once: the queue shared out among the threads. */
+    private final int drainMax;
     private final Object drained = new Object();
     private final LongAdder stores = new LongAdder();
     private final LongAdder retrieves = new LongAdder();
@@ -122,6 +124,7 @@ public final class KvCacheEngine implements AutoCloseable {
         this.all = List.copyOf(a);
         this.io = Executors.newFixedThreadPool(config.ioThreads(), daemon("kvcache-io"));
         this.queue = new ArrayBlockingQueue<>(config.writeQueueChunks());
+        this.drainMax = Math.max(1, Math.min(DiskTier.GROUP, config.writeQueueChunks() / config.ioThreads()));
         this.staging = new StagingPool(chunkBytes, config.ioThreads() + 2);
         if (m != null && !lo.isEmpty()) {
             ThreadFactory tf = daemon("kvcache-write-behind");
@@ -358,7 +361,7 @@ public final class KvCacheEngine implements AutoCloseable {
             if (!waitAll) {
                 return CompletableFuture.completedFuture(prefixTokens(cs, done, true));
             }
-        } else {
+        } else if (!storeDirectTogether(cs, src, done)) {
             for (Chunk c : cs) {
                 done.add(CompletableFuture.supplyAsync(() -> storeDirect(c, src), io));
             }
@@ -430,20 +433,70 @@ public final class KvCacheEngine implements AutoCloseable {
             if (job == STOP) {
                 return;
             }
-            boolean ok = true;
-            try (MemoryTier.Pinned p = job.pinned()) {
-                MemorySegment bytes = p.segment();
-                for (KvTier t : lower) {
-                    if (!safePut(t, job.chunk(), bytes)) {
-                        ok = false;
-                        writeFailures.increment();
+            List<WriteJob> jobs = new ArrayList<>();
+            jobs.add(job);
+            boolean stop = false;
+            while (jobs.size() < drainMax) {
+                WriteJob next = queue.poll();
+                if (next == null) {
+                    break;
+                }
+                if (next == STOP) {
+                    stop = true; // one STOP per writer: this one stops after its jobs
+                    break;
+                }
+                jobs.add(next);
+            }
+            writeJobs(jobs);
+            if (stop) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * Writes queued chunks to the lower tiers: to the disk tier as one {@link DiskTier#putAll}
+     * (the chunks that were waiting are synced together), to the others one by one.
+     */
+    private void writeJobs(List<WriteJob> jobs) {
+        boolean[] ok = new boolean[jobs.size()];
+        java.util.Arrays.fill(ok, true);
+        try {
+            for (KvTier t : lower) {
+                if (t == disk) {
+                    List<KvTier.Put> puts = new ArrayList<>(jobs.size());
+                    for (WriteJob j : jobs) {
+                        puts.add(new KvTier.Put(j.chunk().key(), j.chunk().tokens(), j.pinned().segment()));
+                    }
+                    boolean[] r = safePutAll(t, puts);
+                    for (int i = 0; i < ok.length; i++) {
+                        if (!r[i]) {
+                            ok[i] = false;
+                            writeFailures.increment();
+                        }
+                    }
+                } else {
+                    for (int i = 0; i < ok.length; i++) {
+                        if (!safePut(t, jobs.get(i).chunk(), jobs.get(i).pinned().segment())) {
+                            ok[i] = false;
+                            writeFailures.increment();
+                        }
                     }
                 }
-            } catch (RuntimeException | Error e) {
-                ok = false;
-                writeFailures.increment();
-            } finally {
-                job.done().complete(ok);
+            }
+        } catch (RuntimeException | Error e) {
+            java.util.Arrays.fill(ok, false);
+            writeFailures.increment();
+        } finally {
+            for (int i = 0; i < ok.length; i++) {
+                WriteJob j = jobs.get(i);
+                try {
+                    j.pinned().close();
+                } catch (RuntimeException | Error e) {
+                    ok[i] = false;
+                    writeFailures.increment();
+                }
+                j.done().complete(ok[i]);
                 finishWrite();
             }
         }
@@ -462,6 +515,49 @@ public final class KvCacheEngine implements AutoCloseable {
             return t.put(c.key(), layout, c.tokens(), bytes);
         } catch (RuntimeException e) {
             return false;
+        }
+    }
+
+    /**
+     * Without the memory tier, from a host buffer: all of the store's chunks go to the disk
+     * tier in one {@link DiskTier#putAll} (one batch, the files synced together), on one I/O
+     * thread, while the other tiers take them chunk by chunk on the others. False, doing
+     * nothing, when the buffer is not host memory (device chunks go through the staging pool,
+     * a few at a time) or there is no disk tier.
+     */
+    private boolean storeDirectTogether(List<Chunk> cs, KvBuffer src, List<CompletableFuture<Boolean>> done) {
+        if (disk == null || cs.isEmpty()) {
+            return false;
+        }
+        List<KvTier.Put> puts = new ArrayList<>(cs.size());
+        for (Chunk c : cs) {
+            MemorySegment view = src.hostChunk(c.start(), c.tokens());
+            if (view == null) {
+                return false;
+            }
+            puts.add(new KvTier.Put(c.key(), c.tokens(), view));
+        }
+        CompletableFuture<boolean[]> onDisk = CompletableFuture.supplyAsync(() -> safePutAll(disk, puts), io);
+        for (int i = 0; i < cs.size(); i++) {
+            int at = i;
+            CompletableFuture<Boolean> f = onDisk.thenApply(ok -> ok[at]);
+            for (KvTier t : lower) {
+                if (t != disk) {
+                    CompletableFuture<Boolean> other = CompletableFuture.supplyAsync(
+                            () -> safePut(t, cs.get(at), puts.get(at).payload()), io);
+                    f = f.thenCombine(other, (a, b) -> a && b);
+                }
+            }
+            done.add(f);
+        }
+        return true;
+    }
+
+    private boolean[] safePutAll(KvTier t, List<KvTier.Put> puts) {
+        try {
+            return t.putAll(layout, puts);
+        } catch (RuntimeException e) {
+            return new boolean[puts.size()];
         }
     }
 

@@ -1,6 +1,7 @@
 package io.phxfs.kvcache;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 /**
  * One level of the cache: host memory, local disk or a remote store. Every method may be called
@@ -33,6 +34,34 @@ public interface KvTier extends AutoCloseable {
      * @return true when stored (or already held); false when the tier declined or failed (counted)
      */
     boolean put(CacheKey key, KvLayout layout, int tokens, MemorySegment payload);
+
+    /**
+     * One chunk of {@link #putAll}.
+     *
+     * @param key     the chunk's key
+     * @param tokens  tokens in the chunk
+     * @param payload the chunk's bytes, host memory, exactly {@code layout.bytesPerChunk(tokens)} long
+     */
+    record Put(CacheKey key, int tokens, MemorySegment payload) {
+    }
+
+    /**
+     * Stores several chunks, each as {@link #put} would; a tier may write them together (the
+     * disk tier submits them as one batch and syncs them together). Each chunk is held, and as
+     * durable as the tier promises for one {@link #put}, by the time this returns true for it.
+     *
+     * @param layout the layout their bytes are in
+     * @param puts   the chunks
+     * @return per chunk, what {@link #put} would have returned
+     */
+    default boolean[] putAll(KvLayout layout, List<Put> puts) {
+        boolean[] ok = new boolean[puts.size()];
+        for (int i = 0; i < ok.length; i++) {
+            Put p = puts.get(i);
+            ok[i] = put(p.key(), layout, p.tokens(), p.payload());
+        }
+        return ok;
+    }
 
     /**
      * Copies a chunk into {@code dst}, verified.

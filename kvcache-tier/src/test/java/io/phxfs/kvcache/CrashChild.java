@@ -14,21 +14,22 @@ public final class CrashChild {
     private CrashChild() {
     }
 
-    static KvCacheConfig config(Path dir) {
+    static KvCacheConfig config(Path dir, DiskTier.FsyncPolicy fsync) {
         return KvCacheConfig.builder().localCpu(false).localDisk(dir).maxLocalDiskBytes(256L << 20)
-                .diskMinFreeBytes(0).fsync(DiskTier.FsyncPolicy.NONE).model("crash").ioThreads(2).build();
+                .diskMinFreeBytes(0).fsync(fsync).model("crash").ioThreads(2).build();
     }
 
     /**
      * Stores prompts {@code first}, {@code first + 1}, ... forever.
      *
-     * @param args the cache directory and the first prompt's number
+     * @param args the cache directory, the first prompt's number and the fsync policy
      */
     public static void main(String[] args) {
         Path dir = Path.of(args[0]);
         long first = Long.parseLong(args[1]);
+        DiskTier.FsyncPolicy fsync = DiskTier.FsyncPolicy.valueOf(args[2]);
         int tokensPer = 2 * CHUNK;
-        try (KvCacheEngine e = new KvCacheEngine(config(dir), LAYOUT);
+        try (KvCacheEngine e = new KvCacheEngine(config(dir, fsync), LAYOUT);
              RegisteredBuffer buf = TestData.PHX.host().allocate(LAYOUT.bytesPerChunk(tokensPer))) {
             ChunkedKv kv = new ChunkedKv(buf, LAYOUT, CHUNK);
             for (long i = first; ; i++) {

@@ -18,9 +18,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A child JVM stores 4 MiB chunks in a loop and is killed with SIGKILL at random moments, 24
- * times. After each kill the index is rebuilt from the headers, leftover temporaries are gone,
- * every chunk the tier serves has exactly the bytes that were stored, and the next child's
- * stores go on.
+ * times, with fsync policy {@code none} and the default {@code file} in turn (the latter syncs
+ * each store's chunk files together before their renames). After each kill the index is
+ * rebuilt from the headers, leftover temporaries are gone, every chunk the tier serves has
+ * exactly the bytes that were stored, the last prompt the child reported stored is held whole,
+ * and the next child's stores go on.
  */
 class CrashSafetyTest {
     private static final int KILLS = 24;
@@ -37,8 +39,10 @@ class CrashSafetyTest {
         int tempsSeen = 0;
         long servedChecked = 0;
         for (int kill = 0; kill < KILLS; kill++) {
+            DiskTier.FsyncPolicy fsync = kill % 2 == 0 ? DiskTier.FsyncPolicy.NONE : DiskTier.FsyncPolicy.FILE;
             Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-cp",
-                    System.getProperty("java.class.path"), CrashChild.class.getName(), dir.toString(), String.valueOf(next))
+                    System.getProperty("java.class.path"), CrashChild.class.getName(), dir.toString(), String.valueOf(next),
+                    fsync.name())
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start();
             BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream()));
             String first = out.readLine();
@@ -65,6 +69,12 @@ class CrashSafetyTest {
                 tempsSeen += disk.removedTemporaries();
                 assertEquals(0, disk.stats().corrupt(), "a renamed chunk file was damaged");
                 servedChecked += verifyEverything(disk);
+            }
+            // a store that returned (its line was printed) is held, both chunks, after the kill
+            try (KvCacheEngine e = new KvCacheEngine(CrashChild.config(dir, fsync), CrashChild.LAYOUT)) {
+                assertEquals(2 * CrashChild.CHUNK, e.lookup(TestData.tokens(2 * CrashChild.CHUNK, last.get())),
+                        "prompt " + last.get() + " was reported stored before kill " + kill + " (fsync " + fsync
+                                + ") but is not held");
             }
         }
         System.err.println("CrashSafetyTest: " + KILLS + " SIGKILLs, " + tempsSeen + " interrupted temporaries removed, "

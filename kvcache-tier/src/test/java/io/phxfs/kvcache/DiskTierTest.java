@@ -67,6 +67,40 @@ class DiskTierTest {
     }
 
     @Test
+    void putAllWritesEachChunkAsItsOwnFileAndAnswersPerChunk() throws Exception {
+        int n = DiskTier.GROUP + 6; // two groups
+        try (RegisteredBuffer b = TestData.PHX.host().allocate(LEN * n);
+             DiskTier d = new DiskTier(dir, 1L << 34, 0, DiskTier.FsyncPolicy.FULL)) {
+            put(d, 0); // already held: true, left as it is
+            java.util.List<KvTier.Put> puts = new java.util.ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                TestData.fill(b.segment().orElseThrow().asSlice(i * LEN, LEN), i);
+                puts.add(new KvTier.Put(key(i), 256, b.segment().orElseThrow().asSlice(i * LEN, LEN)));
+            }
+            // a payload of the wrong length is declined without failing its neighbours
+            puts.set(3, new KvTier.Put(key(3), 256, b.segment().orElseThrow().asSlice(3 * LEN, LEN - 4096)));
+            boolean[] ok = d.putAll(L, puts);
+            for (int i = 0; i < n; i++) {
+                assertEquals(i != 3, ok[i], "chunk " + i);
+            }
+            assertEquals(n - 1, d.stats().entries());
+            assertEquals(n - 2, d.stats().puts() - 1);
+            assertEquals(1, d.stats().failedPuts());
+            assertFalse(Files.exists(fileOf(3)));
+        }
+        try (var files = Files.list(dir)) {
+            assertEquals(n - 1, files.count(), "one file per chunk stored, no temporaries left");
+        }
+        try (DiskTier d = new DiskTier(dir, 1L << 34, 0, DiskTier.FsyncPolicy.FILE)) {
+            assertEquals(n - 1, d.stats().entries());
+            assertEquals(0, d.removedTemporaries());
+            for (int i = 0; i < n; i++) {
+                assertEquals(i != 3, getAndCheck(d, i), "chunk " + i + " after a restart");
+            }
+        }
+    }
+
+    @Test
     void damagedPayloadIsAMissDeletedAndCounted() throws Exception {
         try (DiskTier d = new DiskTier(dir, 1 << 30, 0, DiskTier.FsyncPolicy.NONE)) {
             put(d, 1);

@@ -99,27 +99,46 @@ final class KvBench {
                 ChunkedKv kv = new ChunkedKv(buf, layout, CHUNK);
                 // untimed warm-up of both paths: staging buffers, JIT, the first open of each kind
                 int[] warm = randomTokens(CHUNK * Math.min(o.chunks, 4), 99);
-                rawWrite(buf, raw, false);
+                rawWrite(buf, raw, DiskTier.FsyncPolicy.NONE);
                 rawRead(buf, raw);
                 engine.store(warm, kv);
                 engine.retrieve(warm, kv);
                 for (int r = 0; r < o.repeat; r++) {
                     int[] prompt = randomTokens(tokens, 100 + r);
-                    rw[r] = rawWrite(buf, raw, fsync != DiskTier.FsyncPolicy.NONE);
-                    long t0 = System.nanoTime();
-                    int n = engine.store(prompt, kv);
-                    st[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
-                    if (n != tokens) {
-                        throw new IllegalStateException("the disk tier stored " + n + " of " + tokens + " tokens: "
-                                + engine.metrics().tier("disk"));
+                    // the order alternates between runs, so that a drift of the disk or the machine
+                    // (a write-back still draining, another process) does not always favour one side
+                    boolean tierFirst = r % 2 == 1;
+                    for (int side = 0; side < 2; side++) {
+                        if ((side == 0) != tierFirst) {
+                            rw[r] = rawWrite(buf, raw, fsync);
+                        } else {
+                            long t0 = System.nanoTime();
+                            int n = engine.store(prompt, kv);
+                            st[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                            if (n != tokens) {
+                                throw new IllegalStateException("the disk tier stored " + n + " of " + tokens
+                                        + " tokens: " + engine.metrics().tier("disk"));
+                            }
+                        }
                     }
-                    rr[r] = rawRead(buf, raw);
-                    t0 = System.nanoTime();
-                    n = engine.retrieve(prompt, kv);
-                    rt[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
-                    if (n != tokens || checksum(phx, buf) != want) {
-                        throw new IllegalStateException("retrieve returned " + n + " of " + tokens
-                                + " tokens or wrong bytes: " + engine.metrics().tier("disk"));
+                    for (int side = 0; side < 2; side++) {
+                        if ((side == 0) != tierFirst) {
+                            rr[r] = rawRead(buf, raw);
+                        } else {
+                            long t0 = System.nanoTime();
+                            int n = engine.retrieve(prompt, kv);
+                            rt[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                            if (n != tokens || checksum(phx, buf) != want) {
+                                throw new IllegalStateException("retrieve returned " + n + " of " + tokens
+                                        + " tokens or wrong bytes: " + engine.metrics().tier("disk"));
+                            }
+                        }
+                    }
+                    // untimed, like the raw file's deletion before its next write: the next run's
+                    // store then writes into free space too, instead of paying for evictions
+                    byte[][] hashes = new io.phxfs.kvcache.ChunkHasher(CHUNK, null).hashes(prompt, o.chunks);
+                    for (byte[] h : hashes) {
+                        engine.tiers().forEach(t -> t.remove(engine.key(h)));
                     }
                     progress.step("run %d/%d: raw write %.2f GB/s, store %.2f GB/s, raw read %.2f GB/s, retrieve %.2f GB/s",
                             r + 1, o.repeat, rw[r], st[r], rr[r], rt[r]);
@@ -232,7 +251,13 @@ final class KvBench {
         return c.getValue();
     }
 
-    private static double rawWrite(RegisteredBuffer buf, Path raw, boolean sync) throws IOException {
+    /**
+     * One file of the same bytes, synced as the tier's policy syncs one store: {@code file}
+     * syncs the file once after its write (the tier syncs each chunk file of the store before
+     * its rename, the files of one store together), {@code full} syncs the directory after
+     * that too (as the tier does once per store, after the renames), {@code none} neither.
+     */
+    private static double rawWrite(RegisteredBuffer buf, Path raw, DiskTier.FsyncPolicy sync) throws IOException {
         Files.deleteIfExists(raw);
         long t0 = System.nanoTime();
         try (PhxFile f = PhxFile.open(raw, OpenMode.WRITE, OpenMode.CREATE, OpenMode.TRUNCATE, OpenMode.DIRECT)) {
@@ -240,10 +265,15 @@ final class KvBench {
             if (n != buf.size()) {
                 throw new IOException("short write to " + raw + ": " + n + " of " + buf.size());
             }
-            if (sync) {
+            if (sync != DiskTier.FsyncPolicy.NONE) {
                 try (FileChannel ch = FileChannel.open(raw, StandardOpenOption.WRITE)) {
                     ch.force(true);
                 }
+            }
+        }
+        if (sync == DiskTier.FsyncPolicy.FULL) {
+            try (FileChannel d = FileChannel.open(raw.getParent(), StandardOpenOption.READ)) {
+                d.force(true);
             }
         }
         return buf.size() / ((System.nanoTime() - t0) / 1e9) / 1e9;

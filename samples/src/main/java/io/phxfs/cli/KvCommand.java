@@ -42,7 +42,7 @@ final class KvCommand {
         int repeat;
 
         @Option(names = "--fsync", defaultValue = "file",
-                description = "Disk tier fsync policy: none, file, full (default: ${DEFAULT-VALUE}); the raw write syncs its file too unless none.")
+                description = "Disk tier fsync policy: none, file, full (default: ${DEFAULT-VALUE}); the raw write is synced alike: its file once unless none, and its directory too with full.")
         String fsync;
 
         @Option(names = "--io-threads", defaultValue = "4",
