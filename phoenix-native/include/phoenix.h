@@ -191,11 +191,17 @@ int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes,
  * valid until the stream has passed the operation. With a late size or buffer
  * offset the registration is checked when the stream gets there, so a range
  * outside it lands in *bytes_done (-EFAULT) instead of failing the call.
- * A late size or buffer offset also means the copies cannot be queued at
- * enqueue: on CUDA without p2p the pool's workers make them when the stream
- * gets there, so no kernel that is not loaded yet may be launched while the
- * operation is pending unless the process runs with CUDA_MODULE_LOADING=EAGER
- * (CUDA's lazy loading would synchronise the context and deadlock).
+ * With a late size or buffer offset in bounce or staging mode, the copies
+ * cover the registered room from buf (up to 256 MiB): each piece of it makes a
+ * round trip device -> pinned span -> device around the file I/O, so the bytes
+ * around the range come back as they were. Over a larger room the pool's
+ * workers make the copies when the stream gets there, so no kernel that is not
+ * loaded yet may be launched while the operation is pending unless the process
+ * runs with CUDA_MODULE_LOADING=EAGER (CUDA's lazy loading would synchronise
+ * the context and deadlock).
+ * Late values must be in place before the stream gets to the operation, and a
+ * CUDA call that synchronises (the first launch of a lazily loaded kernel, a
+ * full stream queue) may let it get there during that call.
  * cuFile's ReadAsync/WriteAsync bind all three late unless the stream was
  * registered with its FIXED_* flags. */
 #define PHXFS_STREAM_LATE_NBYTES 0x1u

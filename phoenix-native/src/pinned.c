@@ -121,6 +121,41 @@ char *phx_pinned_take(phx_pinned_pool_t *p, int wait)
     return s;
 }
 
+char *phx_pinned_take_run(phx_pinned_pool_t *p, int want, int *got)
+{
+    *got = 0;
+    if (want < 1 || p->external) return NULL;
+    pthread_mutex_lock(&p->lock);
+    char *run = NULL;
+    unsigned char *free_at = calloc((size_t)p->nslots, 1);
+    if (free_at) {
+        for (int i = 0; i < p->nfree; i++) free_at[(p->free_slots[i] - p->base) / p->slot_bytes] = 1;
+        /* the longest run of free slots, up to want */
+        int best = 0, best_at = -1;
+        for (int i = 0, len = 0; i < p->nslots && best < want; i++) {
+            len = free_at[i] ? len + 1 : 0;
+            if (len > best) { best = len; best_at = i - len + 1; }
+        }
+        if (best > 0) {
+            run = p->base + (size_t)best_at * p->slot_bytes;
+            for (int i = 0; i < p->nfree;) {
+                size_t k = (size_t)(p->free_slots[i] - p->base) / p->slot_bytes;
+                if (k >= (size_t)best_at && k < (size_t)(best_at + best)) p->free_slots[i] = p->free_slots[--p->nfree];
+                else i++;
+            }
+            *got = best;
+        }
+        free(free_at);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return run;
+}
+
+void phx_pinned_give_run(phx_pinned_pool_t *p, char *run, int n)
+{
+    for (int i = 0; i < n; i++) phx_pinned_give(p, run + (size_t)i * p->slot_bytes);
+}
+
 void phx_pinned_give(phx_pinned_pool_t *p, char *slot)
 {
     pthread_mutex_lock(&p->lock);

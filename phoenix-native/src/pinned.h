@@ -41,6 +41,10 @@ void phx_pinned_pool_destroy(phx_pinned_pool_t *p);
 /* A free slot, or NULL: wait=0 never blocks, wait=1 blocks until one is returned. */
 char *phx_pinned_take(phx_pinned_pool_t *p, int wait);
 void phx_pinned_give(phx_pinned_pool_t *p, char *slot);
+/* Up to want adjacent free slots as one span (the longest run there is), *got of them; NULL
+ * when none is free (never waits; not for external pools). */
+char *phx_pinned_take_run(phx_pinned_pool_t *p, int want, int *got);
+void phx_pinned_give_run(phx_pinned_pool_t *p, char *run, int n);
 /* A slot that must never be reused or freed (a copy that may still read it was queued and
  * the rest of its operation could not be): the pool's memory is then kept at destroy. */
 void phx_pinned_lose(phx_pinned_pool_t *p, char *slot);

@@ -73,6 +73,7 @@ struct ring_op {
      * cover the whole registered room from dst (region_len bytes) and the kick picks the
      * part [a0, a0 + n) of it that the file I/O fills */
     int late_mode;
+    int run;                 /* late mode: slot[0] spans this many adjacent slots (0: one slot) */
     int released;            /* release_resources ran */
     const size_t *nbytes_p;  /* late size, or NULL */
     const off_t *bo_p;       /* late buffer offset (from dst), or NULL */
@@ -89,6 +90,13 @@ static void release_resources(ring_op_t *op, int safe)
 {
     if (op->released) return;
     op->released = 1;
+    if (op->run && op->slot[0]) {
+        for (int k = 0; k < op->run; k++) {
+            char *sl = op->slot[0] + (size_t)k * op->pool->slot_bytes;
+            safe ? phx_pinned_give(op->pool, sl) : phx_pinned_lose(op->pool, sl);
+        }
+        op->slot[0] = NULL;
+    }
     for (int i = 0; i < op->nring; i++) {
         if (op->slot[i]) safe ? phx_pinned_give(op->pool, op->slot[i]) : phx_pinned_lose(op->pool, op->slot[i]);
         if (op->flag[i] && safe) phx_flag_give(&op->dev->pinned, op->flag[i]);
@@ -515,14 +523,21 @@ int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region
     op->bytes_done = bytes_done;
     op->dst = region;
     op->region_len = region_len;
-    op->piece = op->pool->slot_bytes;
+    /* Each piece is a round trip through one span of adjacent slots, in stream order: the
+     * wider the span, the fewer entries the stream holds (CUDA blocks the caller when a
+     * stream's queue is full, and the stream may then pass the operation before the caller
+     * has set the late values). Up to a quarter of the pool, when that many are free. */
+    int want = op->pool->nslots / 4 > 16 ? 16 : op->pool->nslots / 4;
+    int got = 0;
+    op->slot[0] = op->staging ? NULL : phx_pinned_take_run(op->pool, want, &got);
+    if (op->slot[0]) op->run = got;
+    else op->slot[0] = phx_pinned_take(op->pool, 1);
+    op->piece = op->pool->slot_bytes * (size_t)(op->run ? op->run : 1);
     op->npieces = (int)((region_len + op->piece - 1) / op->piece);
     op->pieces = calloc(op->npieces ? (size_t)op->npieces : 1, sizeof *op->pieces);
     int rc = op->pieces ? 0 : phx_fail(ENOMEM, "%s: out of memory", what);
     if (!rc) {
-        /* one slot: each piece is a round trip through it, in stream order */
-        op->slot[0] = phx_pinned_take(op->pool, 1);
-        op->nring = 1;
+        op->nring = 1; /* one flag; a span of slots goes back through op->run */
         op->flag[0] = phx_flag_take(&d->pinned);
         if (!op->flag[0]) rc = phx_fail(ENOMEM, "%s: out of memory", what);
         else set_flag(op->flag[0], 0);
