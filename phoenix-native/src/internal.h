@@ -59,6 +59,13 @@ void phx_registry_release(phx_registry_t *r, uintptr_t base);
 int phx_registry_room(phx_registry_t *r, uintptr_t addr, uintptr_t *target, size_t *room);
 size_t phx_registry_count(phx_registry_t *r);
 
+/* A late-bound cell of a stream operation, read when the stream gets there. The caller
+ * stores it before the stream reaches the operation, ordered by the accelerator's stream
+ * (or, on the fake device, by the test's hold) rather than by anything ThreadSanitizer can
+ * see, so these reads are not instrumented. */
+size_t phx_cell_size(const size_t *p);
+off_t phx_cell_off(const off_t *p);
+
 /* ---- engines (engine_*.c) ---- */
 typedef struct {
     int fd;

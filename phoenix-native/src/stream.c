@@ -20,6 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+__attribute__((noinline, no_sanitize_thread)) size_t phx_cell_size(const size_t *p) { return *(const volatile size_t *)p; }
+__attribute__((noinline, no_sanitize_thread)) off_t phx_cell_off(const off_t *p) { return *(const volatile off_t *)p; }
+
 typedef struct {
     phxfs_io_req_t req;
     int is_write;
@@ -86,9 +89,9 @@ static void kick(void *arg)
         kick_release(op);
         return;
     }
-    if (op->late & PHXFS_STREAM_LATE_NBYTES) op->req.nbytes = *op->nbytes_p;
-    if (op->late & PHXFS_STREAM_LATE_BUF_OFFSET) op->req.buf_offset = *op->buf_offset_p;
-    if (op->late & PHXFS_STREAM_LATE_F_OFFSET) op->req.f_offset = *op->f_offset_p;
+    if (op->late & PHXFS_STREAM_LATE_NBYTES) op->req.nbytes = phx_cell_size(op->nbytes_p);
+    if (op->late & PHXFS_STREAM_LATE_BUF_OFFSET) op->req.buf_offset = phx_cell_off(op->buf_offset_p);
+    if (op->late & PHXFS_STREAM_LATE_F_OFFSET) op->req.f_offset = phx_cell_off(op->f_offset_p);
     int err = 0;
     phx_batch_state_t *b = phx_batch_start(&op->req, NULL, 1, op->is_write, 0, op_done, op, &err);
     if (!b) {

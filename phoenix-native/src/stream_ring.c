@@ -69,6 +69,11 @@ struct ring_op {
     atomic_int err;          /* the first failure */
     _Atomic int64_t end;     /* read: the lowest byte where a piece stopped short */
     int tail_queued;         /* a wait or copy was queued after the last host function */
+    /* which slots have file I/O in flight: a call-off must not open their waits (the copy
+     * after the wait would read a slot a pread is still writing) */
+    pthread_mutex_t mu;
+    unsigned char busy[STREAM_RING];
+    int nbusy;
     /* late mode: the size or buffer offset is read when the stream gets there, so the copies
      * cover the whole registered room from dst (region_len bytes) and the kick picks the
      * part [a0, a0 + n) of it that the file I/O fills */
@@ -107,6 +112,7 @@ static void release_resources(ring_op_t *op, int safe)
 
 static void op_free(ring_op_t *op)
 {
+    pthread_mutex_destroy(&op->mu);
     /* Slots and flags go back only when nothing queued can still touch them: after finish
      * ran, or when nothing was queued after the last host function. Otherwise they stay out
      * (a copy may yet read the slot): a few MiB, only after the accelerator refused a call. */
@@ -126,11 +132,42 @@ static void fail(ring_op_t *op, int e)
     atomic_compare_exchange_strong(&op->err, &zero, e);
 }
 
-/* Every flag a queued wait may be stopped on: set, so the stream passes it. */
-static void open_all(ring_op_t *op)
+/* Slot i is about to have file I/O: its flag goes down. Refused once the op is called off. */
+static int claim(ring_op_t *op, int i)
 {
-    for (int i = 0; i < op->nring; i++) set_flag(op->flag[i], 1);
-    if (op->done) set_flag(op->done, 1);
+    pthread_mutex_lock(&op->mu);
+    int ok = !atomic_load(&op->abandoned);
+    if (ok) {
+        set_flag(op->flag[i], 0);
+        op->busy[i] = 1;
+        op->nbusy++;
+    }
+    pthread_mutex_unlock(&op->mu);
+    return ok;
+}
+
+/* Slot i's file I/O has ended: its flag goes up (and, called off, the op's last one opens the
+ * final wait). */
+static void unclaim(ring_op_t *op, int i)
+{
+    pthread_mutex_lock(&op->mu);
+    op->busy[i] = 0;
+    op->nbusy--;
+    set_flag(op->flag[i], 1);
+    if (atomic_load(&op->abandoned) && op->done && op->nbusy == 0) set_flag(op->done, 1);
+    pthread_mutex_unlock(&op->mu);
+}
+
+/* Calls the operation off: no more file I/O starts, and every wait the stream may be stopped
+ * on opens, those of slots with I/O in flight when it ends. */
+static void abandon(ring_op_t *op)
+{
+    pthread_mutex_lock(&op->mu);
+    atomic_store(&op->abandoned, 1);
+    for (int i = 0; i < op->nring; i++)
+        if (!op->busy[i]) set_flag(op->flag[i], 1);
+    if (op->done && op->nbusy == 0) set_flag(op->done, 1);
+    pthread_mutex_unlock(&op->mu);
 }
 
 static size_t piece_len(const ring_op_t *op, int j)
@@ -164,9 +201,9 @@ static void piece_io_done(phx_batch_state_t *b, int result, void *arg)
             int64_t cur = atomic_load(&op->end);
             while (pos < cur && !atomic_compare_exchange_weak(&op->end, &cur, pos)) {}
         }
-        set_flag(op->flag[i], 1);
+        unclaim(op, i);
     } else {
-        set_flag(op->flag[i], 1);
+        unclaim(op, i);
         if (!op->late_mode) write_ended(op);
     }
     op_unref(op);
@@ -174,17 +211,19 @@ static void piece_io_done(phx_batch_state_t *b, int result, void *arg)
 
 static void submit_piece(ring_op_t *op, piece_t *p);
 
-/* Starts piece j's file I/O; on failure reports as its end would. */
+/* Starts piece j's file I/O unless the op was called off; on failure reports as its end
+ * would. */
 static void start_piece(ring_op_t *op, int j)
 {
     piece_t *p = &op->pieces[j];
     int i = j % op->nring;
+    if (!claim(op, i)) return;
     p->rel = (size_t)j * op->piece;
     p->req = (phxfs_io_req_t){op->fd, -1, op->slot[i], 0, piece_len(op, j), op->f_offset + (off_t)p->rel, 0};
     submit_piece(op, p);
 }
 
-/* Starts p's file I/O (p->req set); on failure reports as its end would. */
+/* Starts p's file I/O (p->req set, its slot claimed); on failure reports as its end would. */
 static void submit_piece(ring_op_t *op, piece_t *p)
 {
     int j = p->j, i = j % op->nring;
@@ -197,7 +236,7 @@ static void submit_piece(ring_op_t *op, piece_t *p)
         ring_op_t *o = op;
         fail(o, (int)p->req.result);
         if (!o->is_write && !p->prefill) memset(o->slot[i], 0, piece_len(o, j));
-        set_flag(o->flag[i], 1);
+        unclaim(o, i);
         if (o->is_write && !o->late_mode) write_ended(o);
         op_unref(o);
     }
@@ -208,19 +247,17 @@ static void kick(void *arg)
     ring_op_t *op = arg;
     int queued = KICK_QUEUED;
     if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_RUNNING)) {
-        open_all(op); /* abandoned before the stream got here */
+        abandon(op); /* called off before the stream got here */
         op_unref(op);
         return;
     }
-    if (op->f_offset_p) op->f_offset = *op->f_offset_p;
+    if (op->f_offset_p) op->f_offset = phx_cell_off(op->f_offset_p);
     if (op->f_offset < 0) {
         fail(op, -EINVAL);
-        atomic_store(&op->abandoned, 1);
+        abandon(op);
     }
     atomic_store(&op->kick_state, KICK_DONE);
-    if (atomic_load(&op->abandoned)) {
-        open_all(op);
-    } else if (!op->is_write) {
+    if (!op->is_write) {
         for (int j = 0; j < op->nring && j < op->npieces; j++)
             if (!op->pieces[j].prefill) start_piece(op, j);
     }
@@ -233,8 +270,7 @@ static void prefill_done(void *arg)
 {
     piece_t *p = arg;
     ring_op_t *op = p->op;
-    if (atomic_load(&op->abandoned)) open_all(op);
-    else start_piece(op, p->j);
+    start_piece(op, p->j);
     op_unref(op);
 }
 
@@ -245,20 +281,12 @@ static void piece_done(void *arg)
     piece_t *p = arg;
     ring_op_t *op = p->op;
     int last = p->j, first = last - last % op->group;
-    if (atomic_load(&op->abandoned)) {
-        open_all(op);
-    } else if (!op->is_write) {
-        /* the slots of the group take pieces k+R */
-        for (int k = first; k <= last; k++) {
-            if (k + op->nring >= op->npieces) continue;
-            set_flag(op->flag[k % op->nring], 0);
-            if (!op->pieces[k + op->nring].prefill) start_piece(op, k + op->nring);
-        }
+    if (!op->is_write) {
+        /* the slots of the group take pieces k+R (a prefilled one starts after its prefill) */
+        for (int k = first; k <= last; k++)
+            if (k + op->nring < op->npieces && !op->pieces[k + op->nring].prefill) start_piece(op, k + op->nring);
     } else {
-        for (int k = first; k <= last; k++) {
-            set_flag(op->flag[k % op->nring], 0);
-            start_piece(op, k);
-        }
+        for (int k = first; k <= last; k++) start_piece(op, k);
     }
     op_unref(op);
 }
@@ -290,7 +318,7 @@ static int queued_end(ring_op_t *op, int rc, const char *what)
         if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_ABANDONED)) {
             struct timespec ts = {0, 50000};
             while (atomic_load(&op->kick_state) == KICK_RUNNING) nanosleep(&ts, NULL);
-            open_all(op);
+            abandon(op);
         }
         *op->bytes_done = rc;
         op->bytes_done = NULL;
@@ -308,6 +336,7 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
         return phx_fail(ENOMEM, "%s: out of memory", what);
     }
     op->dev = d;
+    pthread_mutex_init(&op->mu, NULL);
     op->pool = phx_slot_pool(d);
     op->staging = d->mode == PHXFS_MODE_STAGING;
     op->fd = fd;
@@ -443,13 +472,13 @@ static void late_kick(void *arg)
     ring_op_t *op = arg;
     int queued = KICK_QUEUED;
     if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_RUNNING)) {
-        open_all(op);
+        abandon(op);
         op_unref(op);
         return;
     }
-    if (op->f_offset_p) op->f_offset = *op->f_offset_p;
-    size_t n = op->nbytes_p ? *op->nbytes_p : op->n;
-    off_t a0 = op->bo_p ? *op->bo_p : 0;
+    if (op->f_offset_p) op->f_offset = phx_cell_off(op->f_offset_p);
+    size_t n = op->nbytes_p ? phx_cell_size(op->nbytes_p) : op->n;
+    off_t a0 = op->bo_p ? phx_cell_off(op->bo_p) : 0;
     int e = 0;
     if (op->f_offset < 0 || a0 < 0 || n > (size_t)SSIZE_MAX) e = -EINVAL;
     else if ((size_t)a0 > op->region_len || n > op->region_len - (size_t)a0) e = -EFAULT;
@@ -458,10 +487,9 @@ static void late_kick(void *arg)
     atomic_store(&op->end, (int64_t)op->n);
     if (e) {
         fail(op, e);
-        atomic_store(&op->abandoned, 1);
+        abandon(op);
     }
     atomic_store(&op->kick_state, KICK_DONE);
-    if (atomic_load(&op->abandoned)) open_all(op);
     op_unref(op);
 }
 
@@ -474,15 +502,11 @@ static void late_start(void *arg)
     ring_op_t *op = p->op;
     size_t ps = (size_t)p->j * op->piece, pe = ps + region_piece_len(op, p->j);
     size_t x = ps > op->a0 ? ps : op->a0, y = pe < op->a0 + op->n ? pe : op->a0 + op->n;
-    if (atomic_load(&op->abandoned)) {
-        open_all(op);
-    } else if (x >= y) {
-        /* the flag may still hold the last piece's 1: either way, the wait passes */
+    if (x >= y) {
+        /* no I/O: the wait passes (the previous piece's I/O ended before the stream got here) */
         set_flag(op->flag[0], 1);
-    } else {
-        /* the previous piece's copy back is done (stream order): its flag goes down here, not
-         * in a host function of its own */
-        set_flag(op->flag[0], 0);
+    } else if (claim(op, 0)) {
+        /* claim lowers the flag the previous piece left up: no host function of its own */
         p->prefill = 1;
         p->rel = x - op->a0;
         p->req = (phxfs_io_req_t){op->fd, -1, op->slot[0] + (x - ps), 0, y - x, op->f_offset + (off_t)p->rel, 0};
@@ -510,6 +534,7 @@ int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region
         return phx_fail(ENOMEM, "%s: out of memory", what);
     }
     op->dev = d;
+    pthread_mutex_init(&op->mu, NULL);
     op->pool = phx_slot_pool(d);
     op->staging = d->mode == PHXFS_MODE_STAGING;
     op->fd = fd;
