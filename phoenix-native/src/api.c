@@ -30,6 +30,7 @@ ssize_t phxfs_write(int fd, int dev, const void *buf, off_t buf_offset, ssize_t 
 static int run_batch(phxfs_io_req_t *reqs, int n, int is_write)
 {
     phx_clear_error();
+    if (n == 1 && reqs && phx_inline_io(reqs, is_write)) return reqs->result < 0;
     int err = 0;
     phx_batch_state_t *b = phx_batch_start(reqs, NULL, n, is_write, 1, NULL, NULL, &err);
     if (!b) return err;
