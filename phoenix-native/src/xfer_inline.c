@@ -134,7 +134,7 @@ int phx_inline_io(phxfs_io_req_t *r, int is_write)
         snprintf(path, sizeof path, "/proc/self/fd/%d", r->fd);
         if ((alt_fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) goto out;
     }
-    /* never waits: a caller that finds both taken lets the workers queue it */
+    /* never waits: a caller that finds every context or every free slot taken goes to the workers */
     if (!(c = ctx_take(d->inl)) || !(slot = phx_pinned_take(&d->pinned, 0))) goto out;
     if (phx_conn->enter(d->id, NULL)) goto out;
     res = move(d->id, r, is_write, direct, alt_fd, c, slot, (char *)target);
