@@ -83,12 +83,12 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
 /* Configuration: the same keys as the PHX_* environment variables without the
  * prefix, lower case ("mode", "engine", "workers", "slot_mb", "slot_kb",
  * "slots", "pinned_mb", "connector", "fake_devices", "chunk_mb",
- * "max_io_bytes", "queue_depth"). Keys are parsed into a parameter set that is
- * frozen when the library starts its worker pool (the first phxfs_open or
- * phxfs_init): "engine", "workers", "slot_*", "slots", "pinned_mb",
- * "chunk_mb", "queue_depth", "connector" and "fake_devices" return -EBUSY
- * after that; "mode" applies to devices opened afterwards; "max_io_bytes"
- * (per-syscall cap, a test hook) at once. */
+ * "max_io_bytes", "queue_depth", "inline_kb"). Keys are parsed into a parameter
+ * set that is frozen when the library starts its worker pool (the first
+ * phxfs_open or phxfs_init): "engine", "workers", "slot_*", "slots",
+ * "pinned_mb", "chunk_mb", "queue_depth", "inline_kb", "connector" and
+ * "fake_devices" return -EBUSY after that; "mode" applies to devices opened
+ * afterwards; "max_io_bytes" (per-syscall cap, a test hook) at once. */
 int phxfs_set_config(const char *key, const char *value);
 /* Writes the effective value into buf (NUL-terminated); returns its length. */
 int phxfs_get_config(const char *key, char *buf, size_t len);
@@ -102,7 +102,11 @@ int phxfs_deregmem(int dev, const void *addr, size_t len);
 
 /* Synchronous I/O. buf + buf_offset .. + nbytes must be registered on dev
  * (dev >= 0) or be host memory (dev < 0). Returns bytes moved (short only at
- * end of file) or a negative errno. */
+ * end of file) or a negative errno. In bounce mode a device transfer of at most
+ * "inline_kb" (default 256 KiB) whose file span fits one slot runs on the
+ * calling thread, through a slot of the device's pinned pool and one of a few
+ * copy contexts the device shares (when all are busy, on the workers): no
+ * hand-off, and nothing kept per thread. */
 ssize_t phxfs_read(int fd, int dev, void *buf, off_t buf_offset, ssize_t nbytes, off_t file_offset);
 ssize_t phxfs_write(int fd, int dev, const void *buf, off_t buf_offset, ssize_t nbytes, off_t file_offset);
 

@@ -8,6 +8,7 @@ static ssize_t single(int fd, int dev, void *buf, off_t buf_offset, ssize_t nbyt
     phx_clear_error();
     if (nbytes < 0) return phx_fail(EINVAL, "%s: negative length %zd", is_write ? "write" : "read", nbytes);
     phxfs_io_req_t req = {fd, dev, buf, buf_offset, (size_t)nbytes, file_offset, 0};
+    if (phx_inline_io(&req, is_write)) return req.result;
     int err = 0;
     phx_batch_state_t *b = phx_batch_start(&req, NULL, 1, is_write, 1, NULL, NULL, &err);
     if (!b) return err;
@@ -29,6 +30,7 @@ ssize_t phxfs_write(int fd, int dev, const void *buf, off_t buf_offset, ssize_t 
 static int run_batch(phxfs_io_req_t *reqs, int n, int is_write)
 {
     phx_clear_error();
+    if (n == 1 && reqs && phx_inline_io(reqs, is_write)) return reqs->result < 0;
     int err = 0;
     phx_batch_state_t *b = phx_batch_start(reqs, NULL, n, is_write, 1, NULL, NULL, &err);
     if (!b) return err;

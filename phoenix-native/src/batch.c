@@ -133,8 +133,9 @@ void phx_batch_finish(phx_batch_state_t *b)
 
 /* Small host-memory batches run on the caller's thread with its own engine:
  * handing 4 KiB reads to a worker costs a wake-up that dwarfs the copy. Only
- * host memory: device batches always go to the workers, so a caller's thread
- * never owns streams, events or pinned memory. */
+ * host memory here, so a caller's thread never owns streams, events or pinned
+ * memory; small synchronous device transfers have their own path over
+ * resources the device shares (xfer_inline.c, tried before a batch is made). */
 #define INLINE_MAX_BYTES (256u << 10)
 static pthread_key_t inline_key;
 static pthread_once_t inline_once = PTHREAD_ONCE_INIT;

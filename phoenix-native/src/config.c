@@ -77,6 +77,9 @@ static int set_locked(const char *key, const char *value)
     } else if (!strcmp(key, "queue_depth")) {
         if (parse_size(value, 1, 4096, &x)) return phx_fail(EINVAL, "queue_depth '%s': expected 1..4096", value);
         phx_cfg.queue_depth = (int)x;
+    } else if (!strcmp(key, "inline_kb")) {
+        if (parse_size(value, 0, 1 << 20, &x)) return phx_fail(EINVAL, "inline_kb '%s': expected 0..1048576", value);
+        phx_cfg.inline_bytes = (size_t)x << 10;
     } else if (!strcmp(key, "connector")) {
         if (strcmp(value, "cuda") && strcmp(value, "emu") && strcmp(value, "fake") && strcmp(value, "host") && strcmp(value, "auto"))
             return phx_fail(EINVAL, "connector '%s': expected auto, cuda, emu, fake or host", value);
@@ -96,7 +99,7 @@ static int set_locked(const char *key, const char *value)
 static void load_env(void)
 {
     static const char *keys[] = {"mode", "engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
-                                 "queue_depth", "connector", "fake_devices", "max_io_bytes"};
+                                 "queue_depth", "inline_kb", "connector", "fake_devices", "max_io_bytes"};
     pthread_mutex_lock(&cfg_lock);
     if (!cfg_loaded) {
         cfg_loaded = 1;
@@ -111,6 +114,14 @@ static void load_env(void)
         phx_cfg.pinned_bytes = 128u << 20;
         phx_cfg.chunk_bytes = 8u << 20;
         phx_cfg.queue_depth = 8;
+        /* Up to where one pread + one copy on the caller's thread beats a hand-off to the
+         * workers. On the H200 host NVIDIA's compatibility mode (which does just that) took
+         * 9.4 us for 4 KiB, 21 us for 64 KiB and 187 us for 1 MiB; the workers, which cut a
+         * 1 MiB read into eight 128 KiB tasks, 34, 53 and 118 us (docs/benchmarks.md, issue
+         * 11). Lines through those points cross near 370 KiB: below, the hand-off costs more
+         * than it saves; above, the parallel split wins. 256 KiB stays clear of the crossing
+         * and is also where small host batches stop running inline (batch.c). */
+        phx_cfg.inline_bytes = 256u << 10;
         phx_cfg.fake_devices = 1;
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
             char env[32] = "PHX_";
@@ -149,7 +160,7 @@ int phxfs_set_config(const char *key, const char *value)
     load_env();
     /* the pool sizes its threads, rings, slots, pinned pools and scratch once, at start */
     static const char *fixed[] = {"engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
-                                  "queue_depth", "connector", "fake_devices"};
+                                  "queue_depth", "inline_kb", "connector", "fake_devices"};
     pthread_mutex_lock(&cfg_lock);
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         if (!strcmp(key, fixed[i]) && frozen) {
@@ -180,6 +191,7 @@ int phxfs_get_config(const char *key, char *buf, size_t len)
     else if (!strcmp(key, "pinned_mb")) n = snprintf(buf, len, "%zu", phx_cfg.pinned_bytes >> 20);
     else if (!strcmp(key, "chunk_mb")) n = snprintf(buf, len, "%zu", phx_cfg.chunk_bytes >> 20);
     else if (!strcmp(key, "queue_depth")) n = snprintf(buf, len, "%d", phx_cfg.queue_depth);
+    else if (!strcmp(key, "inline_kb")) n = snprintf(buf, len, "%zu", phx_cfg.inline_bytes >> 10);
     else if (!strcmp(key, "connector")) n = snprintf(buf, len, "%s", phx_cfg.connector[0] ? phx_cfg.connector : "auto");
     else if (!strcmp(key, "fake_devices")) n = snprintf(buf, len, "%d", phx_cfg.fake_devices);
     else if (!strcmp(key, "max_io_bytes")) n = snprintf(buf, len, "%zu", (size_t)phx_max_io_bytes);

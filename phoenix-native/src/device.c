@@ -231,6 +231,8 @@ static void device_teardown(phx_device_t *d)
         phx_conn->stream_destroy(d->helper_stream);
         d->helper_stream = NULL;
     }
+    phx_inline_free(d->inl);
+    d->inl = NULL;
     phx_pinned_pool_destroy(&d->pinned);
     if (d->mode == PHXFS_MODE_STAGING) staging_teardown(d);
     phx_kmod_close(&d->kmod);
@@ -263,6 +265,9 @@ static int device_setup(phx_device_t *d)
     for (int i = 0; !rc && i < phx_pool_workers(); i++)
         if (!(d->wctx[i] = phx_wctx_new(d, &rc)) && !rc) rc = -ENOMEM;
     if (!rc) rc = phx_conn->stream_create(d->id, &d->helper_stream);
+    /* its streams are made on first use: a process that never reads small pays nothing */
+    if (!rc && d->mode == PHXFS_MODE_BOUNCE && !(d->inl = phx_inline_new()))
+        rc = phx_fail(ENOMEM, "device %d: out of memory", d->id);
     if (rc) device_teardown(d);
     return rc;
 }

@@ -5,6 +5,7 @@
 #define PHX_DEVICE_H
 
 typedef struct phx_wctx phx_wctx_t; /* a worker's stream and events on one device (xfer_bounce.c) */
+typedef struct phx_inline phx_inline_t; /* copy contexts for callers' small transfers (xfer_inline.c) */
 
 typedef struct phx_device {
     int id;
@@ -21,6 +22,7 @@ typedef struct phx_device {
     /* from the first open to the last close: */
     phx_pinned_pool_t pinned;
     phx_wctx_t **wctx;   /* one per pool worker */
+    phx_inline_t *inl;   /* a few copy contexts shared by every caller thread */
     void *helper_stream; /* copies and fills made for callers, serialised */
     pthread_mutex_t helper_lock;
     phx_kmod_t kmod;     /* p2p and staging: the module's device (fd -1 otherwise) */

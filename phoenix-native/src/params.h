@@ -15,6 +15,7 @@ typedef struct {
     size_t pinned_bytes; /* pinned pool per device */
     size_t chunk_bytes;  /* host-mode split size */
     int queue_depth;     /* host-mode ops a worker takes at once */
+    size_t inline_bytes; /* sync device requests up to this run on the caller's thread (0: never) */
     char connector[16];  /* "", "cuda", "fake", "host" */
     int fake_devices;
 } phx_params_t;

@@ -85,6 +85,9 @@ static void *no_context_thread(void *arg)
     CHECK_EQ(phxfs_memcpy_to_host(0, got, (char *)dmem + 7, (size_t)n), 0);
     expect_current(NULL, "phxfs_memcpy_to_host", __LINE__);
     CHECK(memcmp(got, ref + 1000, (size_t)n) == 0);
+    /* small: on this thread, through one of the device's copy contexts */
+    CHECK_EQ(phxfs_write(fd, 0, dmem, 7, 4096, fsize + 8192), 4096);
+    expect_current(NULL, "small phxfs_write", __LINE__);
     void *tmp = NULL;
     CHECK_EQ(phxfs_mem_alloc(0, 65536, &tmp), 0);
     expect_current(NULL, "phxfs_mem_alloc", __LINE__);
@@ -182,6 +185,20 @@ int main(void)
     CHECK_EQ(phxfs_memcpy_to_host(0, got, (char *)dmem + 5, fsize), 0);
     STILL_MINE("phxfs_memcpy_to_host");
     CHECK(memcmp(got, ref, fsize) == 0);
+
+    /* small transfers run on this thread (xfer_inline.c): the caller's context stays current */
+    CHECK_EQ(phxfs_read(fd, 0, dmem, 3, 5000, 77), 5000);
+    STILL_MINE("small phxfs_read");
+    memset(got, 0, 5000);
+    CHECK_EQ(phxfs_memcpy_to_host(0, got, (char *)dmem + 3, 5000), 0);
+    CHECK(memcmp(got, ref + 77, 5000) == 0);
+    CHECK_EQ(phxfs_write(fd, 0, dmem, 3, 5000, fsize + 100), 5000);
+    STILL_MINE("small phxfs_write");
+    memset(got, 0, 5000);
+    CHECK_EQ(pread(fd, got, 5000, (off_t)fsize + 100), 5000);
+    CHECK(memcmp(got, ref + 77, 5000) == 0);
+    caller_roundtrip(own, own_len, 7);
+    CHECK_EQ(phxfs_read(fd, 0, dmem, 5, (ssize_t)fsize, 0), (ssize_t)fsize); /* put back what the checks below expect */
 
     /* stream-ordered read on the caller's stream, in the caller's context */
     CUstream s = NULL;
