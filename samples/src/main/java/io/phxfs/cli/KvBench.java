@@ -309,9 +309,11 @@ final class KvBench {
                 throw new IllegalStateException("lookup setup stored " + n + " tokens, looks up " + e.lookup(prompt));
             }
             double[] us = new double[200];
-            // warm-up: a second of lookups, so that the JIT has compiled the hashing and index probes
-            long warm = System.nanoTime() + 1_000_000_000L;
-            while (System.nanoTime() < warm) {
+            // warm-up until the JIT has compiled the hashing and the index probes: counted in
+            // lookups, not time (one second was not enough on a 2-core machine, where the compiler
+            // threads share the cores: the median was still 2.5x the steady state), at most 10 s
+            long warmEnd = System.nanoTime() + 10_000_000_000L;
+            for (int i = 0; i < 3000 && System.nanoTime() < warmEnd; i++) {
                 e.lookup(prompt);
             }
             for (int i = 0; i < us.length; i++) {
