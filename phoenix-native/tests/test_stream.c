@@ -6,12 +6,36 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+/* On the fake and emu devices the stream stops while this file exists (PHX_FAKE_HOLD_FILE),
+ * so the test changes late-bound values before the stream gets there whatever the timing
+ * (a slow QEMU guest once ran past them); on a GPU a long read ahead keeps the stream busy.
+ * A held stream gets only the small late-bound operations: a queued operation takes its
+ * pinned slots at enqueue, and with a small pool (the emu device's staging area) a third one
+ * would wait for slots that only the held stream can give back. */
+static char hold[] = "/tmp/phx-hold-XXXXXX";
+static void hold_stream(int on)
+{
+    if (on) {
+        int h = open(hold, O_CREAT | O_WRONLY, 0600);
+        CHECK(h >= 0);
+        close(h);
+    } else {
+        unlink(hold);
+    }
+}
+
 int main(void)
 {
+    int hfd = mkstemp(hold);
+    CHECK(hfd >= 0);
+    close(hfd);
+    unlink(hold);
+    setenv("PHX_FAKE_HOLD_FILE", hold, 1);
     CHECK_EQ(phxfs_open(0), 0);
     phxfs_device_info_t info;
     CHECK_EQ(phxfs_get_device_info(0, &info), 0);
     int immediate = strcmp(info.connector, "host") == 0; /* host "streams" run at enqueue */
+    int holdable = !strcmp(info.connector, "fake") || !strcmp(info.connector, "emu");
     size_t fsize = (3u << 20) + 12345;
     char path[256], out[256];
     snprintf(path, sizeof path, "%s", th_make_file(fsize, 21));
@@ -35,6 +59,10 @@ int main(void)
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n1, &bo1, &fo1, &done1, s), 0);
     CHECK_EQ(phxfs_write_stream(wfd, 0, dmem, &n2, &bo2, &fo2, &done2, s), 0);
 
+    if (holdable) {
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        hold_stream(1);
+    }
     /* the file offset is read when the stream gets there: changed after enqueue */
     size_t n3 = 100000;
     off_t bo3 = 0, fo3 = immediate ? (off_t)fsize - 777 : 999999999;
@@ -56,6 +84,7 @@ int main(void)
     ssize_t done6 = -999;
     CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &n6, &bo6, &fo6, &done6, s), 0);
     if (!immediate) fo6 = -5;
+    hold_stream(0);
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
     CHECK_EQ(done1, (ssize_t)fsize);
     CHECK_EQ(done2, (ssize_t)fsize);
@@ -95,13 +124,19 @@ int main(void)
         size_t big = fsize, n7 = 1, n8 = 0;
         off_t zero = 0, bo7 = 0, fo7 = 0, bo8 = 0, fo8 = 0;
         ssize_t dbig = -999, d7 = -999, d8 = -999;
-        CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &big, &zero, &zero, &dbig, s), 0); /* keeps the stream busy */
+        if (holdable) {
+            hold_stream(1);
+            dbig = (ssize_t)fsize;
+        } else {
+            CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &big, &zero, &zero, &dbig, s), 0); /* keeps the stream busy */
+        }
         CHECK_EQ(phxfs_read_stream_ex(fd, 0, dmem, &n7, &bo7, &fo7, &d7, s,
                                       PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET), 0);
         fo8 = 8192;
         CHECK_EQ(phxfs_read_stream_ex(fd, 0, (char *)dmem + 65536, &n8, &bo8, &fo8, &d8, s, PHXFS_STREAM_LATE_NBYTES), 0);
         fo8 = 999999999; /* bound at enqueue: ignored */
         if (!immediate) { n7 = 5000; bo7 = 100; fo7 = 4096; n8 = 3000; }
+        hold_stream(0);
         CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
         CHECK_EQ(dbig, (ssize_t)fsize);
         CHECK_EQ(d7, immediate ? 1 : 5000);
@@ -115,9 +150,11 @@ int main(void)
         size_t n9 = 0;
         off_t bo9 = 0, fo9 = 0;
         ssize_t d9 = -999;
-        CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &big, &zero, &zero, &dbig, s), 0);
+        if (holdable) hold_stream(1);
+        else CHECK_EQ(phxfs_read_stream(fd, 0, dmem, &big, &zero, &zero, &dbig, s), 0);
         CHECK_EQ(phxfs_read_stream_ex(fd, 0, dmem, &n9, &bo9, &fo9, &d9, s, PHXFS_STREAM_LATE_NBYTES), 0);
         if (!immediate) n9 = blen + 1;
+        hold_stream(0);
         CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
         CHECK_EQ(d9, immediate ? 0 : -EFAULT);
         CHECK_EQ(phxfs_read_stream_ex(fd, 0, dmem, &n9, &bo9, &fo9, &d9, s, 0x80), -EINVAL);

@@ -36,6 +36,10 @@ typedef struct fake_stream {
     int stop;
     int dev;
     atomic_int waits;        /* waits queued and not yet passed */
+    /* PHX_FAKE_HOLD_FILE=path, read when the stream is created (fake and emu devices alike):
+     * the stream stops before each operation while the file exists, so a test can change
+     * late-bound cells before the stream gets to them, deterministically */
+    char hold_file[256];
     pthread_t thread;
 } fake_stream_t;
 
@@ -43,9 +47,6 @@ typedef struct fake_stream {
  * flag blocks until no other stream waits, as CUDA's lazy kernel loading synchronises the
  * whole context: whoever needs a copy to set the flag a stream waits on then deadlocks. */
 static int context_barrier;
-/* PHX_FAKE_HOLD_FILE=path: streams stop before each operation while the file exists, so a
- * test can change late-bound cells before the stream gets to them, deterministically */
-static char hold_file[256];
 static atomic_int waits_total;
 
 static int fake_count;
@@ -88,8 +89,6 @@ static int f_init(int fake_devices, char *why, size_t n)
     parse_faults("PHX_FAKE_FAIL_WAIT", fail_wait);
     const char *barrier = getenv("PHX_FAKE_CONTEXT_BARRIER");
     context_barrier = barrier && !strcmp(barrier, "1");
-    const char *hold = getenv("PHX_FAKE_HOLD_FILE");
-    snprintf(hold_file, sizeof hold_file, "%s", hold ? hold : "");
     const char *peer = getenv("PHX_FAKE_PEER");
     fake_peer = !(peer && !strcmp(peer, "0"));
     return fake_count;
@@ -190,7 +189,7 @@ static void *stream_main(void *arg)
         if (!s->head) s->tail = NULL;
         pthread_mutex_unlock(&s->lock);
         struct timespec held = {0, 1000000};
-        while (hold_file[0] && access(hold_file, F_OK) == 0) nanosleep(&held, NULL);
+        while (s->hold_file[0] && access(s->hold_file, F_OK) == 0) nanosleep(&held, NULL);
         switch (op->kind) {
         case OP_COPY: memmove(op->dst, op->src, op->len); break;
         case OP_SET: memset(op->dst, op->value, op->len); break;
@@ -224,6 +223,8 @@ int phx_fstream_create(int dev, void **out)
     fake_stream_t *s = calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
     s->dev = dev;
+    const char *hold = getenv("PHX_FAKE_HOLD_FILE");
+    snprintf(s->hold_file, sizeof s->hold_file, "%s", hold ? hold : "");
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     if (pthread_create(&s->thread, NULL, stream_main, s)) { free(s); return -EAGAIN; }
