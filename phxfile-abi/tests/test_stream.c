@@ -22,8 +22,28 @@ static CUfileHandle_t reg(int fd)
     return fh;
 }
 
+/* On the fake and emu devices the stream stops while this file exists (PHX_FAKE_HOLD_FILE),
+ * so the late-bound cells change before the stream gets there whatever the timing; on a GPU
+ * a whole-file read ahead keeps the stream busy instead. */
+static char hold[] = "/tmp/phx-hold-XXXXXX";
+static void hold_stream(int on)
+{
+    if (on) {
+        int h = open(hold, O_CREAT | O_WRONLY, 0600);
+        CHECK(h >= 0);
+        close(h);
+    } else {
+        unlink(hold);
+    }
+}
+
 int main(void)
 {
+    int hfd = mkstemp(hold);
+    CHECK(hfd >= 0);
+    close(hfd);
+    unlink(hold);
+    setenv("PHX_FAKE_HOLD_FILE", hold, 1);
     size_t fsize = (4u << 20) + 999;
     char *path = th_make_file(fsize, 5), *out = th_make_file(0, 0);
     unsigned char *ref = malloc(fsize), *got = malloc(fsize + 65536);
@@ -34,6 +54,7 @@ int main(void)
     phxfs_device_info_t info;
     CHECK_EQ(phxfs_get_device_info(0, &info), 0);
     int immediate = strcmp(info.connector, "host") == 0;
+    int holdable = !strcmp(info.connector, "fake") || !strcmp(info.connector, "emu");
     int dev = th_have_device() ? 0 : -1;
     size_t blen = fsize + 65536;
     char *m;
@@ -56,11 +77,17 @@ int main(void)
         CHECK_ST(cuFileReadAsync(fh, m, &n, &fo, &bo, &done, cs), CU_FILE_MEMORY_NOT_REGISTERED);
     CHECK_ST(cuFileBufRegister(m, blen, 0), CU_FILE_SUCCESS);
 
-    /* late binding: a whole-file read keeps the stream busy while the cells change */
+    /* late binding: a whole-file read keeps the stream busy while the cells change (held,
+     * where the device can hold it, after that read: only the two late reads are queued
+     * then, which take their pinned slots at enqueue) */
     size_t nbig = fsize, n1 = 1, n2 = 1;
     off_t zero = 0, fo1 = 0, bo1 = 0, fo2 = 0, bo2 = 0;
     ssize_t dbig = -999, d1 = -999, d2 = -999;
     CHECK_ST(cuFileReadAsync(fh, m, &nbig, &zero, &zero, &dbig, cs), CU_FILE_SUCCESS);
+    if (holdable) {
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        hold_stream(1);
+    }
     CHECK_ST(cuFileReadAsync(fh, m, &n1, &fo1, &bo1, &d1, cs), CU_FILE_SUCCESS);
     if (!immediate) { n1 = 5000; fo1 = 12345; bo1 = fsize + 7; }
     /* a fixed size and file offset (FIXED_* flags) ignore later changes; the buffer offset stays late */
@@ -69,6 +96,7 @@ int main(void)
     fo2 = 777;
     CHECK_ST(cuFileReadAsync(fh, m, &n2, &fo2, &bo2, &d2, cs), CU_FILE_SUCCESS);
     if (!immediate) { n2 = 1; fo2 = 1; bo2 = fsize + 20000; }
+    hold_stream(0);
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
     CHECK_EQ(dbig, (ssize_t)fsize);
     CHECK_EQ(d1, immediate ? 1 : 5000);
