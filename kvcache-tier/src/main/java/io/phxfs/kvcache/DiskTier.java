@@ -639,6 +639,196 @@ public final class DiskTier implements KvTier {
         return true;
     }
 
+    /** Bytes of chunk reads {@link #getAll} keeps in flight: as deep as one large raw read goes. */
+    private static final long GET_WINDOW = 512L << 20;
+    /** Bytes per batch of {@link #getAll}: each batch's checksums run while later batches read. */
+    private static final long GET_BATCH = 64L << 20;
+
+    /** A chunk of {@link #getAll} on its way from its file. */
+    private static final class Fetch {
+        final int slot;
+        final String key;
+        final Entry entry;
+        final MemorySegment dst;
+        PhxFile file;
+        RegisteredBuffer buf;
+
+        Fetch(int slot, String key, Entry entry, MemorySegment dst) {
+            this.slot = slot;
+            this.key = key;
+            this.entry = entry;
+            this.dst = dst;
+        }
+
+        void close() {
+            if (buf != null) {
+                buf.close();
+            }
+            if (file != null) {
+                file.close();
+            }
+        }
+    }
+
+    /**
+     * Reads the chunks' payloads with up to {@link #GET_WINDOW} bytes in flight, in batches of about
+     * {@link #GET_BATCH}, checking each batch's CRC32C while the next ones read: the depth of one
+     * large read, where chunk-by-chunk reads left the disk idle between chunks.
+     */
+    @Override
+    public boolean[] getAll(List<Get> gets) {
+        return getAll(gets, GET_BATCH, GET_WINDOW);
+    }
+
+    /** {@link #getAll(List)} with the batch and window sizes given (tests make them small). */
+    boolean[] getAll(List<Get> gets, long batchBytes, long windowBytes) {
+        boolean[] ok = new boolean[gets.size()];
+        java.util.ArrayDeque<List<Fetch>> groups = new java.util.ArrayDeque<>();
+        List<Fetch> group = new ArrayList<>();
+        long groupBytes = 0;
+        for (int i = 0; i < gets.size(); i++) {
+            Get g = gets.get(i);
+            String k = g.key().toString();
+            Entry e = closed ? null : index.get(k);
+            if (e == null || e.payloadLen != g.dst().byteSize()) {
+                c.misses.increment();
+                continue;
+            }
+            group.add(new Fetch(i, k, e, g.dst()));
+            groupBytes += e.payloadLen;
+            if (groupBytes >= batchBytes) {
+                groups.add(group);
+                group = new ArrayList<>();
+                groupBytes = 0;
+            }
+        }
+        if (!group.isEmpty()) {
+            groups.add(group);
+        }
+        java.util.ArrayDeque<InFlight> inFlight = new java.util.ArrayDeque<>();
+        long flying = 0;
+        try {
+            while (!groups.isEmpty() || !inFlight.isEmpty()) {
+                while (!groups.isEmpty() && (inFlight.isEmpty() || flying < windowBytes)) {
+                    InFlight f = submit(groups.poll());
+                    if (f != null) {
+                        inFlight.add(f);
+                        flying += f.bytes;
+                    }
+                }
+                InFlight f = inFlight.poll();
+                if (f == null) {
+                    continue;
+                }
+                flying -= f.bytes;
+                settle(f, ok);
+            }
+        } finally {
+            for (InFlight f : inFlight) { // only after a throw: every read done before the buffers go
+                f.result.exceptionally(t -> null).join();
+                f.close();
+            }
+        }
+        return ok;
+    }
+
+    /** A submitted batch of {@link #getAll}: one read per chunk whose file opened. */
+    private static final class InFlight {
+        final List<Fetch> fetches;
+        final IoBatch batch;
+        final CompletableFuture<BatchResult> result;
+        final long bytes;
+
+        InFlight(List<Fetch> fetches, IoBatch batch, CompletableFuture<BatchResult> result, long bytes) {
+            this.fetches = fetches;
+            this.batch = batch;
+            this.result = result;
+            this.bytes = bytes;
+        }
+
+        void close() {
+            batch.close();
+            fetches.forEach(Fetch::close);
+        }
+    }
+
+    /** Opens the group's files and submits their reads; a file that cannot be opened is a miss. */
+    private InFlight submit(List<Fetch> group) {
+        var host = Phoenix.open().host();
+        List<Fetch> open = new ArrayList<>(group.size());
+        long bytes = 0;
+        for (Fetch f : group) {
+            try {
+                f.file = PhxFile.open(dir.resolve(f.entry.file), OpenMode.READ, OpenMode.DIRECT);
+                f.buf = host.wrap(f.dst);
+                open.add(f);
+                bytes += f.entry.payloadLen;
+            } catch (PhoenixException ex) {
+                f.close();
+                missed(f, ex.errno());
+            }
+        }
+        if (open.isEmpty()) {
+            return null;
+        }
+        IoBatch batch = IoBatch.create(open.size());
+        try {
+            for (Fetch f : open) {
+                batch.read(f.file, f.buf, 0, f.entry.payloadLen, ChunkFileHeader.SIZE);
+            }
+            return new InFlight(open, batch, batch.submitAsync(), bytes);
+        } catch (RuntimeException ex) {
+            batch.close();
+            open.forEach(Fetch::close);
+            c.errors.add(open.size());
+            c.misses.add(open.size());
+            return null;
+        }
+    }
+
+    /** Waits for a batch, then verifies each chunk: a short read or a wrong checksum is corrupt. */
+    private void settle(InFlight f, boolean[] ok) {
+        try {
+            BatchResult r;
+            try {
+                r = f.result.join();
+            } catch (CompletionException ex) {
+                c.errors.add(f.fetches.size());
+                c.misses.add(f.fetches.size());
+                return;
+            }
+            for (int i = 0; i < f.fetches.size(); i++) {
+                Fetch x = f.fetches.get(i);
+                long got = r.result(i);
+                if (got < 0) {
+                    missed(x, (int) -got);
+                } else if (got != x.entry.payloadLen || ChunkFileHeader.crc(x.dst) != x.entry.crc) {
+                    dropCorrupt(x.key, x.entry);
+                    c.misses.increment();
+                } else {
+                    x.entry.lastUse = clock.incrementAndGet();
+                    c.hits.increment();
+                    c.bytesRead.add(x.entry.payloadLen);
+                    ok[x.slot] = true;
+                }
+            }
+        } finally {
+            f.close();
+        }
+    }
+
+    /** A chunk whose file could not be opened or read: a miss; gone meanwhile, it leaves the index. */
+    private void missed(Fetch f, int errno) {
+        if (errno == Errno.ENOENT) {
+            if (index.remove(f.key, f.entry)) { // removed by another process (or an eviction) meanwhile
+                used.addAndGet(-f.entry.fileBytes);
+            }
+        } else {
+            c.errors.increment();
+        }
+        c.misses.increment();
+    }
+
     /** Pieces a payload is read in, so that the checksum of one runs while the next ones are read. */
     private static final long PIECE = 4L << 20;
 

@@ -655,18 +655,92 @@ public final class KvCacheEngine implements AutoCloseable {
         requested.add(tokens.length);
         List<Chunk> cs = chunks(tokens, extra, true, tokens.length);
         boolean[] held = heldChunks(cs);
-        List<CompletableFuture<Boolean>> fs = new ArrayList<>();
+        List<Chunk> want = new ArrayList<>();
         for (Chunk c : cs) {
             if (!held[c.index()]) {
                 break;
             }
-            fs.add(CompletableFuture.supplyAsync(() -> fetch(c, dst), io));
+            want.add(c);
+        }
+        // chunks the memory tier holds are copied in parallel; those it does not, when they go
+        // straight into host memory, are read from the disk tier together (its reads of many
+        // chunks in flight at once, as one large read has them: chunk by chunk, the disk idled
+        // between chunks), and what the disk lacks is fetched from the tiers below, in parallel
+        List<MemorySegment> views = disk == null ? null : hostViews(want, dst);
+        List<Integer> fromDisk = new ArrayList<>();
+        List<CompletableFuture<Boolean>> fs = new ArrayList<>(want.size());
+        for (int i = 0; i < want.size(); i++) {
+            Chunk c = want.get(i);
+            boolean inMemory = memory != null && memory.contains(c.key());
+            if (views != null && !inMemory) {
+                fromDisk.add(i);
+                fs.add(null);
+            } else {
+                fs.add(CompletableFuture.supplyAsync(() -> fetch(c, dst), io));
+            }
+        }
+        if (fromDisk.size() == 1) {
+            Chunk c = want.get(fromDisk.get(0));
+            fs.set(fromDisk.get(0), CompletableFuture.supplyAsync(() -> fetch(c, dst), io));
+        } else if (!fromDisk.isEmpty()) {
+            List<KvTier.Get> gets = fromDisk.stream().map(i -> new KvTier.Get(want.get(i).key(), views.get(i))).toList();
+            CompletableFuture<boolean[]> read = CompletableFuture.supplyAsync(() -> diskGetAll(gets), io);
+            List<KvTier> below = lower.subList(lower.indexOf(disk) + 1, lower.size());
+            for (int j = 0; j < fromDisk.size(); j++) {
+                int at = j;
+                Chunk c = want.get(fromDisk.get(j));
+                MemorySegment v = views.get(fromDisk.get(j));
+                fs.set(fromDisk.get(j), read.thenCompose(hit -> {
+                    if (hit[at]) {
+                        promote(c, v, disk);
+                        return CompletableFuture.completedFuture(true);
+                    }
+                    return below.isEmpty() ? CompletableFuture.completedFuture(false)
+                            : CompletableFuture.supplyAsync(() -> fetchFrom(below, c, v), io);
+                }));
+            }
         }
         return CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)).thenApply(v -> {
-            int n = prefixTokens(cs, fs, false);
+            int n = prefixTokens(want, fs, false);
             retrieved.add(n);
             return n;
         });
+    }
+
+    /** Each chunk's bytes in {@code dst} as a host segment, or null when some have to be staged. */
+    private static List<MemorySegment> hostViews(List<Chunk> want, KvBuffer dst) {
+        List<MemorySegment> views = new ArrayList<>(want.size());
+        for (Chunk c : want) {
+            MemorySegment v = dst.hostChunk(c.start(), c.tokens());
+            if (v == null) {
+                return null;
+            }
+            views.add(v);
+        }
+        return views;
+    }
+
+    /** The disk tier's reads of several chunks; a tier that throws is a miss for all of them. */
+    private boolean[] diskGetAll(List<KvTier.Get> gets) {
+        try {
+            return disk.getAll(gets);
+        } catch (RuntimeException e) {
+            return new boolean[gets.size()];
+        }
+    }
+
+    private boolean fetchFrom(List<KvTier> tiers, Chunk c, MemorySegment into) {
+        for (KvTier t : tiers) {
+            try {
+                if (t.get(c.key(), into)) {
+                    promote(c, into, t);
+                    return true;
+                }
+            } catch (RuntimeException e) {
+                // a tier that throws is a miss
+            }
+        }
+        return false;
     }
 
     /** One chunk from the highest tier that has it, verified, promoted into memory. */

@@ -73,6 +73,30 @@ public interface KvTier extends AutoCloseable {
     boolean get(CacheKey key, MemorySegment dst);
 
     /**
+     * One chunk of {@link #getAll}.
+     *
+     * @param key the chunk's key
+     * @param dst host memory exactly as long as the stored payload
+     */
+    record Get(CacheKey key, MemorySegment dst) {
+    }
+
+    /**
+     * Copies several chunks, each as {@link #get} would; a tier may read them together (the disk
+     * tier keeps the reads of many chunks in flight at once, as one large read would).
+     *
+     * @param gets the chunks
+     * @return per chunk, what {@link #get} would have returned
+     */
+    default boolean[] getAll(List<Get> gets) {
+        boolean[] ok = new boolean[gets.size()];
+        for (int i = 0; i < ok.length; i++) {
+            ok[i] = get(gets.get(i).key(), gets.get(i).dst());
+        }
+        return ok;
+    }
+
+    /**
      * Drops a chunk if held.
      *
      * @param key the chunk's key

@@ -101,6 +101,54 @@ class DiskTierTest {
     }
 
     @Test
+    void getAllReadsManyChunksInAWindowAndAnswersPerChunk() throws Exception {
+        int n = 12;
+        try (DiskTier d = new DiskTier(dir, 1L << 34, 0, DiskTier.FsyncPolicy.NONE);
+             RegisteredBuffer b = TestData.PHX.host().allocate(LEN * (n + 1));
+             RegisteredBuffer w = TestData.PHX.host().allocate(LEN)) {
+            for (int i = 0; i < n; i++) {
+                put(d, i);
+            }
+            try (RandomAccessFile f = new RandomAccessFile(fileOf(4).toFile(), "rw")) { // damaged payload
+                f.seek(4096 + LEN - 1);
+                int x = f.read();
+                f.seek(4096 + LEN - 1);
+                f.write(x ^ 1);
+            }
+            Files.delete(fileOf(7)); // gone behind the tier's back
+            var seg = b.segment().orElseThrow();
+            seg.fill((byte) 0x77);
+            java.util.List<KvTier.Get> gets = new java.util.ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                gets.add(new KvTier.Get(key(i), seg.asSlice(i * LEN, i == 9 ? LEN - 4096 : LEN)));
+            }
+            gets.add(new KvTier.Get(key(20), seg.asSlice(n * LEN, LEN))); // never stored
+            // batches of two chunks, four in flight: the window refills as batches are verified
+            boolean[] ok = d.getAll(gets, 2 * LEN, 4 * LEN);
+            for (int i = 0; i <= n; i++) {
+                boolean want = i < n && i != 4 && i != 7 && i != 9;
+                assertEquals(want, ok[i], "chunk " + (i < n ? i : 20));
+                if (want) {
+                    TestData.fill(w.segment().orElseThrow(), i);
+                    assertEquals(-1, seg.asSlice(i * LEN, LEN).mismatch(w.segment().orElseThrow()), "chunk " + i);
+                }
+            }
+            TierStats st = d.stats();
+            assertEquals(n - 3, st.hits(), st.toString());
+            assertEquals(4, st.misses(), st.toString());
+            assertEquals(1, st.corrupt(), st.toString());
+            assertFalse(Files.exists(fileOf(4)), "a damaged file is deleted");
+            assertFalse(d.contains(key(4)));
+            assertFalse(d.contains(key(7)), "a vanished file leaves the index");
+            assertTrue(d.contains(key(9)), "a wrong-length destination is a miss, the chunk stays");
+            assertEquals(n - 2, st.entries(), st.toString());
+            // the same through the default sizes, all in one batch
+            boolean[] again = d.getAll(gets.subList(0, 5));
+            assertTrue(again[0] && again[1] && again[2] && again[3] && !again[4]);
+        }
+    }
+
+    @Test
     void damagedPayloadIsAMissDeletedAndCounted() throws Exception {
         try (DiskTier d = new DiskTier(dir, 1 << 30, 0, DiskTier.FsyncPolicy.NONE)) {
             put(d, 1);
