@@ -100,7 +100,8 @@ static void on_done(phxfs_batch_t *pb, int result, void *arg)
 CF_API CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned nr)
 {
     if (!batch_idp || nr == 0 || nr > cf_max_batch()) return cf_status(CU_FILE_INVALID_VALUE);
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     cf_batch_t *b = calloc(1, sizeof *b);
     CUfileIOEvents_t *ready = calloc(nr, sizeof *ready);
     if (!b || !ready || (b->ready = ready, live_add(b))) {
@@ -121,7 +122,8 @@ CF_API CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
     cf_batch_t *b = batch_idp;
     if (!b || !live_has(b, 0) || (nr && !iocbp)) return cf_status(CU_FILE_INVALID_VALUE);
     if (nr == 0) return cf_status(CU_FILE_SUCCESS);
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     cf_sub_t *s = calloc(1, sizeof *s);
     if (s) {
         s->reqs = calloc(nr, sizeof *s->reqs);
@@ -134,7 +136,6 @@ CF_API CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
         return cf_status(CU_FILE_NOMEM_ERROR);
     }
     s->owner = b;
-    int rc = 0;
     for (unsigned i = 0; i < nr && !rc; i++) {
         CUfileIOParams_t *p = &iocbp[i];
         int fd;
@@ -186,6 +187,7 @@ CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
                                             CUfileIOEvents_t *iocbp, struct timespec *timeout)
 {
     cf_batch_t *b = batch_idp;
+    if (atomic_load(&cf_forked)) return cf_status((CUfileOpError)cf_fork_refused());
     if (!b || !nr || !live_has(b, 0) || (*nr && !iocbp) || min_nr > *nr) return cf_status(CU_FILE_INVALID_VALUE);
     if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L))
         return cf_status(CU_FILE_INVALID_VALUE);
@@ -232,6 +234,7 @@ CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
 CF_API CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 {
     cf_batch_t *b = batch_idp;
+    if (atomic_load(&cf_forked)) return cf_status((CUfileOpError)cf_fork_refused());
     if (!b || !live_has(b, 0)) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&b->lock);
     for (cf_sub_t *s = b->subs; s; s = s->next) phxfs_batch_cancel(s->pb);
@@ -242,6 +245,8 @@ CF_API CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 CF_API void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
 {
     cf_batch_t *b = batch_idp;
+    /* a fork child would wait for the parent's completions: the handle is left to the process's end */
+    if (atomic_load(&cf_forked)) return;
     if (!b || !live_has(b, 1)) {
         cf_log(CF_LOG_WARN, "BatchIODestroy: %p is not a batch handle", batch_idp);
         return;

@@ -66,7 +66,7 @@ int cf_buf_register(const void *base, size_t len, int flags, int owner)
 {
     if (!base || len == 0 || (uintptr_t)base + len < (uintptr_t)base || (flags & ~(CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING)))
         return err_of(owner, CU_FILE_INVALID_VALUE, -EINVAL);
-    cf_ensure_open();
+    if (cf_ensure_open()) return err_of(owner, CU_FILE_DRIVER_NOT_INITIALIZED, -ENOTSUP);
     int dev;
     int rc = phxfs_pointer_device(base, len, &dev);
     if (rc) {

@@ -20,7 +20,27 @@ static long use_count;        /* opens not yet closed; an implicit open counts o
 static int implicit_open;     /* the one reference is the implicit open's */
 static atomic_int open_flag;  /* fast path of cf_ensure_open */
 static atomic_int exiting;    /* set at process exit: close then touches nothing */
-static int atexit_done;
+static int atexit_done, atfork_done;
+/* fork(): libphoenix's workers and completion thread stay in the parent, so a child that
+ * transferred through them would wait forever for threads it does not have (and CUDA does
+ * not survive fork either). A child of a process that had opened the driver therefore gets
+ * CU_FILE_DRIVER_NOT_INITIALIZED from every call that would reach libphoenix, at once. */
+atomic_int cf_forked;
+static atomic_int ever_opened;
+static atomic_int fork_said;
+static void on_fork_child(void)
+{
+    /* only async-signal-safe work here: other threads' locks may be held forever */
+    if (atomic_load(&ever_opened)) atomic_store(&cf_forked, 1);
+}
+
+int cf_fork_refused(void)
+{
+    if (!atomic_exchange(&fork_said, 1))
+        cf_log(CF_LOG_ERROR, "this process was forked from one that had opened the cuFile driver; its I/O threads stayed "
+                             "in the parent, so cuFile calls fail here (open the driver after fork(), or exec)");
+    return CU_FILE_DRIVER_NOT_INITIALIZED;
+}
 static atomic_int dev_opened[CF_MAX_DEVICES];
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -237,11 +257,14 @@ static void open_locked(void)
     /* registered at the first open, so it runs before the exit handlers of CUDA and of the
      * frameworks that opened us earlier: a close after it only drops the count */
     if (!atexit_done) atexit_done = atexit(at_exit) == 0;
+    if (!atfork_done) atfork_done = pthread_atfork(NULL, NULL, on_fork_child) == 0;
+    atomic_store(&ever_opened, 1);
     atomic_store(&open_flag, 1);
 }
 
 int cf_ensure_open(void)
 {
+    if (atomic_load_explicit(&cf_forked, memory_order_relaxed)) return cf_fork_refused();
     if (atomic_load_explicit(&open_flag, memory_order_acquire)) return 0;
     pthread_mutex_lock(&drv_lock);
     if (use_count == 0) {
@@ -298,6 +321,7 @@ unsigned cf_max_batch(void)
 
 CF_API CUfileError_t cuFileDriverOpen(void)
 {
+    if (atomic_load(&cf_forked)) return cf_status((CUfileOpError)cf_fork_refused());
     pthread_mutex_lock(&drv_lock);
     if (use_count == 0) open_locked();
     if (implicit_open) implicit_open = 0; /* the caller's open takes over the implicit one */
@@ -320,8 +344,9 @@ static CUfileError_t driver_close(void)
     }
     implicit_open = 0;
     atomic_store(&open_flag, 0);
-    if (atomic_load(&exiting)) {
-        /* CUDA may already be gone: leave everything to the process's end */
+    if (atomic_load(&exiting) || atomic_load(&cf_forked)) {
+        /* CUDA may already be gone (or, in a fork child, libphoenix's threads never came
+         * along): leave everything to the process's end */
         pthread_mutex_unlock(&drv_lock);
         return cf_status(CU_FILE_SUCCESS);
     }

@@ -27,6 +27,7 @@ static CUfileHandle_t encode(uint32_t idx, uint32_t gen)
 
 int cf_handle_fd(CUfileHandle_t fh, int *fd)
 {
+    if (atomic_load_explicit(&cf_forked, memory_order_relaxed)) return cf_fork_refused();
     uint64_t h = (uint64_t)(uintptr_t)fh;
     uint32_t idx = (uint32_t)(h & MAX_SLOTS);
     if (idx == 0 || idx > atomic_load_explicit(&used, memory_order_acquire)) return CU_FILE_HANDLE_NOT_REGISTERED;
@@ -66,9 +67,10 @@ CF_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *des
         return cf_status(descr->fs_ops ? CU_FILE_IO_NOT_SUPPORTED : CU_FILE_INVALID_VALUE);
     default: return cf_status(CU_FILE_INVALID_VALUE);
     }
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     int fd = descr->handle.fd;
-    int rc = check_fd(fd);
+    rc = check_fd(fd);
     if (rc) return cf_status((CUfileOpError)rc);
     pthread_mutex_lock(&lock);
     if (!slots) slots = calloc(MAX_SLOTS, sizeof *slots);

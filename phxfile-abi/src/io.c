@@ -77,7 +77,8 @@ static size_t nstreams, streams_cap;
 CF_API CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags)
 {
     if (flags & ~(unsigned)STREAM_FLAGS) return cf_status(CU_FILE_INVALID_VALUE);
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     pthread_mutex_lock(&streams_lock);
     size_t i = 0;
     while (i < nstreams && streams[i].stream != (void *)stream) i++;
@@ -139,6 +140,7 @@ static int stream_target(void *base, void *stream, int *dev)
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
                  unsigned late, int is_write)
 {
+    if (atomic_load_explicit(&cf_forked, memory_order_relaxed)) return cf_fork_refused();
     int dev;
     int rc = stream_target(base, stream, &dev);
     if (rc) return rc;

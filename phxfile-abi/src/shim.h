@@ -27,6 +27,10 @@ enum { CF_LOG_ERROR, CF_LOG_WARN, CF_LOG_INFO, CF_LOG_DEBUG };
 void cf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Opens the driver on first use (PyTorch never calls cuFileDriverOpen): 0 or a CUfileOpError. */
 int cf_ensure_open(void);
+/* Set in a fork() child of a process that had opened the driver: nothing reaches libphoenix
+ * there. cf_fork_refused says so once and returns CU_FILE_DRIVER_NOT_INITIALIZED. */
+extern atomic_int cf_forked;
+int cf_fork_refused(void);
 /* Opens libphoenix's device dev once per driver session: 0 or -errno. */
 int cf_device_use(int dev);
 /* The registration cap (bytes) and the batch size cap, as configured. */

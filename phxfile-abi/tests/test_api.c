@@ -7,6 +7,7 @@
 #include "phoenix.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define FSIZE ((3u << 20) + 4321)
@@ -131,6 +132,75 @@ static int scenario_setters(void)
     CHECK_ST(cuFileDriverSetMaxCacheSize(32 * 1024), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
     CHECK_ST(cuFileDriverSetMaxCacheSize(0), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    return th_failures;
+}
+
+/* fork() after the driver has moved data: libphoenix's threads stay in the parent, so the
+ * child's calls must fail at once (they used to wait forever for a worker that is not
+ * there) and the parent must go on working. A child forked before any open works. */
+static int scenario_fork(void)
+{
+    char *path = th_make_file(65536, 9);
+    int fd = open(path, O_RDONLY);
+    char buf[4096];
+    pid_t early = fork(); /* before any open: a fresh library state */
+    if (early == 0) {
+        alarm(20);
+        CUfileHandle_t fh = reg(fd);
+        _exit(cuFileRead(fh, buf, 4096, 0, 0) == 4096 && th_failures == 0 ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(early, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CUfileHandle_t fh = reg(fd);
+    CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096);
+    CUfileBatchHandle_t b;
+    CHECK_ST(cuFileBatchIOSetUp(&b, 4), CU_FILE_SUCCESS);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20); /* the defect was a hang: a timeout fails the test instead */
+        th_failures = 0;
+        CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), -CU_FILE_DRIVER_NOT_INITIALIZED);
+        CHECK_EQ(cuFileWrite(fh, buf, 4096, 0, 0), -CU_FILE_DRIVER_NOT_INITIALIZED);
+        CUfileDescr_t d;
+        memset(&d, 0, sizeof d);
+        d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+        d.handle.fd = fd;
+        CUfileHandle_t fh2;
+        CHECK_ST(cuFileHandleRegister(&fh2, &d), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CHECK_ST(cuFileBufRegister(buf, sizeof buf, 0), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CHECK_ST(cuFileDriverOpen(), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CUfileIOParams_t io;
+        memset(&io, 0, sizeof io);
+        io.mode = CUFILE_BATCH;
+        io.fh = fh;
+        io.opcode = CUFILE_READ;
+        io.u.batch.devPtr_base = buf;
+        io.u.batch.size = 4096;
+        CHECK_ST(cuFileBatchIOSubmit(b, 1, &io, 0), CU_FILE_DRIVER_NOT_INITIALIZED);
+        unsigned nr = 1;
+        CUfileIOEvents_t ev;
+        CHECK_ST(cuFileBatchIOGetStatus(b, 1, &nr, &ev, NULL), CU_FILE_DRIVER_NOT_INITIALIZED);
+        cuFileBatchIODestroy(b);
+        cuFileHandleDeregister(fh);
+        CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS); /* drops the inherited count, touches nothing */
+        _exit(th_failures ? 1 : 0);
+    }
+    st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "fork child ended with status %#x\n", st);
+        th_failures++;
+    }
+    /* the parent is untouched */
+    CHECK_EQ(cuFileRead(fh, buf, 4096, 4096, 0), 4096);
+    cuFileBatchIODestroy(b);
+    cuFileHandleDeregister(fh);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    close(fd);
+    unlink(path);
+    free(path);
     return th_failures;
 }
 
@@ -334,6 +404,7 @@ int main(void)
 {
     th_in_child("implicit open and close", scenario_implicit);
     th_in_child("setters", scenario_setters);
+    th_in_child("fork after open", scenario_fork);
     test_handles();
     test_buffers();
     test_io();
