@@ -10,6 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+/* 100 years in seconds: more than any monotonic clock has counted */
+#define CF_FOREVER_S (100L * 365 * 24 * 3600)
+
 typedef struct cf_batch cf_batch_t;
 
 typedef struct cf_sub {
@@ -192,6 +195,9 @@ CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
     if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L))
         return cf_status(CU_FILE_INVALID_VALUE);
     struct timespec until;
+    /* a timeout beyond any uptime ({LONG_MAX, 0} is a common "forever") is no timeout: the
+     * deadline would overflow and end the wait at once */
+    if (timeout && timeout->tv_sec >= CF_FOREVER_S) timeout = NULL;
     if (timeout) {
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += timeout->tv_sec;
@@ -213,8 +219,11 @@ CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
          * the monotonic budget so a clock step cannot stretch the timeout */
         struct timespec rt;
         clock_gettime(CLOCK_REALTIME, &rt);
-        long left_ns = (until.tv_sec - now.tv_sec) * 1000000000L + (until.tv_nsec - now.tv_nsec);
-        long slice = left_ns < 10000000L ? left_ns : 10000000L;
+        long slice = 10000000L;
+        if (until.tv_sec - now.tv_sec < 1) {
+            long left_ns = (until.tv_sec - now.tv_sec) * 1000000000L + (until.tv_nsec - now.tv_nsec);
+            if (left_ns < slice) slice = left_ns;
+        }
         rt.tv_nsec += slice;
         if (rt.tv_nsec >= 1000000000L) { rt.tv_sec++; rt.tv_nsec -= 1000000000L; }
         pthread_cond_timedwait(&b->cond, &b->lock, &rt);

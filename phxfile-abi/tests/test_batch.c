@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -320,6 +321,21 @@ static int scenario_gate(void)
     CHECK_EQ(canceled + complete, M);
     CHECK(canceled >= M - 8); /* two workers hold at most a few tasks each */
     CHECK(complete >= 1);
+    /* a timeout too long to add to the clock ({LONG_MAX, 0}: "forever") waits like NULL; it
+     * used to overflow the deadline and return at once with nothing */
+    pthread_mutex_lock(&gate_lock);
+    gate_open = 0;
+    pthread_mutex_unlock(&gate_lock);
+    CHECK_ST(cuFileBatchIOSubmit(b, 1, p, 0), CU_FILE_SUCCESS);
+    pthread_t rel;
+    pthread_create(&rel, NULL, release_later, NULL);
+    struct timespec forever = {LONG_MAX, 999999999L};
+    nr = M;
+    CHECK_ST(cuFileBatchIOGetStatus(b, 1, &nr, ev, &forever), CU_FILE_SUCCESS);
+    CHECK_EQ(nr, 1);
+    CHECK_EQ(ev[0].status, CUFILE_COMPLETE);
+    CHECK_EQ(ev[0].ret, 4096);
+    pthread_join(rel, NULL);
     /* destroy with transfers in flight: waits for them */
     pthread_mutex_lock(&gate_lock);
     gate_open = 0;
