@@ -423,6 +423,13 @@ static CUfileError_t set_sizet(int p, size_t v)
     pthread_mutex_lock(&drv_lock);
     load_config_locked();
     int rc = push_sizet(p, v, 0);
+    if (rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) {
+        /* libphoenix sized its pool at start. Clients set these at any time and treat an
+         * error as fatal (KvikIO's set_max_device_cache_size, which also restores the old
+         * value later), so the value is kept and reported; the running pool keeps its size. */
+        cf_log(CF_LOG_INFO, "%s = %zu recorded; libphoenix's running pool keeps its size", sizet_names[p], v);
+        rc = 0;
+    }
     if (!rc) cfg.sz[p] = v;
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);

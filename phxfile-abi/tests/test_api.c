@@ -128,8 +128,15 @@ static int scenario_setters(void)
     } else {
         CHECK_EQ(phxfs_init(), 0);
     }
-    /* the pool has started now: its sizes are fixed */
-    CHECK_ST(cuFileDriverSetMaxCacheSize(32 * 1024), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+    /* the pool has started now: its size is fixed, but a client may still set (and later
+     * restore) the value, as KvikIO does at any time; an error there is fatal to it */
+    CHECK_ST(cuFileDriverSetMaxCacheSize(2048), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
+    CHECK_EQ(p.max_device_cache_size, 2048);
+    CHECK(phxfs_get_config("pinned_mb", v, sizeof v) > 0 && !strcmp(v, "64"));
+    CHECK_ST(cuFileDriverSetMaxCacheSize(64 * 1024), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
+    CHECK_EQ(p.max_device_cache_size, 64 * 1024);
     CHECK_ST(cuFileDriverSetMaxCacheSize(0), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
     return th_failures;
