@@ -141,7 +141,11 @@ static void load_config_locked(void)
     const char *lv = getenv("CUFILE_LOGGING_LEVEL");
     FILE *f = fopen(path, "r");
     if (!f) {
-        if (lv && level_of(lv) >= 0) atomic_store(&log_level, level_of(lv));
+        /* reported by GetParameterString(LOGGING_LEVEL) as in effect, file or not */
+        if (lv && level_of(lv) >= 0) {
+            atomic_store(&log_level, level_of(lv));
+            snprintf(cfg.str[0], sizeof cfg.str[0], "%s", lv);
+        }
         /* no file is the normal case outside a GDS installation; a named one that is missing is not */
         if (env && *env) fprintf(stderr, "phxfile: cannot read CUFILE_ENV_PATH_JSON=%s: %s; using defaults\n", path, strerror(errno));
         return;
@@ -223,7 +227,12 @@ static void apply_json(const char *path, char kind, const char *text, double num
     (void)arg;
     for (int i = 0; i < N_SIZET; i++)
         if (sizet_ok[i] && !strcmp(path, sizet_names[i])) {
-            if (kind != 'n' || num < 0) { fprintf(stderr, "phxfile: cufile.json %s: expected a number, got %s\n", path, text); return; }
+            /* a whole number that fits: converting anything else to size_t is undefined (1e30
+             * became 2^63 on x86) */
+            if (kind != 'n' || !(num >= 0 && num < 18446744073709551616.0) || num != (double)(size_t)num) {
+                fprintf(stderr, "phxfile: cufile.json %s: expected a whole number >= 0, got %s\n", path, text);
+                return;
+            }
             if (push_sizet(i, (size_t)num, 1) == 0) cfg.sz[i] = (size_t)num;
             return;
         }

@@ -103,10 +103,37 @@ static int scenario_broken_file(void)
 static int scenario_missing_file(void)
 {
     setenv("CUFILE_ENV_PATH_JSON", "/nonexistent/cufile.json", 1);
+    setenv("CUFILE_LOGGING_LEVEL", "WARN", 1);
     CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
     size_t v = 0;
     CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
     CHECK_EQ(v, 128);
+    /* the level in effect comes from the environment, file or no file */
+    char s[32];
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, sizeof s), CU_FILE_SUCCESS);
+    CHECK(strcmp(s, "WARN") == 0);
+    return th_failures;
+}
+
+/* numbers that are not whole sizes are refused key by key (with a message) and the default
+ * stays; 1e30 used to be converted to size_t, which is undefined (2^63 on x86) */
+static int scenario_bad_numbers(void)
+{
+    unsetenv("PHX_SLOT_KB");
+    write_json("{ \"properties\": { \"io_batchsize\": 1e30, \"max_direct_io_size_kb\": 2.5,\n"
+               "  \"per_buffer_cache_size_kb\": 1e400, \"batch_io_timeout_ms\": -3, \"poll_mode_max_size_kb\": 8 } }");
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 128);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 16384);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 0);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 8); /* the good key of the same file applies */
+    CUfileBatchHandle_t b;
+    CHECK_ST(cuFileBatchIOSetUp(&b, 129), CU_FILE_INVALID_VALUE);
+    unlink(json_path);
     return th_failures;
 }
 
@@ -161,6 +188,7 @@ int main(void)
     th_in_child("PHX_* outranks cufile.json", scenario_env_outranks_file);
     th_in_child("broken cufile.json", scenario_broken_file);
     th_in_child("missing cufile.json", scenario_missing_file);
+    th_in_child("numbers out of range in cufile.json", scenario_bad_numbers);
     th_in_child("parameter API", scenario_parameters);
     return th_finish("test_config");
 }
