@@ -49,6 +49,12 @@ static int check_fd(int fd)
         cf_log(CF_LOG_ERROR, "HandleRegister: fd %d was opened with O_PATH (no I/O possible)", fd);
         return CU_FILE_INVALID_FILE_OPEN_FLAG;
     }
+    if (fl & O_APPEND) {
+        /* pwrite on an O_APPEND fd ignores the offset (Linux appends), so every cuFileWrite
+         * would land at the end of the file; cuFile names O_APPEND an unsupported open flag */
+        cf_log(CF_LOG_ERROR, "HandleRegister: fd %d was opened with O_APPEND (writes would ignore their offsets)", fd);
+        return CU_FILE_INVALID_FILE_OPEN_FLAG;
+    }
     if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
         cf_log(CF_LOG_ERROR, "HandleRegister: fd %d is not a regular file or block device", fd);
         return CU_FILE_INVALID_FILE_TYPE;

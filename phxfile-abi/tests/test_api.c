@@ -248,6 +248,13 @@ static void test_handles(void)
     d.handle.fd = op;
     CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_FILE_OPEN_FLAG);
     close(op);
+    /* O_APPEND: pwrite would ignore every offset and append; the file stays as it was */
+    int ap = open(path, O_RDWR | O_APPEND);
+    d.handle.fd = ap;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_FILE_OPEN_FLAG);
+    if (fh) CHECK_EQ(cuFileWrite(fh, "x", 1, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    CHECK_EQ(lseek(ap, 0, SEEK_END), 8192);
+    close(ap);
     d.handle.fd = fd;
     CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
     CUfileHandle_t again = NULL;
