@@ -273,6 +273,29 @@ static void test_handles(void)
     CHECK_EQ(cuFileRead(fh, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
     CHECK_EQ(cuFileRead(again, buf, 100, 0, 0), 100);
     cuFileHandleDeregister(again);
+    /* an fd closed without deregistration, its number reused by another file: that is a new
+     * registration (it used to be CU_FILE_HANDLE_ALREADY_REGISTERED for good), the old
+     * handle is dead, and the same file registered twice is still refused */
+    char *other = th_make_file(8192, 5);
+    int f1 = open(path, O_RDONLY);
+    d.handle.fd = f1;
+    CUfileHandle_t h1 = NULL, h2 = NULL;
+    CHECK_ST(cuFileHandleRegister(&h1, &d), CU_FILE_SUCCESS);
+    close(f1);
+    int f2 = open(other, O_RDONLY);
+    CHECK_EQ(f2, f1);
+    CHECK_ST(cuFileHandleRegister(&h2, &d), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileHandleRegister(&again, &d), CU_FILE_HANDLE_ALREADY_REGISTERED);
+    CHECK_EQ(cuFileRead(h1, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    unsigned char want[100];
+    th_fill(want, 100, 5, 0);
+    CHECK_EQ(cuFileRead(h2, buf, 100, 0, 0), 100);
+    CHECK(memcmp(buf, want, 100) == 0);
+    cuFileHandleDeregister(h2);
+    cuFileHandleDeregister(h1); /* already dropped: harmless */
+    close(f2);
+    unlink(other);
+    free(other);
     close(fd);
     unlink(path);
     free(path);
