@@ -56,7 +56,9 @@ static const char *bool_names[N_BOOL] = {"properties.use_poll_mode", "properties
     "fs.misc.api_check_aggressive", "execution.parallel_io", "profile.nvtx", "properties.allow_system_memory",
     "properties.use_pci_p2pdma", "properties.prefer_io_uring", "properties.force_odirect_mode",
     "properties.skip_topology_detection", "properties.stream_memops_bypass"};
-/* What Phoenix honours; the rest of the parameter API answers CU_FILE_INVALID_VALUE. */
+/* What Phoenix acts on. The rest are staged and reported as cuFile does (from cufile.json or
+ * Set*), with no effect: clients round-trip every parameter (cuda-python's tests get, set,
+ * read back and restore each one before the driver opens) and treat an error as a failure. */
 static const int sizet_ok[N_SIZET] = {0, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1};
 static const int bool_ok[N_BOOL] = {1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0};
 static const int string_ok[N_STRING] = {1, 0, 0};
@@ -65,7 +67,7 @@ static struct {
     int loaded;
     size_t sz[N_SIZET];
     bool bl[N_BOOL];
-    char str[N_STRING][64];
+    char str[N_STRING][4096];   /* paths, for ENV_LOGFILE_PATH and LOG_DIR */
 } cfg;
 static atomic_int log_level; /* CF_LOG_ERROR (0) until the configuration says otherwise */
 static char config_used[256] = "built-in defaults";
@@ -121,6 +123,10 @@ static void load_config_locked(void)
 {
     if (cfg.loaded) return;
     cfg.loaded = 1;
+    cfg.sz[1] = 128;                    /* cuFile's defaults for what Phoenix only reports */
+    cfg.sz[3] = 8192;
+    cfg.sz[4] = 4;
+    cfg.bl[4] = true;
     cfg.sz[2] = phx_kb("workers", 1);
     cfg.sz[5] = 16384;                  /* cuFile's default; also the per-syscall cap below */
     cfg.sz[6] = phx_kb("pinned_mb", 1024);
@@ -135,6 +141,8 @@ static void load_config_locked(void)
     phxfs_get_config("engine", eng, sizeof eng);
     cfg.bl[8] = strcmp(eng, "uring") == 0;
     snprintf(cfg.str[0], sizeof cfg.str[0], "ERROR");
+    const char *logfile = getenv("CUFILE_LOGFILE_PATH");
+    if (logfile) snprintf(cfg.str[1], sizeof cfg.str[1], "%s", logfile);
     const char *env = getenv("CUFILE_ENV_PATH_JSON");
     const char *path = env && *env ? env : "/etc/cufile.json";
     /* CUFILE_LOGGING_LEVEL, as NVIDIA's library reads it, outranks the file's logging.level */
@@ -211,8 +219,8 @@ static int push_sizet(int p, size_t v, int from_file)
 
 static int push_bool(int p, bool v, int from_file)
 {
-    if (p == 1 && !v) return CU_FILE_INVALID_VALUE;  /* there is no other mode to insist on */
-    if (p == 6 && !v) return CU_FILE_INVALID_VALUE;  /* host memory is always accepted */
+    /* allow_compat_mode / allow_system_memory false: there is no other path to insist on and
+     * host memory is always accepted, so the value is only reported */
     if (p == 8) {
         if (from_file && getenv("PHX_ENGINE")) return 0;
         int rc = phxfs_set_config("engine", v ? "uring" : "sync");
@@ -226,20 +234,22 @@ static void apply_json(const char *path, char kind, const char *text, double num
 {
     (void)arg;
     for (int i = 0; i < N_SIZET; i++)
-        if (sizet_ok[i] && !strcmp(path, sizet_names[i])) {
+        if (!strcmp(path, sizet_names[i])) {
             /* a whole number that fits: converting anything else to size_t is undefined (1e30
              * became 2^63 on x86) */
             if (kind != 'n' || !(num >= 0 && num < 18446744073709551616.0) || num != (double)(size_t)num) {
                 fprintf(stderr, "phxfile: cufile.json %s: expected a whole number >= 0, got %s\n", path, text);
                 return;
             }
-            if (push_sizet(i, (size_t)num, 1) == 0) cfg.sz[i] = (size_t)num;
+            int rc = push_sizet(i, (size_t)num, 1);
+            if (rc == 0 || rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) cfg.sz[i] = (size_t)num;
             return;
         }
     for (int i = 0; i < N_BOOL; i++)
-        if (bool_ok[i] && !strcmp(path, bool_names[i])) {
+        if (!strcmp(path, bool_names[i])) {
             if (kind != 'b') { fprintf(stderr, "phxfile: cufile.json %s: expected true or false, got %s\n", path, text); return; }
-            if (push_bool(i, b, 1) == 0) cfg.bl[i] = b;
+            int rc = push_bool(i, b, 1);
+            if (rc == 0 || rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) cfg.bl[i] = b;
             return;
         }
     if (!strcmp(path, "logging.level") && kind == 's') {
@@ -248,6 +258,7 @@ static void apply_json(const char *path, char kind, const char *text, double num
         atomic_store(&log_level, l);
         snprintf(cfg.str[0], sizeof cfg.str[0], "%s", text);
     }
+    if (!strcmp(path, "logging.dir") && kind == 's') snprintf(cfg.str[2], sizeof cfg.str[2], "%s", text);
     /* anything else is a key of NVIDIA's that Phoenix has no use for */
 }
 
@@ -463,7 +474,7 @@ CF_API CUfileError_t cuFileDriverSetMaxPinnedMemSize(size_t kb) { return set_siz
 
 CF_API CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t *value)
 {
-    if (!value || (unsigned)param >= N_SIZET || !sizet_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    if (!value || (unsigned)param >= N_SIZET) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&drv_lock);
     load_config_locked();
     *value = cfg.sz[param];
@@ -473,7 +484,7 @@ CF_API CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t param,
 
 CF_API CUfileError_t cuFileGetParameterBool(CUFileBoolConfigParameter_t param, bool *value)
 {
-    if (!value || (unsigned)param >= N_BOOL || !bool_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    if (!value || (unsigned)param >= N_BOOL) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&drv_lock);
     load_config_locked();
     *value = cfg.bl[param];
@@ -483,7 +494,7 @@ CF_API CUfileError_t cuFileGetParameterBool(CUFileBoolConfigParameter_t param, b
 
 CF_API CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t param, char *desc_str, int len)
 {
-    if (!desc_str || len <= 0 || (unsigned)param >= N_STRING || !string_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    if (!desc_str || len <= 0 || (unsigned)param >= N_STRING) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&drv_lock);
     load_config_locked();
     int fits = strlen(cfg.str[param]) < (size_t)len;
@@ -493,9 +504,13 @@ CF_API CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t para
 }
 
 /* 0, CU_FILE_DRIVER_ALREADY_OPEN, or CU_FILE_INVALID_VALUE; leaves drv_lock held on 0 */
-static int set_begin(unsigned param, unsigned n, const int *ok)
+static int set_begin(unsigned param, unsigned n, const int *ok, const char *name)
 {
-    if (param >= n || !ok[param]) return CU_FILE_INVALID_VALUE;
+    if (param >= n) {
+        cf_log(CF_LOG_ERROR, "SetParameter: %u is not a parameter of this kind", param);
+        return CU_FILE_INVALID_VALUE;
+    }
+    if (!ok[param]) cf_log(CF_LOG_INFO, "SetParameter: %s is staged and reported; Phoenix does not use it", name);
     pthread_mutex_lock(&drv_lock);
     if (use_count > 0) {
         pthread_mutex_unlock(&drv_lock);
@@ -507,9 +522,12 @@ static int set_begin(unsigned param, unsigned n, const int *ok)
 
 CF_API CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t value)
 {
-    int rc = set_begin((unsigned)param, N_SIZET, sizet_ok);
+    int rc = set_begin((unsigned)param, N_SIZET, sizet_ok, (unsigned)param < N_SIZET ? sizet_names[param] : "");
     if (rc) return cf_status((CUfileOpError)rc);
     rc = push_sizet(param, value, 0);
+    /* libphoenix already runs (an earlier open and close, or the Java bindings): staged and
+     * reported like the rest; the running pool keeps its size */
+    if (rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) rc = 0;
     if (!rc) cfg.sz[param] = value;
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);
@@ -517,9 +535,10 @@ CF_API CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param,
 
 CF_API CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool value)
 {
-    int rc = set_begin((unsigned)param, N_BOOL, bool_ok);
+    int rc = set_begin((unsigned)param, N_BOOL, bool_ok, (unsigned)param < N_BOOL ? bool_names[param] : "");
     if (rc) return cf_status((CUfileOpError)rc);
     rc = push_bool(param, value, 0);
+    if (rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) rc = 0; /* as for sizes */
     if (!rc) cfg.bl[param] = value;
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);
@@ -528,12 +547,13 @@ CF_API CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, b
 CF_API CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t param, const char *desc_str)
 {
     if (!desc_str) return cf_status(CU_FILE_INVALID_VALUE);
-    int rc = set_begin((unsigned)param, N_STRING, string_ok);
+    static const char *names[N_STRING] = {"logging.level", "logfile path", "logging.dir"};
+    int rc = set_begin((unsigned)param, N_STRING, string_ok, (unsigned)param < N_STRING ? names[param] : "");
     if (rc) return cf_status((CUfileOpError)rc);
-    int l = level_of(desc_str);
-    if (l < 0) rc = CU_FILE_INVALID_VALUE;
+    int l = param == CUFILE_PARAM_LOGGING_LEVEL ? level_of(desc_str) : 0;
+    if (l < 0 || strlen(desc_str) >= sizeof cfg.str[param]) rc = CU_FILE_INVALID_VALUE;
     else {
-        atomic_store(&log_level, l);
+        if (param == CUFILE_PARAM_LOGGING_LEVEL) atomic_store(&log_level, l);
         snprintf(cfg.str[param], sizeof cfg.str[param], "%s", desc_str);
     }
     pthread_mutex_unlock(&drv_lock);

@@ -144,15 +144,13 @@ static int scenario_parameters(void)
     CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, 64), CU_FILE_SUCCESS);
     CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB, 1024), CU_FILE_SUCCESS);
     CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, 0), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, 1), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)99, 1), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, false), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, true), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)-1, 1), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterBool((CUFileBoolConfigParameter_t)12, true), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterString((CUFileStringConfigParameter_t)3, "x"), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PREFER_IO_URING, false), CU_FILE_SUCCESS);
-    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_USE_PCIP2PDMA, true), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "INFO"), CU_FILE_SUCCESS);
     CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "LOUD"), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOG_DIR, "/tmp"), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, NULL), CU_FILE_INVALID_VALUE);
     size_t v = 0;
     bool bv = true;
@@ -160,10 +158,10 @@ static int scenario_parameters(void)
     CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
     CHECK_EQ(v, 64);
     CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, NULL), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM, &v), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)12, &v), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileGetParameterBool(CUFILE_PARAM_PREFER_IO_URING, &bv), CU_FILE_SUCCESS);
     CHECK(!bv);
-    CHECK_ST(cuFileGetParameterBool(CUFILE_PARAM_PROFILE_NVTX, &bv), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterBool((CUFileBoolConfigParameter_t)99, &bv), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, sizeof s), CU_FILE_SUCCESS);
     CHECK(strcmp(s, "INFO") == 0);
     CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, 3), CU_FILE_INVALID_VALUE); /* no truncation */
@@ -182,6 +180,70 @@ static int scenario_parameters(void)
     return th_failures;
 }
 
+/* Every parameter round-trips before the driver opens, as cuda-python's tests do it (get,
+ * set, read back, restore), also once libphoenix runs (the pool keys then only report); the
+ * ones Phoenix does not use were CU_FILE_INVALID_VALUE, a failure for such a client. */
+static const size_t SZ_VALS[12] = {1, 32, 8, 4, 4, 1024, 512, 128, 2048, 16, 64, 5000};
+static const bool BL_VALS[12] = {true, false, false, true, true, false, true, true, false, true, false, true};
+
+static void round_trip_all(void)
+{
+    for (int p = 0; p < 12; p++) {
+        size_t orig = 0, got = 0;
+        CHECK_ST(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)p, &orig), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)p, SZ_VALS[p]), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)p, &got), CU_FILE_SUCCESS);
+        if (got != SZ_VALS[p]) fprintf(stderr, "size_t parameter %d\n", p);
+        CHECK_EQ(got, SZ_VALS[p]);
+        if (orig) CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)p, orig), CU_FILE_SUCCESS);
+    }
+    for (int p = 0; p < 12; p++) {
+        bool orig = false, got = !BL_VALS[p];
+        CHECK_ST(cuFileGetParameterBool((CUFileBoolConfigParameter_t)p, &orig), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileSetParameterBool((CUFileBoolConfigParameter_t)p, BL_VALS[p]), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileGetParameterBool((CUFileBoolConfigParameter_t)p, &got), CU_FILE_SUCCESS);
+        if (got != BL_VALS[p]) fprintf(stderr, "bool parameter %d\n", p);
+        CHECK_EQ(got, BL_VALS[p]);
+        CHECK_ST(cuFileSetParameterBool((CUFileBoolConfigParameter_t)p, orig), CU_FILE_SUCCESS);
+    }
+    char longpath[300], s[256];
+    memset(longpath, 'd', sizeof longpath - 1);
+    longpath[0] = '/';
+    longpath[200] = 0; /* longer than the old 64-byte cell */
+    const char *vals[3] = {"DEBUG", "/tmp/phxfile-test/cufile.log", longpath};
+    for (int p = 0; p < 3; p++) {
+        char orig[256];
+        CHECK_ST(cuFileGetParameterString((CUFileStringConfigParameter_t)p, orig, sizeof orig), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileSetParameterString((CUFileStringConfigParameter_t)p, vals[p]), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileGetParameterString((CUFileStringConfigParameter_t)p, s, sizeof s), CU_FILE_SUCCESS);
+        CHECK(strcmp(s, vals[p]) == 0);
+        if (p == 0) CHECK_ST(cuFileSetParameterString((CUFileStringConfigParameter_t)p, orig), CU_FILE_SUCCESS);
+    }
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "ERROR"), CU_FILE_SUCCESS);
+}
+
+static int scenario_round_trip(void)
+{
+    setenv("CUFILE_ENV_PATH_JSON", "", 1);
+    unsetenv("PHX_SLOT_KB");
+    round_trip_all();
+    /* the values Phoenix acts on reach libphoenix */
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, 8), CU_FILE_SUCCESS);
+    char e[32];
+    CHECK(phxfs_get_config("workers", e, sizeof e) > 0 && strcmp(e, "8") == 0);
+    /* libphoenix running (an earlier open and close does this): still staged and reported */
+    CHECK_EQ(phxfs_init(), 0);
+    round_trip_all();
+    CHECK(phxfs_get_config("workers", e, sizeof e) > 0 && strcmp(e, "8") == 0);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 1);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, 0), CU_FILE_DRIVER_ALREADY_OPEN);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    return th_failures;
+}
+
 int main(void)
 {
     th_in_child("NVIDIA-style cufile.json", scenario_file);
@@ -190,5 +252,6 @@ int main(void)
     th_in_child("missing cufile.json", scenario_missing_file);
     th_in_child("numbers out of range in cufile.json", scenario_bad_numbers);
     th_in_child("parameter API", scenario_parameters);
+    th_in_child("every parameter round-trips", scenario_round_trip);
     return th_finish("test_config");
 }
