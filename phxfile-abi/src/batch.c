@@ -143,7 +143,8 @@ CF_API CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
         CUfileIOParams_t *p = &iocbp[i];
         int fd;
         if (p->mode != CUFILE_BATCH || (p->opcode != CUFILE_READ && p->opcode != CUFILE_WRITE) || !p->u.batch.devPtr_base ||
-            p->u.batch.file_offset < 0 || p->u.batch.devPtr_offset < 0 || p->u.batch.size > (size_t)SSIZE_MAX) {
+            p->u.batch.file_offset < 0 || p->u.batch.devPtr_offset < 0 || p->u.batch.size > (size_t)SSIZE_MAX ||
+            cf_range_bad(p->u.batch.devPtr_base, p->u.batch.file_offset, p->u.batch.devPtr_offset, p->u.batch.size)) {
             cf_log(CF_LOG_ERROR, "BatchIOSubmit: entry %u has an invalid mode, opcode, buffer, offset or size", i);
             rc = CU_FILE_INVALID_VALUE;
         } else if ((rc = cf_handle_fd(p->fh, &fd)) == 0 &&

@@ -39,7 +39,8 @@ static ssize_t sync_io(CUfileHandle_t fh, void *base, size_t size, off_t foff, o
     int fd;
     int rc = cf_handle_fd(fh, &fd);
     if (rc) return -(ssize_t)rc;
-    if (!base || foff < 0 || boff < 0 || size > (size_t)SSIZE_MAX) return -(ssize_t)CU_FILE_INVALID_VALUE;
+    if (!base || foff < 0 || boff < 0 || size > (size_t)SSIZE_MAX || cf_range_bad(base, foff, boff, size))
+        return -(ssize_t)CU_FILE_INVALID_VALUE;
     if (size == 0) return 0;
     cf_target_t t;
     rc = cf_target_get(base, boff, size, &t);

@@ -77,6 +77,15 @@ ssize_t cf_bounce_io(int fd, int dev, void *dst, size_t len, off_t foff, int is_
 /* The device whose stream s is (opening devices until one claims it): >= 0 or -errno. */
 int cf_stream_device(void *s);
 
+/* An I/O whose file end (offset + size) or buffer end (base + offset + size) does not fit
+ * in 64 bits: refused before any arithmetic on it (it overflowed further down). Offsets are
+ * known to be >= 0 and size <= SSIZE_MAX. */
+static inline int cf_range_bad(const void *base, off_t foff, off_t boff, size_t size)
+{
+    return (uint64_t)foff + size > (uint64_t)INT64_MAX || (uint64_t)boff + size > (uint64_t)INT64_MAX ||
+           (uintptr_t)base + (uint64_t)boff + size < (uintptr_t)base;
+}
+
 /* ---- io.c ---- */
 /* A stream-ordered transfer (late: PHXFS_STREAM_LATE_*): 0 or a CUfileOpError. */
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,

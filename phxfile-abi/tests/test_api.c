@@ -353,6 +353,12 @@ static void test_io(void)
     CHECK_EQ(cuFileRead(fh, got, 100, 0, -1), -CU_FILE_INVALID_VALUE);
     CHECK_EQ(cuFileRead(fh, NULL, 100, 0, 0), -CU_FILE_INVALID_VALUE);
     CHECK_EQ(cuFileRead(fh, got, (size_t)1 << 63, 0, 0), -CU_FILE_INVALID_VALUE);
+    /* ends that do not fit in 64 bits: refused before anything adds them up (libphoenix's
+     * request setup overflowed on the file end, UBSan says so) */
+    CHECK_EQ(cuFileRead(fh, got, 4096, INT64_MAX - 10, 0), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileWrite(fh, got, 4096, INT64_MAX, 0), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileRead(fh, got, 4096, 0, INT64_MAX), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileRead(fh, got, 4096, 0, (off_t)(UINTPTR_MAX - (uintptr_t)got - 100)), -CU_FILE_INVALID_VALUE);
     /* a file-system error: -1 and errno */
     errno = 0;
     CHECK_EQ(cuFileWrite(rfh, got, 100, 0, 0), -1);

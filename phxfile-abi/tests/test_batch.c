@@ -207,6 +207,11 @@ static void test_errors_and_partial_collection(void)
     bad = p[0];
     bad.u.batch.file_offset = -5;
     CHECK_ST(cuFileBatchIOSubmit(b, 1, &bad, 0), CU_FILE_INVALID_VALUE);
+    bad.u.batch.file_offset = INT64_MAX - 100; /* its end does not fit: it used to overflow in libphoenix */
+    CHECK_ST(cuFileBatchIOSubmit(b, 1, &bad, 0), CU_FILE_INVALID_VALUE);
+    bad = p[0];
+    bad.u.batch.devPtr_offset = INT64_MAX;
+    CHECK_ST(cuFileBatchIOSubmit(b, 1, &bad, 0), CU_FILE_INVALID_VALUE);
     bad = p[0];
     bad.fh = (CUfileHandle_t)(uintptr_t)0x777;
     CHECK_ST(cuFileBatchIOSubmit(b, 1, &bad, 0), CU_FILE_HANDLE_NOT_REGISTERED);
