@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct {
     uintptr_t base;
@@ -62,6 +64,18 @@ static int err_of(int owner, CUfileOpError e, int neg)
     return owner == CF_OWNER_CUFILE ? (int)e : neg;
 }
 
+/* Whether the first and the last page of a host range are mapped: a made-up pointer is refused
+ * at registration (it registered, and every transfer then failed with EFAULT) without touching
+ * the memory or walking a large range. */
+static int host_mapped(const void *base, size_t len)
+{
+    static long page;
+    if (!page) page = sysconf(_SC_PAGESIZE);
+    uintptr_t first = (uintptr_t)base & ~(uintptr_t)(page - 1), last = ((uintptr_t)base + len - 1) & ~(uintptr_t)(page - 1);
+    unsigned char v;
+    return mincore((void *)first, 1, &v) == 0 && mincore((void *)last, 1, &v) == 0;
+}
+
 int cf_buf_register(const void *base, size_t len, int flags, int owner)
 {
     if (!base || len == 0 || (uintptr_t)base + len < (uintptr_t)base || (flags & ~(CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING)))
@@ -74,6 +88,10 @@ int cf_buf_register(const void *base, size_t len, int flags, int owner)
         return err_of(owner, CU_FILE_CUDA_POINTER_RANGE_ERROR, rc);
     }
     if (dev >= 0 && (rc = cf_device_use(dev)) != 0) return err_of(owner, cf_from_errno(rc), rc);
+    if (dev < 0 && !host_mapped(base, len)) {
+        cf_log(CF_LOG_ERROR, "BufRegister: %p + %zu is not mapped memory", base, len);
+        return err_of(owner, CU_FILE_INVALID_VALUE, -EFAULT);
+    }
     uintptr_t a = (uintptr_t)base;
     size_t cap_bytes = cf_pinned_cap(); /* before the lock: the driver lock is taken first elsewhere */
     pthread_rwlock_wrlock(&lock);

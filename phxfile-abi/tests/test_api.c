@@ -7,6 +7,7 @@
 #include "phoenix.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -307,6 +308,17 @@ static void test_buffers(void)
     CHECK_ST(cuFileBufRegister(NULL, 10, 0), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileBufRegister(host, 0, 0), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileBufRegister(host, 10, 0x40), CU_FILE_INVALID_VALUE);
+    /* memory that is not mapped, wholly or at its end: refused (it used to register) */
+    CHECK_ST(cuFileBufRegister((void *)(uintptr_t)0x1000, 4096, 0), CU_FILE_INVALID_VALUE);
+    long pg = sysconf(_SC_PAGESIZE);
+    char *two = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(two != MAP_FAILED);
+    CHECK_EQ(munmap(two + pg, pg), 0);
+    CHECK_ST(cuFileBufRegister(two, 2 * pg, 0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBufRegister(two + pg - 100, 200, 0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBufRegister(two + 100, pg - 100, 0), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileBufDeregister(two + 100), CU_FILE_SUCCESS);
+    CHECK_EQ(munmap(two, pg), 0);
     CHECK_ST(cuFileBufRegister(host, sizeof host, CU_FILE_RDMA_REGISTER), CU_FILE_SUCCESS);
     CHECK_ST(cuFileBufRegister(host, sizeof host, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
     CHECK_ST(cuFileBufRegister(host + 100, 10, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
