@@ -149,6 +149,7 @@ static int remove_at(size_t i)
 int cf_buf_deregister(const void *base, int owner)
 {
     if (!base) return err_of(owner, CU_FILE_INVALID_VALUE, -EINVAL);
+    if (atomic_load(&cf_forked)) return err_of(owner, (CUfileOpError)cf_fork_refused(), -ENOTSUP);
     pthread_rwlock_wrlock(&lock);
     ssize_t i = find_le((uintptr_t)base);
     int rc = 0;
@@ -168,6 +169,7 @@ int cf_buf_deregister(const void *base, int owner)
 
 void cf_bufs_reset(int owner)
 {
+    if (atomic_load(&cf_forked)) return; /* libphoenix's registry is the parent's */
     pthread_rwlock_wrlock(&lock);
     for (size_t i = nregs; i-- > 0;)
         if ((owner < 0 || regs[i].owner == owner) && remove_at(i))

@@ -410,7 +410,8 @@ static unsigned kb32(size_t v) { return v > UINT_MAX ? UINT_MAX : (unsigned)v; }
 CF_API CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *props)
 {
     if (!props) return cf_status(CU_FILE_INVALID_VALUE);
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     /* Direct storage-to-device transfers need the phxfs kernel module (p2p/staging modes);
      * without it every transfer bounces through pinned host memory, and the nvfs version
      * stays 0.0 so clients know there is no peer-to-peer path. */

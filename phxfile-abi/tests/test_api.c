@@ -164,6 +164,8 @@ static int scenario_fork(void)
     CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096);
     CUfileBatchHandle_t b;
     CHECK_ST(cuFileBatchIOSetUp(&b, 4), CU_FILE_SUCCESS);
+    static char reg_buf[8192];
+    CHECK_ST(cuFileBufRegister(reg_buf, sizeof reg_buf, 0), CU_FILE_SUCCESS);
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
@@ -178,6 +180,9 @@ static int scenario_fork(void)
         CUfileHandle_t fh2;
         CHECK_ST(cuFileHandleRegister(&fh2, &d), CU_FILE_DRIVER_NOT_INITIALIZED);
         CHECK_ST(cuFileBufRegister(buf, sizeof buf, 0), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CHECK_ST(cuFileBufDeregister(reg_buf), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CUfileDrvProps_t props;
+        CHECK_ST(cuFileDriverGetProperties(&props), CU_FILE_DRIVER_NOT_INITIALIZED);
         CHECK_ST(cuFileDriverOpen(), CU_FILE_DRIVER_NOT_INITIALIZED);
         CUfileIOParams_t io;
         memset(&io, 0, sizeof io);
@@ -203,6 +208,7 @@ static int scenario_fork(void)
     }
     /* the parent is untouched */
     CHECK_EQ(cuFileRead(fh, buf, 4096, 4096, 0), 4096);
+    CHECK_ST(cuFileBufDeregister(reg_buf), CU_FILE_SUCCESS);
     cuFileBatchIODestroy(b);
     cuFileHandleDeregister(fh);
     CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
