@@ -193,6 +193,8 @@ static int push_sizet(int p, size_t v, int from_file)
 {
     const char *key = NULL;
     char val[32];
+    /* KiB values whose byte count does not fit: v * 1024 wrapped (2^54 + 1 KiB became 1 KiB) */
+    if ((p == 5 || p == 6 || p == 7) && v > SIZE_MAX / 1024) return CU_FILE_INVALID_VALUE;
     switch (p) {
     case 2: key = "workers"; snprintf(val, sizeof val, "%zu", v); break;
     case 5: key = "max_io_bytes"; snprintf(val, sizeof val, "%zu", v * 1024); break;
@@ -502,6 +504,20 @@ CF_API CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t para
     if (fits) strcpy(desc_str, cfg.str[param]);
     pthread_mutex_unlock(&drv_lock);
     return cf_status(fits ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE);
+}
+
+/* The range Set accepts for a size parameter (cuFile 1.15; cuda-python reads it): libphoenix's
+ * bounds for what it acts on (workers 1..256, max_io_bytes up to 1 GiB, pinned pool up to
+ * 2^20 MiB, slot 4 KiB..1 GiB), anything that fits for the rest. */
+CF_API CUfileError_t cuFileGetParameterMinMaxValue(CUFileSizeTConfigParameter_t param, size_t *min_value, size_t *max_value)
+{
+    static const size_t lo[N_SIZET] = {0, 0, 1, 0, 0, 1, 1, 4, 0, 0, 0, 0};
+    static const size_t hi[N_SIZET] = {SIZE_MAX, SIZE_MAX, 256, SIZE_MAX, SIZE_MAX, 1u << 20, (size_t)1 << 30, 1u << 20,
+                                       SIZE_MAX / 1024, SIZE_MAX, SIZE_MAX, SIZE_MAX};
+    if (!min_value || !max_value || (unsigned)param >= N_SIZET) return cf_status(CU_FILE_INVALID_VALUE);
+    *min_value = lo[param];
+    *max_value = hi[param];
+    return cf_status(CU_FILE_SUCCESS);
 }
 
 /* 0, CU_FILE_DRIVER_ALREADY_OPEN, or CU_FILE_INVALID_VALUE; leaves drv_lock held on 0 */

@@ -224,6 +224,14 @@ static void round_trip_all(void)
 
 static int scenario_round_trip(void)
 {
+    size_t lo = 1, hi = 0;
+    CHECK_ST(cuFileGetParameterMinMaxValue(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB, &lo, &hi), CU_FILE_SUCCESS);
+    CHECK(lo <= hi && hi > 0);
+    CHECK_ST(cuFileGetParameterMinMaxValue(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, &lo, &hi), CU_FILE_SUCCESS);
+    CHECK(lo == 1 && hi == 256);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, hi + 1), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterMinMaxValue(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, NULL, &hi), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterMinMaxValue((CUFileSizeTConfigParameter_t)12, &lo, &hi), CU_FILE_INVALID_VALUE);
     setenv("CUFILE_ENV_PATH_JSON", "", 1);
     unsetenv("PHX_SLOT_KB");
     round_trip_all();
