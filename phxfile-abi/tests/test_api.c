@@ -294,6 +294,9 @@ static void test_handles(void)
     CUfileHandle_t h1 = NULL, h2 = NULL;
     CHECK_ST(cuFileHandleRegister(&h1, &d), CU_FILE_SUCCESS);
     close(f1);
+    errno = 0; /* closed under a live handle: what the file system says */
+    CHECK_EQ(cuFileRead(h1, buf, 100, 0, 0), -1);
+    CHECK_EQ(errno, EBADF);
     int f2 = open(other, O_RDONLY);
     CHECK_EQ(f2, f1);
     CHECK_ST(cuFileHandleRegister(&h2, &d), CU_FILE_SUCCESS);
