@@ -49,6 +49,7 @@ static int async_io(void *fh, void *buf, size_t *nbytes, int64_t *foff, int64_t 
     case CU_FILE_CUDA_POINTER_INVALID: case CU_FILE_INVALID_VALUE: return -EINVAL;
     case CU_FILE_DEVICE_NOT_FOUND: return -ENODEV;
     case CU_FILE_NOMEM_ERROR: return -ENOMEM;
+    case CU_FILE_INVALID_FILE_OPEN_FLAG: return -EBADF;
     case CU_FILE_DRIVER_NOT_INITIALIZED: return -ENOTSUP; /* a fork child: see cf_forked */
     default: return -EIO;
     }
