@@ -374,6 +374,7 @@ static CUfileError_t driver_close(void)
     }
     cf_handles_reset();
     cf_bufs_reset(CF_OWNER_CUFILE);
+    cf_streams_reset();
     pthread_mutex_lock(&dev_lock);
     for (int d = 0; d < CF_MAX_DEVICES; d++)
         if (atomic_load(&dev_opened[d])) {

@@ -110,6 +110,15 @@ CF_API CUfileError_t cuFileStreamDeregister(CUstream stream)
     return cf_status(found ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE);
 }
 
+/* cuFileDriverClose deregisters every stream, as cuFile documents: their FIXED_* flags do not
+ * outlive the session */
+void cf_streams_reset(void)
+{
+    pthread_mutex_lock(&streams_lock);
+    nstreams = 0;
+    pthread_mutex_unlock(&streams_lock);
+}
+
 static unsigned stream_flags(void *stream)
 {
     unsigned f = 0;

@@ -87,6 +87,7 @@ static inline int cf_range_bad(const void *base, off_t foff, off_t boff, size_t 
 }
 
 /* ---- io.c ---- */
+void cf_streams_reset(void);
 /* A stream-ordered transfer (late: PHXFS_STREAM_LATE_*): 0 or a CUfileOpError. */
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
                  unsigned late, int is_write);

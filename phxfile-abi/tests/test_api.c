@@ -80,7 +80,10 @@ static int scenario_implicit(void)
     CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
     CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096); /* still open */
     CHECK_ST(cuFileBufRegister(buf, sizeof buf, 0), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileStreamRegister((CUstream)(uintptr_t)0x5000, CU_FILE_STREAM_FIXED_FILE_SIZE), CU_FILE_SUCCESS);
     CHECK_ST(cuFileDriverClose_v2(), CU_FILE_SUCCESS);
+    /* streams are deregistered by the close, as cuFile documents (their flags stayed) */
+    CHECK_ST(cuFileStreamDeregister((CUstream)(uintptr_t)0x5000), CU_FILE_INVALID_VALUE);
     CHECK_EQ(cuFileUseCount(), 0);
     /* closed: what was registered is gone */
     CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
