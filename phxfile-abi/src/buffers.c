@@ -69,8 +69,7 @@ static int err_of(int owner, CUfileOpError e, int neg)
  * the memory or walking a large range. */
 static int host_mapped(const void *base, size_t len)
 {
-    static long page;
-    if (!page) page = sysconf(_SC_PAGESIZE);
+    long page = sysconf(_SC_PAGESIZE); /* no syscall; a cached static would be a data race */
     uintptr_t first = (uintptr_t)base & ~(uintptr_t)(page - 1), last = ((uintptr_t)base + len - 1) & ~(uintptr_t)(page - 1);
     unsigned char v;
     return mincore((void *)first, 1, &v) == 0 && mincore((void *)last, 1, &v) == 0;
