@@ -35,11 +35,13 @@ static int prepare_request(phx_req_state_t *rs, phxfs_io_req_t *r, int is_write)
     rs->is_write = is_write;
     rs->alt_fd = -1;
     atomic_init(&rs->err, 0);
-    atomic_init(&rs->end, (int64_t)r->f_offset + (int64_t)r->nbytes);
+    atomic_init(&rs->end, 0);
     if (r->nbytes > (size_t)SSIZE_MAX || r->f_offset < 0 || r->buf_offset < 0 ||
         (uint64_t)r->f_offset + r->nbytes > (uint64_t)INT64_MAX)
         return phx_fail(EINVAL, "request: nbytes %zu, file offset %lld or buffer offset %lld out of range",
                         r->nbytes, (long long)r->f_offset, (long long)r->buf_offset);
+    /* only once the range is known to fit (it overflowed for a file end past INT64_MAX) */
+    atomic_store_explicit(&rs->end, (int64_t)r->f_offset + (int64_t)r->nbytes, memory_order_relaxed);
     int fl = fcntl(r->fd, F_GETFL);
     if (fl < 0) return phx_fail(EBADF, "request: fd %d is not an open file", r->fd);
     int acc = fl & O_ACCMODE;

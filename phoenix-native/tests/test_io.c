@@ -119,6 +119,9 @@ int main(void)
     CHECK_EQ(phxfs_read(fd, 0, dev_mem, 0, -1, 0), -EINVAL);
     CHECK_EQ(phxfs_read(-5, -1, dev_mem, 0, 10, 0), -EBADF);
     CHECK_EQ(phxfs_read(fd, -1, dev_mem, 0, 10, -1), -EINVAL);
+    /* a file end past INT64_MAX: refused before it is computed (UBSan caught the sum) */
+    CHECK_EQ(phxfs_read(fd, -1, dev_mem, 0, 4096, INT64_MAX - 10), -EINVAL);
+    CHECK_EQ(phxfs_write(fd, -1, dev_mem, 0, 4096, INT64_MAX), -EINVAL);
     CHECK_EQ(phxfs_set_config("mode", "warp"), -EINVAL);
     CHECK_EQ(phxfs_set_config("queue_depth", "16"), -EBUSY); /* frozen with the pool */
     CHECK_EQ(phxfs_set_config("workers", "4"), -EBUSY); /* the pool is running */

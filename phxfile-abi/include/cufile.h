@@ -400,6 +400,8 @@ CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t param, char
 CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t value);
 CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool value);
 CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t param, const char *desc_str);
+/* the range cuFileSetParameterSizeT accepts for param (cuFile 1.15) */
+CUfileError_t cuFileGetParameterMinMaxValue(CUFileSizeTConfigParameter_t param, size_t *min_value, size_t *max_value);
 
 #ifdef __cplusplus
 }

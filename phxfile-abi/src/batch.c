@@ -10,6 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+/* 100 years in seconds: more than any monotonic clock has counted */
+#define CF_FOREVER_S (100L * 365 * 24 * 3600)
+
 typedef struct cf_batch cf_batch_t;
 
 typedef struct cf_sub {
@@ -100,7 +103,8 @@ static void on_done(phxfs_batch_t *pb, int result, void *arg)
 CF_API CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned nr)
 {
     if (!batch_idp || nr == 0 || nr > cf_max_batch()) return cf_status(CU_FILE_INVALID_VALUE);
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     cf_batch_t *b = calloc(1, sizeof *b);
     CUfileIOEvents_t *ready = calloc(nr, sizeof *ready);
     if (!b || !ready || (b->ready = ready, live_add(b))) {
@@ -121,7 +125,8 @@ CF_API CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
     cf_batch_t *b = batch_idp;
     if (!b || !live_has(b, 0) || (nr && !iocbp)) return cf_status(CU_FILE_INVALID_VALUE);
     if (nr == 0) return cf_status(CU_FILE_SUCCESS);
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     cf_sub_t *s = calloc(1, sizeof *s);
     if (s) {
         s->reqs = calloc(nr, sizeof *s->reqs);
@@ -134,12 +139,12 @@ CF_API CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
         return cf_status(CU_FILE_NOMEM_ERROR);
     }
     s->owner = b;
-    int rc = 0;
     for (unsigned i = 0; i < nr && !rc; i++) {
         CUfileIOParams_t *p = &iocbp[i];
         int fd;
         if (p->mode != CUFILE_BATCH || (p->opcode != CUFILE_READ && p->opcode != CUFILE_WRITE) || !p->u.batch.devPtr_base ||
-            p->u.batch.file_offset < 0 || p->u.batch.devPtr_offset < 0 || p->u.batch.size > (size_t)SSIZE_MAX) {
+            p->u.batch.file_offset < 0 || p->u.batch.devPtr_offset < 0 || p->u.batch.size > (size_t)SSIZE_MAX ||
+            cf_range_bad(p->u.batch.devPtr_base, p->u.batch.file_offset, p->u.batch.devPtr_offset, p->u.batch.size)) {
             cf_log(CF_LOG_ERROR, "BatchIOSubmit: entry %u has an invalid mode, opcode, buffer, offset or size", i);
             rc = CU_FILE_INVALID_VALUE;
         } else if ((rc = cf_handle_fd(p->fh, &fd)) == 0 &&
@@ -186,10 +191,14 @@ CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
                                             CUfileIOEvents_t *iocbp, struct timespec *timeout)
 {
     cf_batch_t *b = batch_idp;
+    if (atomic_load(&cf_forked)) return cf_status((CUfileOpError)cf_fork_refused());
     if (!b || !nr || !live_has(b, 0) || (*nr && !iocbp) || min_nr > *nr) return cf_status(CU_FILE_INVALID_VALUE);
     if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L))
         return cf_status(CU_FILE_INVALID_VALUE);
     struct timespec until;
+    /* a timeout beyond any uptime ({LONG_MAX, 0} is a common "forever") is no timeout: the
+     * deadline would overflow and end the wait at once */
+    if (timeout && timeout->tv_sec >= CF_FOREVER_S) timeout = NULL;
     if (timeout) {
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += timeout->tv_sec;
@@ -211,8 +220,11 @@ CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
          * the monotonic budget so a clock step cannot stretch the timeout */
         struct timespec rt;
         clock_gettime(CLOCK_REALTIME, &rt);
-        long left_ns = (until.tv_sec - now.tv_sec) * 1000000000L + (until.tv_nsec - now.tv_nsec);
-        long slice = left_ns < 10000000L ? left_ns : 10000000L;
+        long slice = 10000000L;
+        if (until.tv_sec - now.tv_sec < 1) {
+            long left_ns = (until.tv_sec - now.tv_sec) * 1000000000L + (until.tv_nsec - now.tv_nsec);
+            if (left_ns < slice) slice = left_ns;
+        }
         rt.tv_nsec += slice;
         if (rt.tv_nsec >= 1000000000L) { rt.tv_sec++; rt.tv_nsec -= 1000000000L; }
         pthread_cond_timedwait(&b->cond, &b->lock, &rt);
@@ -232,6 +244,7 @@ CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
 CF_API CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 {
     cf_batch_t *b = batch_idp;
+    if (atomic_load(&cf_forked)) return cf_status((CUfileOpError)cf_fork_refused());
     if (!b || !live_has(b, 0)) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&b->lock);
     for (cf_sub_t *s = b->subs; s; s = s->next) phxfs_batch_cancel(s->pb);
@@ -242,6 +255,8 @@ CF_API CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 CF_API void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
 {
     cf_batch_t *b = batch_idp;
+    /* a fork child would wait for the parent's completions: the handle is left to the process's end */
+    if (atomic_load(&cf_forked)) return;
     if (!b || !live_has(b, 1)) {
         cf_log(CF_LOG_WARN, "BatchIODestroy: %p is not a batch handle", batch_idp);
         return;

@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef struct {
     uintptr_t base;
@@ -62,11 +64,22 @@ static int err_of(int owner, CUfileOpError e, int neg)
     return owner == CF_OWNER_CUFILE ? (int)e : neg;
 }
 
+/* Whether the first and the last page of a host range are mapped: a made-up pointer is refused
+ * at registration (it registered, and every transfer then failed with EFAULT) without touching
+ * the memory or walking a large range. */
+static int host_mapped(const void *base, size_t len)
+{
+    long page = sysconf(_SC_PAGESIZE); /* no syscall; a cached static would be a data race */
+    uintptr_t first = (uintptr_t)base & ~(uintptr_t)(page - 1), last = ((uintptr_t)base + len - 1) & ~(uintptr_t)(page - 1);
+    unsigned char v;
+    return mincore((void *)first, 1, &v) == 0 && mincore((void *)last, 1, &v) == 0;
+}
+
 int cf_buf_register(const void *base, size_t len, int flags, int owner)
 {
     if (!base || len == 0 || (uintptr_t)base + len < (uintptr_t)base || (flags & ~(CU_FILE_RDMA_REGISTER | CU_FILE_RDMA_RELAXED_ORDERING)))
         return err_of(owner, CU_FILE_INVALID_VALUE, -EINVAL);
-    cf_ensure_open();
+    if (cf_ensure_open()) return err_of(owner, CU_FILE_DRIVER_NOT_INITIALIZED, -ENOTSUP);
     int dev;
     int rc = phxfs_pointer_device(base, len, &dev);
     if (rc) {
@@ -74,6 +87,10 @@ int cf_buf_register(const void *base, size_t len, int flags, int owner)
         return err_of(owner, CU_FILE_CUDA_POINTER_RANGE_ERROR, rc);
     }
     if (dev >= 0 && (rc = cf_device_use(dev)) != 0) return err_of(owner, cf_from_errno(rc), rc);
+    if (dev < 0 && !host_mapped(base, len)) {
+        cf_log(CF_LOG_ERROR, "BufRegister: %p + %zu is not mapped memory", base, len);
+        return err_of(owner, CU_FILE_INVALID_VALUE, -EFAULT);
+    }
     uintptr_t a = (uintptr_t)base;
     size_t cap_bytes = cf_pinned_cap(); /* before the lock: the driver lock is taken first elsewhere */
     pthread_rwlock_wrlock(&lock);
@@ -131,6 +148,7 @@ static int remove_at(size_t i)
 int cf_buf_deregister(const void *base, int owner)
 {
     if (!base) return err_of(owner, CU_FILE_INVALID_VALUE, -EINVAL);
+    if (atomic_load(&cf_forked)) return err_of(owner, (CUfileOpError)cf_fork_refused(), -ENOTSUP);
     pthread_rwlock_wrlock(&lock);
     ssize_t i = find_le((uintptr_t)base);
     int rc = 0;
@@ -150,6 +168,7 @@ int cf_buf_deregister(const void *base, int owner)
 
 void cf_bufs_reset(int owner)
 {
+    if (atomic_load(&cf_forked)) return; /* libphoenix's registry is the parent's */
     pthread_rwlock_wrlock(&lock);
     for (size_t i = nregs; i-- > 0;)
         if ((owner < 0 || regs[i].owner == owner) && remove_at(i))

@@ -20,7 +20,27 @@ static long use_count;        /* opens not yet closed; an implicit open counts o
 static int implicit_open;     /* the one reference is the implicit open's */
 static atomic_int open_flag;  /* fast path of cf_ensure_open */
 static atomic_int exiting;    /* set at process exit: close then touches nothing */
-static int atexit_done;
+static int atexit_done, atfork_done;
+/* fork(): libphoenix's workers and completion thread stay in the parent, so a child that
+ * transferred through them would wait forever for threads it does not have (and CUDA does
+ * not survive fork either). A child of a process that had opened the driver therefore gets
+ * CU_FILE_DRIVER_NOT_INITIALIZED from every call that would reach libphoenix, at once. */
+atomic_int cf_forked;
+static atomic_int ever_opened;
+static atomic_int fork_said;
+static void on_fork_child(void)
+{
+    /* only async-signal-safe work here: other threads' locks may be held forever */
+    if (atomic_load(&ever_opened)) atomic_store(&cf_forked, 1);
+}
+
+int cf_fork_refused(void)
+{
+    if (!atomic_exchange(&fork_said, 1))
+        cf_log(CF_LOG_ERROR, "this process was forked from one that had opened the cuFile driver; its I/O threads stayed "
+                             "in the parent, so cuFile calls fail here (open the driver after fork(), or exec)");
+    return CU_FILE_DRIVER_NOT_INITIALIZED;
+}
 static atomic_int dev_opened[CF_MAX_DEVICES];
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -36,7 +56,9 @@ static const char *bool_names[N_BOOL] = {"properties.use_poll_mode", "properties
     "fs.misc.api_check_aggressive", "execution.parallel_io", "profile.nvtx", "properties.allow_system_memory",
     "properties.use_pci_p2pdma", "properties.prefer_io_uring", "properties.force_odirect_mode",
     "properties.skip_topology_detection", "properties.stream_memops_bypass"};
-/* What Phoenix honours; the rest of the parameter API answers CU_FILE_INVALID_VALUE. */
+/* What Phoenix acts on. The rest are staged and reported as cuFile does (from cufile.json or
+ * Set*), with no effect: clients round-trip every parameter (cuda-python's tests get, set,
+ * read back and restore each one before the driver opens) and treat an error as a failure. */
 static const int sizet_ok[N_SIZET] = {0, 0, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1};
 static const int bool_ok[N_BOOL] = {1, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0};
 static const int string_ok[N_STRING] = {1, 0, 0};
@@ -45,7 +67,7 @@ static struct {
     int loaded;
     size_t sz[N_SIZET];
     bool bl[N_BOOL];
-    char str[N_STRING][64];
+    char str[N_STRING][4096];   /* paths, for ENV_LOGFILE_PATH and LOG_DIR */
 } cfg;
 static atomic_int log_level; /* CF_LOG_ERROR (0) until the configuration says otherwise */
 static char config_used[256] = "built-in defaults";
@@ -101,6 +123,10 @@ static void load_config_locked(void)
 {
     if (cfg.loaded) return;
     cfg.loaded = 1;
+    cfg.sz[1] = 128;                    /* cuFile's defaults for what Phoenix only reports */
+    cfg.sz[3] = 8192;
+    cfg.sz[4] = 4;
+    cfg.bl[4] = true;
     cfg.sz[2] = phx_kb("workers", 1);
     cfg.sz[5] = 16384;                  /* cuFile's default; also the per-syscall cap below */
     cfg.sz[6] = phx_kb("pinned_mb", 1024);
@@ -115,13 +141,19 @@ static void load_config_locked(void)
     phxfs_get_config("engine", eng, sizeof eng);
     cfg.bl[8] = strcmp(eng, "uring") == 0;
     snprintf(cfg.str[0], sizeof cfg.str[0], "ERROR");
+    const char *logfile = getenv("CUFILE_LOGFILE_PATH");
+    if (logfile) snprintf(cfg.str[1], sizeof cfg.str[1], "%s", logfile);
     const char *env = getenv("CUFILE_ENV_PATH_JSON");
     const char *path = env && *env ? env : "/etc/cufile.json";
     /* CUFILE_LOGGING_LEVEL, as NVIDIA's library reads it, outranks the file's logging.level */
     const char *lv = getenv("CUFILE_LOGGING_LEVEL");
     FILE *f = fopen(path, "r");
     if (!f) {
-        if (lv && level_of(lv) >= 0) atomic_store(&log_level, level_of(lv));
+        /* reported by GetParameterString(LOGGING_LEVEL) as in effect, file or not */
+        if (lv && level_of(lv) >= 0) {
+            atomic_store(&log_level, level_of(lv));
+            snprintf(cfg.str[0], sizeof cfg.str[0], "%s", lv);
+        }
         /* no file is the normal case outside a GDS installation; a named one that is missing is not */
         if (env && *env) fprintf(stderr, "phxfile: cannot read CUFILE_ENV_PATH_JSON=%s: %s; using defaults\n", path, strerror(errno));
         return;
@@ -161,6 +193,8 @@ static int push_sizet(int p, size_t v, int from_file)
 {
     const char *key = NULL;
     char val[32];
+    /* KiB values whose byte count does not fit: v * 1024 wrapped (2^54 + 1 KiB became 1 KiB) */
+    if ((p == 5 || p == 6 || p == 7) && v > SIZE_MAX / 1024) return CU_FILE_INVALID_VALUE;
     switch (p) {
     case 2: key = "workers"; snprintf(val, sizeof val, "%zu", v); break;
     case 5: key = "max_io_bytes"; snprintf(val, sizeof val, "%zu", v * 1024); break;
@@ -187,8 +221,8 @@ static int push_sizet(int p, size_t v, int from_file)
 
 static int push_bool(int p, bool v, int from_file)
 {
-    if (p == 1 && !v) return CU_FILE_INVALID_VALUE;  /* there is no other mode to insist on */
-    if (p == 6 && !v) return CU_FILE_INVALID_VALUE;  /* host memory is always accepted */
+    /* allow_compat_mode / allow_system_memory false: there is no other path to insist on and
+     * host memory is always accepted, so the value is only reported */
     if (p == 8) {
         if (from_file && getenv("PHX_ENGINE")) return 0;
         int rc = phxfs_set_config("engine", v ? "uring" : "sync");
@@ -202,15 +236,22 @@ static void apply_json(const char *path, char kind, const char *text, double num
 {
     (void)arg;
     for (int i = 0; i < N_SIZET; i++)
-        if (sizet_ok[i] && !strcmp(path, sizet_names[i])) {
-            if (kind != 'n' || num < 0) { fprintf(stderr, "phxfile: cufile.json %s: expected a number, got %s\n", path, text); return; }
-            if (push_sizet(i, (size_t)num, 1) == 0) cfg.sz[i] = (size_t)num;
+        if (!strcmp(path, sizet_names[i])) {
+            /* a whole number that fits: converting anything else to size_t is undefined (1e30
+             * became 2^63 on x86) */
+            if (kind != 'n' || !(num >= 0 && num < 18446744073709551616.0) || num != (double)(size_t)num) {
+                fprintf(stderr, "phxfile: cufile.json %s: expected a whole number >= 0, got %s\n", path, text);
+                return;
+            }
+            int rc = push_sizet(i, (size_t)num, 1);
+            if (rc == 0 || rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) cfg.sz[i] = (size_t)num;
             return;
         }
     for (int i = 0; i < N_BOOL; i++)
-        if (bool_ok[i] && !strcmp(path, bool_names[i])) {
+        if (!strcmp(path, bool_names[i])) {
             if (kind != 'b') { fprintf(stderr, "phxfile: cufile.json %s: expected true or false, got %s\n", path, text); return; }
-            if (push_bool(i, b, 1) == 0) cfg.bl[i] = b;
+            int rc = push_bool(i, b, 1);
+            if (rc == 0 || rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) cfg.bl[i] = b;
             return;
         }
     if (!strcmp(path, "logging.level") && kind == 's') {
@@ -219,6 +260,7 @@ static void apply_json(const char *path, char kind, const char *text, double num
         atomic_store(&log_level, l);
         snprintf(cfg.str[0], sizeof cfg.str[0], "%s", text);
     }
+    if (!strcmp(path, "logging.dir") && kind == 's') snprintf(cfg.str[2], sizeof cfg.str[2], "%s", text);
     /* anything else is a key of NVIDIA's that Phoenix has no use for */
 }
 
@@ -237,11 +279,14 @@ static void open_locked(void)
     /* registered at the first open, so it runs before the exit handlers of CUDA and of the
      * frameworks that opened us earlier: a close after it only drops the count */
     if (!atexit_done) atexit_done = atexit(at_exit) == 0;
+    if (!atfork_done) atfork_done = pthread_atfork(NULL, NULL, on_fork_child) == 0;
+    atomic_store(&ever_opened, 1);
     atomic_store(&open_flag, 1);
 }
 
 int cf_ensure_open(void)
 {
+    if (atomic_load_explicit(&cf_forked, memory_order_relaxed)) return cf_fork_refused();
     if (atomic_load_explicit(&open_flag, memory_order_acquire)) return 0;
     pthread_mutex_lock(&drv_lock);
     if (use_count == 0) {
@@ -298,6 +343,7 @@ unsigned cf_max_batch(void)
 
 CF_API CUfileError_t cuFileDriverOpen(void)
 {
+    if (atomic_load(&cf_forked)) return cf_status((CUfileOpError)cf_fork_refused());
     pthread_mutex_lock(&drv_lock);
     if (use_count == 0) open_locked();
     if (implicit_open) implicit_open = 0; /* the caller's open takes over the implicit one */
@@ -320,13 +366,15 @@ static CUfileError_t driver_close(void)
     }
     implicit_open = 0;
     atomic_store(&open_flag, 0);
-    if (atomic_load(&exiting)) {
-        /* CUDA may already be gone: leave everything to the process's end */
+    if (atomic_load(&exiting) || atomic_load(&cf_forked)) {
+        /* CUDA may already be gone (or, in a fork child, libphoenix's threads never came
+         * along): leave everything to the process's end */
         pthread_mutex_unlock(&drv_lock);
         return cf_status(CU_FILE_SUCCESS);
     }
     cf_handles_reset();
     cf_bufs_reset(CF_OWNER_CUFILE);
+    cf_streams_reset();
     pthread_mutex_lock(&dev_lock);
     for (int d = 0; d < CF_MAX_DEVICES; d++)
         if (atomic_load(&dev_opened[d])) {
@@ -365,7 +413,8 @@ static unsigned kb32(size_t v) { return v > UINT_MAX ? UINT_MAX : (unsigned)v; }
 CF_API CUfileError_t cuFileDriverGetProperties(CUfileDrvProps_t *props)
 {
     if (!props) return cf_status(CU_FILE_INVALID_VALUE);
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     /* Direct storage-to-device transfers need the phxfs kernel module (p2p/staging modes);
      * without it every transfer bounces through pinned host memory, and the nvfs version
      * stays 0.0 so clients know there is no peer-to-peer path. */
@@ -398,6 +447,13 @@ static CUfileError_t set_sizet(int p, size_t v)
     pthread_mutex_lock(&drv_lock);
     load_config_locked();
     int rc = push_sizet(p, v, 0);
+    if (rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) {
+        /* libphoenix sized its pool at start. Clients set these at any time and treat an
+         * error as fatal (KvikIO's set_max_device_cache_size, which also restores the old
+         * value later), so the value is kept and reported; the running pool keeps its size. */
+        cf_log(CF_LOG_INFO, "%s = %zu recorded; libphoenix's running pool keeps its size", sizet_names[p], v);
+        rc = 0;
+    }
     if (!rc) cfg.sz[p] = v;
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);
@@ -422,7 +478,7 @@ CF_API CUfileError_t cuFileDriverSetMaxPinnedMemSize(size_t kb) { return set_siz
 
 CF_API CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t *value)
 {
-    if (!value || (unsigned)param >= N_SIZET || !sizet_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    if (!value || (unsigned)param >= N_SIZET) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&drv_lock);
     load_config_locked();
     *value = cfg.sz[param];
@@ -432,7 +488,7 @@ CF_API CUfileError_t cuFileGetParameterSizeT(CUFileSizeTConfigParameter_t param,
 
 CF_API CUfileError_t cuFileGetParameterBool(CUFileBoolConfigParameter_t param, bool *value)
 {
-    if (!value || (unsigned)param >= N_BOOL || !bool_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    if (!value || (unsigned)param >= N_BOOL) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&drv_lock);
     load_config_locked();
     *value = cfg.bl[param];
@@ -442,7 +498,7 @@ CF_API CUfileError_t cuFileGetParameterBool(CUFileBoolConfigParameter_t param, b
 
 CF_API CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t param, char *desc_str, int len)
 {
-    if (!desc_str || len <= 0 || (unsigned)param >= N_STRING || !string_ok[param]) return cf_status(CU_FILE_INVALID_VALUE);
+    if (!desc_str || len <= 0 || (unsigned)param >= N_STRING) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&drv_lock);
     load_config_locked();
     int fits = strlen(cfg.str[param]) < (size_t)len;
@@ -451,10 +507,28 @@ CF_API CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t para
     return cf_status(fits ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE);
 }
 
-/* 0, CU_FILE_DRIVER_ALREADY_OPEN, or CU_FILE_INVALID_VALUE; leaves drv_lock held on 0 */
-static int set_begin(unsigned param, unsigned n, const int *ok)
+/* The range Set accepts for a size parameter (cuFile 1.15; cuda-python reads it): libphoenix's
+ * bounds for what it acts on (workers 1..256, max_io_bytes up to 1 GiB, pinned pool up to
+ * 2^20 MiB, slot 4 KiB..1 GiB), anything that fits for the rest. */
+CF_API CUfileError_t cuFileGetParameterMinMaxValue(CUFileSizeTConfigParameter_t param, size_t *min_value, size_t *max_value)
 {
-    if (param >= n || !ok[param]) return CU_FILE_INVALID_VALUE;
+    static const size_t lo[N_SIZET] = {0, 0, 1, 0, 0, 1, 1, 4, 0, 0, 0, 0};
+    static const size_t hi[N_SIZET] = {SIZE_MAX, SIZE_MAX, 256, SIZE_MAX, SIZE_MAX, 1u << 20, (size_t)1 << 30, 1u << 20,
+                                       SIZE_MAX / 1024, SIZE_MAX, SIZE_MAX, SIZE_MAX};
+    if (!min_value || !max_value || (unsigned)param >= N_SIZET) return cf_status(CU_FILE_INVALID_VALUE);
+    *min_value = lo[param];
+    *max_value = hi[param];
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+/* 0, CU_FILE_DRIVER_ALREADY_OPEN, or CU_FILE_INVALID_VALUE; leaves drv_lock held on 0 */
+static int set_begin(unsigned param, unsigned n, const int *ok, const char *name)
+{
+    if (param >= n) {
+        cf_log(CF_LOG_ERROR, "SetParameter: %u is not a parameter of this kind", param);
+        return CU_FILE_INVALID_VALUE;
+    }
+    if (!ok[param]) cf_log(CF_LOG_INFO, "SetParameter: %s is staged and reported; Phoenix does not use it", name);
     pthread_mutex_lock(&drv_lock);
     if (use_count > 0) {
         pthread_mutex_unlock(&drv_lock);
@@ -466,9 +540,12 @@ static int set_begin(unsigned param, unsigned n, const int *ok)
 
 CF_API CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param, size_t value)
 {
-    int rc = set_begin((unsigned)param, N_SIZET, sizet_ok);
+    int rc = set_begin((unsigned)param, N_SIZET, sizet_ok, (unsigned)param < N_SIZET ? sizet_names[param] : "");
     if (rc) return cf_status((CUfileOpError)rc);
     rc = push_sizet(param, value, 0);
+    /* libphoenix already runs (an earlier open and close, or the Java bindings): staged and
+     * reported like the rest; the running pool keeps its size */
+    if (rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) rc = 0;
     if (!rc) cfg.sz[param] = value;
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);
@@ -476,9 +553,10 @@ CF_API CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param,
 
 CF_API CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool value)
 {
-    int rc = set_begin((unsigned)param, N_BOOL, bool_ok);
+    int rc = set_begin((unsigned)param, N_BOOL, bool_ok, (unsigned)param < N_BOOL ? bool_names[param] : "");
     if (rc) return cf_status((CUfileOpError)rc);
     rc = push_bool(param, value, 0);
+    if (rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) rc = 0; /* as for sizes */
     if (!rc) cfg.bl[param] = value;
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);
@@ -487,12 +565,13 @@ CF_API CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, b
 CF_API CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t param, const char *desc_str)
 {
     if (!desc_str) return cf_status(CU_FILE_INVALID_VALUE);
-    int rc = set_begin((unsigned)param, N_STRING, string_ok);
+    static const char *names[N_STRING] = {"logging.level", "logfile path", "logging.dir"};
+    int rc = set_begin((unsigned)param, N_STRING, string_ok, (unsigned)param < N_STRING ? names[param] : "");
     if (rc) return cf_status((CUfileOpError)rc);
-    int l = level_of(desc_str);
-    if (l < 0) rc = CU_FILE_INVALID_VALUE;
+    int l = param == CUFILE_PARAM_LOGGING_LEVEL ? level_of(desc_str) : 0;
+    if (l < 0 || strlen(desc_str) >= sizeof cfg.str[param]) rc = CU_FILE_INVALID_VALUE;
     else {
-        atomic_store(&log_level, l);
+        if (param == CUFILE_PARAM_LOGGING_LEVEL) atomic_store(&log_level, l);
         snprintf(cfg.str[param], sizeof cfg.str[param], "%s", desc_str);
     }
     pthread_mutex_unlock(&drv_lock);

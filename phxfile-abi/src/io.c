@@ -3,6 +3,7 @@
  * turned into libphoenix's (buffer offset, size, file offset) here. */
 #include "shim.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,8 @@ static ssize_t sync_io(CUfileHandle_t fh, void *base, size_t size, off_t foff, o
     int fd;
     int rc = cf_handle_fd(fh, &fd);
     if (rc) return -(ssize_t)rc;
-    if (!base || foff < 0 || boff < 0 || size > (size_t)SSIZE_MAX) return -(ssize_t)CU_FILE_INVALID_VALUE;
+    if (!base || foff < 0 || boff < 0 || size > (size_t)SSIZE_MAX || cf_range_bad(base, foff, boff, size))
+        return -(ssize_t)CU_FILE_INVALID_VALUE;
     if (size == 0) return 0;
     cf_target_t t;
     rc = cf_target_get(base, boff, size, &t);
@@ -77,7 +79,8 @@ static size_t nstreams, streams_cap;
 CF_API CUfileError_t cuFileStreamRegister(CUstream stream, unsigned flags)
 {
     if (flags & ~(unsigned)STREAM_FLAGS) return cf_status(CU_FILE_INVALID_VALUE);
-    cf_ensure_open();
+    int rc = cf_ensure_open();
+    if (rc) return cf_status((CUfileOpError)rc);
     pthread_mutex_lock(&streams_lock);
     size_t i = 0;
     while (i < nstreams && streams[i].stream != (void *)stream) i++;
@@ -107,6 +110,15 @@ CF_API CUfileError_t cuFileStreamDeregister(CUstream stream)
     return cf_status(found ? CU_FILE_SUCCESS : CU_FILE_INVALID_VALUE);
 }
 
+/* cuFileDriverClose deregisters every stream, as cuFile documents: their FIXED_* flags do not
+ * outlive the session */
+void cf_streams_reset(void)
+{
+    pthread_mutex_lock(&streams_lock);
+    nstreams = 0;
+    pthread_mutex_unlock(&streams_lock);
+}
+
 static unsigned stream_flags(void *stream)
 {
     unsigned f = 0;
@@ -118,16 +130,16 @@ static unsigned stream_flags(void *stream)
 }
 
 /* The device for a stream-ordered transfer into base: its registration's, or -1 for host
- * memory. Unregistered device memory has no transfer-long registration to lean on here
- * (the size may be bound late): 0 or a CUfileOpError. */
-static int stream_target(void *base, void *stream, int *dev)
+ * memory; *unreg set for device memory nobody registered: 0 or a CUfileOpError. */
+static int stream_target(void *base, void *stream, int *dev, int *unreg)
 {
+    *unreg = 0;
     if (!cf_buf_find(base, 1, dev)) {
         int rc = phxfs_pointer_device(base, 1, dev);
         if (rc) return CU_FILE_CUDA_POINTER_INVALID;
         if (*dev >= 0) {
-            cf_log(CF_LOG_ERROR, "ReadAsync/WriteAsync: device buffer %p is not registered (cuFileBufRegister it first)", base);
-            return CU_FILE_MEMORY_NOT_REGISTERED;
+            *unreg = 1;
+            return 0;
         }
     }
     /* libphoenix needs the stream's device open, also for host memory */
@@ -136,12 +148,58 @@ static int stream_target(void *base, void *stream, int *dev)
     return rc ? cf_from_errno(rc) : 0;
 }
 
+/* Unregistered device memory (cuFile takes any cudaMalloc'd buffer; KvikIO hands in CuPy
+ * arrays): libphoenix's stream path needs a registration that lasts until the stream has
+ * passed the operation, which the shim cannot see, and the size may be bound late. So the
+ * transfer keeps the stream's order the plain way: the caller waits until the stream gets
+ * here, then moves the bytes synchronously (registered for the transfer alone) with the
+ * values the cells hold now. Failures land in *done_p as -errno, as on the stream path. */
+static int stream_io_blocking(int fd, int dev, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p,
+                              ssize_t *done_p, void *stream, int is_write)
+{
+    int rc = cf_device_use(dev);
+    if (rc) return cf_from_errno(rc);
+    if (stream) {
+        int sdev = cf_stream_device(stream);
+        if (sdev < 0 || (rc = phxfs_stream_synchronize(sdev, stream)) != 0) {
+            cf_log(CF_LOG_ERROR, "%s: stream %p: %s", is_write ? "WriteAsync" : "ReadAsync", stream, phxfs_last_error());
+            return sdev < 0 ? CU_FILE_INVALID_VALUE : cf_from_errno(rc);
+        }
+    }
+    size_t size = *size_p;
+    off_t foff = *foff_p, boff = *boff_p;
+    ssize_t n = 0;
+    if (foff < 0 || boff < 0 || size > (size_t)SSIZE_MAX || cf_range_bad(base, foff, boff, size)) n = -EINVAL;
+    else if (size) {
+        cf_target_t t;
+        if (cf_target_get(base, boff, size, &t)) n = -EFAULT; /* past the allocation */
+        else {
+            if (t.bounce) n = cf_bounce_io(fd, t.dev, (char *)base + boff, size, foff, is_write);
+            else if (is_write) n = phxfs_write(fd, t.dev, t.buf, t.off, (ssize_t)size, foff);
+            else n = phxfs_read(fd, t.dev, t.buf, t.off, (ssize_t)size, foff);
+            cf_target_put(&t);
+        }
+    }
+    *done_p = n;
+    return 0;
+}
+
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
                  unsigned late, int is_write)
 {
-    int dev;
-    int rc = stream_target(base, stream, &dev);
+    if (atomic_load_explicit(&cf_forked, memory_order_relaxed)) return cf_fork_refused();
+    /* the wrong direction is an open-flag error in cuFile's terms (KvikIO expects "unsupported
+     * file open flags"); *done_p says so too, as libphoenix's own refusal does */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_ACCMODE) == (is_write ? O_RDONLY : O_WRONLY)) {
+        cf_log(CF_LOG_ERROR, "%s: fd %d is not open for %s", is_write ? "WriteAsync" : "ReadAsync", fd, is_write ? "writing" : "reading");
+        *done_p = -EBADF;
+        return CU_FILE_INVALID_FILE_OPEN_FLAG;
+    }
+    int dev, unreg;
+    int rc = stream_target(base, stream, &dev, &unreg);
     if (rc) return rc;
+    if (unreg) return stream_io_blocking(fd, dev, base, size_p, foff_p, boff_p, done_p, stream, is_write);
     rc = is_write ? phxfs_write_stream_ex(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late)
                   : phxfs_read_stream_ex(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late);
     if (rc) {

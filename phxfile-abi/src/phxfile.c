@@ -8,7 +8,7 @@
 
 #define PX_API __attribute__((visibility("default")))
 
-PX_API int phxFileDriverOpen(void) { return cf_ensure_open(); }
+PX_API int phxFileDriverOpen(void) { return cf_ensure_open() ? -ENOTSUP : 0; }
 
 PX_API int phxFileDriverClose(void)
 {
@@ -28,7 +28,7 @@ PX_API int phxFileHandleRegister(void **fh, int fd)
 {
     if (!fh) return -EINVAL;
     if (fd < 0 || fcntl(fd, F_GETFL) < 0) return -EBADF;
-    cf_ensure_open();
+    if (cf_ensure_open()) return -ENOTSUP; /* a fork child: see cf_forked */
     *fh = (void *)(intptr_t)fd;
     return 0;
 }
@@ -49,6 +49,8 @@ static int async_io(void *fh, void *buf, size_t *nbytes, int64_t *foff, int64_t 
     case CU_FILE_CUDA_POINTER_INVALID: case CU_FILE_INVALID_VALUE: return -EINVAL;
     case CU_FILE_DEVICE_NOT_FOUND: return -ENODEV;
     case CU_FILE_NOMEM_ERROR: return -ENOMEM;
+    case CU_FILE_INVALID_FILE_OPEN_FLAG: return -EBADF;
+    case CU_FILE_DRIVER_NOT_INITIALIZED: return -ENOTSUP; /* a fork child: see cf_forked */
     default: return -EIO;
     }
 }

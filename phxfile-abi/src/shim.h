@@ -27,6 +27,10 @@ enum { CF_LOG_ERROR, CF_LOG_WARN, CF_LOG_INFO, CF_LOG_DEBUG };
 void cf_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Opens the driver on first use (PyTorch never calls cuFileDriverOpen): 0 or a CUfileOpError. */
 int cf_ensure_open(void);
+/* Set in a fork() child of a process that had opened the driver: nothing reaches libphoenix
+ * there. cf_fork_refused says so once and returns CU_FILE_DRIVER_NOT_INITIALIZED. */
+extern atomic_int cf_forked;
+int cf_fork_refused(void);
 /* Opens libphoenix's device dev once per driver session: 0 or -errno. */
 int cf_device_use(int dev);
 /* The registration cap (bytes) and the batch size cap, as configured. */
@@ -73,7 +77,17 @@ ssize_t cf_bounce_io(int fd, int dev, void *dst, size_t len, off_t foff, int is_
 /* The device whose stream s is (opening devices until one claims it): >= 0 or -errno. */
 int cf_stream_device(void *s);
 
+/* An I/O whose file end (offset + size) or buffer end (base + offset + size) does not fit
+ * in 64 bits: refused before any arithmetic on it (it overflowed further down). Offsets are
+ * known to be >= 0 and size <= SSIZE_MAX. */
+static inline int cf_range_bad(const void *base, off_t foff, off_t boff, size_t size)
+{
+    return (uint64_t)foff + size > (uint64_t)INT64_MAX || (uint64_t)boff + size > (uint64_t)INT64_MAX ||
+           (uintptr_t)base + (uint64_t)boff + size < (uintptr_t)base;
+}
+
 /* ---- io.c ---- */
+void cf_streams_reset(void);
 /* A stream-ordered transfer (late: PHXFS_STREAM_LATE_*): 0 or a CUfileOpError. */
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
                  unsigned late, int is_write);

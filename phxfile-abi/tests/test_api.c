@@ -7,6 +7,8 @@
 #include "phoenix.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define FSIZE ((3u << 20) + 4321)
@@ -78,7 +80,10 @@ static int scenario_implicit(void)
     CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
     CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096); /* still open */
     CHECK_ST(cuFileBufRegister(buf, sizeof buf, 0), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileStreamRegister((CUstream)(uintptr_t)0x5000, CU_FILE_STREAM_FIXED_FILE_SIZE), CU_FILE_SUCCESS);
     CHECK_ST(cuFileDriverClose_v2(), CU_FILE_SUCCESS);
+    /* streams are deregistered by the close, as cuFile documents (their flags stayed) */
+    CHECK_ST(cuFileStreamDeregister((CUstream)(uintptr_t)0x5000), CU_FILE_INVALID_VALUE);
     CHECK_EQ(cuFileUseCount(), 0);
     /* closed: what was registered is gone */
     CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
@@ -127,10 +132,97 @@ static int scenario_setters(void)
     } else {
         CHECK_EQ(phxfs_init(), 0);
     }
-    /* the pool has started now: its sizes are fixed */
-    CHECK_ST(cuFileDriverSetMaxCacheSize(32 * 1024), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+    /* the pool has started now: its size is fixed, but a client may still set (and later
+     * restore) the value, as KvikIO does at any time; an error there is fatal to it */
+    CHECK_ST(cuFileDriverSetMaxCacheSize(2048), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
+    CHECK_EQ(p.max_device_cache_size, 2048);
+    CHECK(phxfs_get_config("pinned_mb", v, sizeof v) > 0 && !strcmp(v, "64"));
+    CHECK_ST(cuFileDriverSetMaxCacheSize(64 * 1024), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
+    CHECK_EQ(p.max_device_cache_size, 64 * 1024);
     CHECK_ST(cuFileDriverSetMaxCacheSize(0), CU_FILE_INVALID_VALUE);
+    /* sizes in KiB whose byte count does not fit are refused; 2^54 + 1 KiB became a 1 KiB cap */
+    CHECK_ST(cuFileDriverSetMaxDirectIOSize(((size_t)1 << 54) + 1), CU_FILE_INVALID_VALUE);
+    CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, "8388608"));
+    CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
+    CHECK_EQ(p.nvfs.max_direct_io_size, 8192);
     CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    return th_failures;
+}
+
+/* fork() after the driver has moved data: libphoenix's threads stay in the parent, so the
+ * child's calls must fail at once (they used to wait forever for a worker that is not
+ * there) and the parent must go on working. A child forked before any open works. */
+static int scenario_fork(void)
+{
+    char *path = th_make_file(65536, 9);
+    int fd = open(path, O_RDONLY);
+    char buf[4096];
+    pid_t early = fork(); /* before any open: a fresh library state */
+    if (early == 0) {
+        alarm(20);
+        CUfileHandle_t fh = reg(fd);
+        _exit(cuFileRead(fh, buf, 4096, 0, 0) == 4096 && th_failures == 0 ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(early, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CUfileHandle_t fh = reg(fd);
+    CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096);
+    CUfileBatchHandle_t b;
+    CHECK_ST(cuFileBatchIOSetUp(&b, 4), CU_FILE_SUCCESS);
+    static char reg_buf[8192];
+    CHECK_ST(cuFileBufRegister(reg_buf, sizeof reg_buf, 0), CU_FILE_SUCCESS);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20); /* the defect was a hang: a timeout fails the test instead */
+        th_failures = 0;
+        CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), -CU_FILE_DRIVER_NOT_INITIALIZED);
+        CHECK_EQ(cuFileWrite(fh, buf, 4096, 0, 0), -CU_FILE_DRIVER_NOT_INITIALIZED);
+        CUfileDescr_t d;
+        memset(&d, 0, sizeof d);
+        d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+        d.handle.fd = fd;
+        CUfileHandle_t fh2;
+        CHECK_ST(cuFileHandleRegister(&fh2, &d), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CHECK_ST(cuFileBufRegister(buf, sizeof buf, 0), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CHECK_ST(cuFileBufDeregister(reg_buf), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CUfileDrvProps_t props;
+        CHECK_ST(cuFileDriverGetProperties(&props), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CHECK_ST(cuFileDriverOpen(), CU_FILE_DRIVER_NOT_INITIALIZED);
+        CUfileIOParams_t io;
+        memset(&io, 0, sizeof io);
+        io.mode = CUFILE_BATCH;
+        io.fh = fh;
+        io.opcode = CUFILE_READ;
+        io.u.batch.devPtr_base = buf;
+        io.u.batch.size = 4096;
+        CHECK_ST(cuFileBatchIOSubmit(b, 1, &io, 0), CU_FILE_DRIVER_NOT_INITIALIZED);
+        unsigned nr = 1;
+        CUfileIOEvents_t ev;
+        CHECK_ST(cuFileBatchIOGetStatus(b, 1, &nr, &ev, NULL), CU_FILE_DRIVER_NOT_INITIALIZED);
+        cuFileBatchIODestroy(b);
+        cuFileHandleDeregister(fh);
+        CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS); /* drops the inherited count, touches nothing */
+        _exit(th_failures ? 1 : 0);
+    }
+    st = 0;
+    waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "fork child ended with status %#x\n", st);
+        th_failures++;
+    }
+    /* the parent is untouched */
+    CHECK_EQ(cuFileRead(fh, buf, 4096, 4096, 0), 4096);
+    CHECK_ST(cuFileBufDeregister(reg_buf), CU_FILE_SUCCESS);
+    cuFileBatchIODestroy(b);
+    cuFileHandleDeregister(fh);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    close(fd);
+    unlink(path);
+    free(path);
     return th_failures;
 }
 
@@ -171,6 +263,13 @@ static void test_handles(void)
     d.handle.fd = op;
     CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_FILE_OPEN_FLAG);
     close(op);
+    /* O_APPEND: pwrite would ignore every offset and append; the file stays as it was */
+    int ap = open(path, O_RDWR | O_APPEND);
+    d.handle.fd = ap;
+    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_INVALID_FILE_OPEN_FLAG);
+    if (fh) CHECK_EQ(cuFileWrite(fh, "x", 1, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    CHECK_EQ(lseek(ap, 0, SEEK_END), 8192);
+    close(ap);
     d.handle.fd = fd;
     CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
     CUfileHandle_t again = NULL;
@@ -189,6 +288,32 @@ static void test_handles(void)
     CHECK_EQ(cuFileRead(fh, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
     CHECK_EQ(cuFileRead(again, buf, 100, 0, 0), 100);
     cuFileHandleDeregister(again);
+    /* an fd closed without deregistration, its number reused by another file: that is a new
+     * registration (it used to be CU_FILE_HANDLE_ALREADY_REGISTERED for good), the old
+     * handle is dead, and the same file registered twice is still refused */
+    char *other = th_make_file(8192, 5);
+    int f1 = open(path, O_RDONLY);
+    d.handle.fd = f1;
+    CUfileHandle_t h1 = NULL, h2 = NULL;
+    CHECK_ST(cuFileHandleRegister(&h1, &d), CU_FILE_SUCCESS);
+    close(f1);
+    errno = 0; /* closed under a live handle: what the file system says */
+    CHECK_EQ(cuFileRead(h1, buf, 100, 0, 0), -1);
+    CHECK_EQ(errno, EBADF);
+    int f2 = open(other, O_RDONLY);
+    CHECK_EQ(f2, f1);
+    CHECK_ST(cuFileHandleRegister(&h2, &d), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileHandleRegister(&again, &d), CU_FILE_HANDLE_ALREADY_REGISTERED);
+    CHECK_EQ(cuFileRead(h1, buf, 100, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
+    unsigned char want[100];
+    th_fill(want, 100, 5, 0);
+    CHECK_EQ(cuFileRead(h2, buf, 100, 0, 0), 100);
+    CHECK(memcmp(buf, want, 100) == 0);
+    cuFileHandleDeregister(h2);
+    cuFileHandleDeregister(h1); /* already dropped: harmless */
+    close(f2);
+    unlink(other);
+    free(other);
     close(fd);
     unlink(path);
     free(path);
@@ -200,6 +325,17 @@ static void test_buffers(void)
     CHECK_ST(cuFileBufRegister(NULL, 10, 0), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileBufRegister(host, 0, 0), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileBufRegister(host, 10, 0x40), CU_FILE_INVALID_VALUE);
+    /* memory that is not mapped, wholly or at its end: refused (it used to register) */
+    CHECK_ST(cuFileBufRegister((void *)(uintptr_t)0x1000, 4096, 0), CU_FILE_INVALID_VALUE);
+    long pg = sysconf(_SC_PAGESIZE);
+    char *two = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(two != MAP_FAILED);
+    CHECK_EQ(munmap(two + pg, pg), 0);
+    CHECK_ST(cuFileBufRegister(two, 2 * pg, 0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBufRegister(two + pg - 100, 200, 0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBufRegister(two + 100, pg - 100, 0), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileBufDeregister(two + 100), CU_FILE_SUCCESS);
+    CHECK_EQ(munmap(two, pg), 0);
     CHECK_ST(cuFileBufRegister(host, sizeof host, CU_FILE_RDMA_REGISTER), CU_FILE_SUCCESS);
     CHECK_ST(cuFileBufRegister(host, sizeof host, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
     CHECK_ST(cuFileBufRegister(host + 100, 10, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
@@ -246,6 +382,12 @@ static void test_io(void)
     CHECK_EQ(cuFileRead(fh, got, 100, 0, -1), -CU_FILE_INVALID_VALUE);
     CHECK_EQ(cuFileRead(fh, NULL, 100, 0, 0), -CU_FILE_INVALID_VALUE);
     CHECK_EQ(cuFileRead(fh, got, (size_t)1 << 63, 0, 0), -CU_FILE_INVALID_VALUE);
+    /* ends that do not fit in 64 bits: refused before anything adds them up (libphoenix's
+     * request setup overflowed on the file end, UBSan says so) */
+    CHECK_EQ(cuFileRead(fh, got, 4096, INT64_MAX - 10, 0), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileWrite(fh, got, 4096, INT64_MAX, 0), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileRead(fh, got, 4096, 0, INT64_MAX), -CU_FILE_INVALID_VALUE);
+    CHECK_EQ(cuFileRead(fh, got, 4096, 0, (off_t)(UINTPTR_MAX - (uintptr_t)got - 100)), -CU_FILE_INVALID_VALUE);
     /* a file-system error: -1 and errno */
     errno = 0;
     CHECK_EQ(cuFileWrite(rfh, got, 100, 0, 0), -1);
@@ -334,6 +476,7 @@ int main(void)
 {
     th_in_child("implicit open and close", scenario_implicit);
     th_in_child("setters", scenario_setters);
+    th_in_child("fork after open", scenario_fork);
     test_handles();
     test_buffers();
     test_io();

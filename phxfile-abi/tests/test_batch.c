@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -206,6 +207,11 @@ static void test_errors_and_partial_collection(void)
     bad = p[0];
     bad.u.batch.file_offset = -5;
     CHECK_ST(cuFileBatchIOSubmit(b, 1, &bad, 0), CU_FILE_INVALID_VALUE);
+    bad.u.batch.file_offset = INT64_MAX - 100; /* its end does not fit: it used to overflow in libphoenix */
+    CHECK_ST(cuFileBatchIOSubmit(b, 1, &bad, 0), CU_FILE_INVALID_VALUE);
+    bad = p[0];
+    bad.u.batch.devPtr_offset = INT64_MAX;
+    CHECK_ST(cuFileBatchIOSubmit(b, 1, &bad, 0), CU_FILE_INVALID_VALUE);
     bad = p[0];
     bad.fh = (CUfileHandle_t)(uintptr_t)0x777;
     CHECK_ST(cuFileBatchIOSubmit(b, 1, &bad, 0), CU_FILE_HANDLE_NOT_REGISTERED);
@@ -320,6 +326,21 @@ static int scenario_gate(void)
     CHECK_EQ(canceled + complete, M);
     CHECK(canceled >= M - 8); /* two workers hold at most a few tasks each */
     CHECK(complete >= 1);
+    /* a timeout too long to add to the clock ({LONG_MAX, 0}: "forever") waits like NULL; it
+     * used to overflow the deadline and return at once with nothing */
+    pthread_mutex_lock(&gate_lock);
+    gate_open = 0;
+    pthread_mutex_unlock(&gate_lock);
+    CHECK_ST(cuFileBatchIOSubmit(b, 1, p, 0), CU_FILE_SUCCESS);
+    pthread_t rel;
+    pthread_create(&rel, NULL, release_later, NULL);
+    struct timespec forever = {LONG_MAX, 999999999L};
+    nr = M;
+    CHECK_ST(cuFileBatchIOGetStatus(b, 1, &nr, ev, &forever), CU_FILE_SUCCESS);
+    CHECK_EQ(nr, 1);
+    CHECK_EQ(ev[0].status, CUFILE_COMPLETE);
+    CHECK_EQ(ev[0].ret, 4096);
+    pthread_join(rel, NULL);
     /* destroy with transfers in flight: waits for them */
     pthread_mutex_lock(&gate_lock);
     gate_open = 0;

@@ -103,10 +103,37 @@ static int scenario_broken_file(void)
 static int scenario_missing_file(void)
 {
     setenv("CUFILE_ENV_PATH_JSON", "/nonexistent/cufile.json", 1);
+    setenv("CUFILE_LOGGING_LEVEL", "WARN", 1);
     CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
     size_t v = 0;
     CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
     CHECK_EQ(v, 128);
+    /* the level in effect comes from the environment, file or no file */
+    char s[32];
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, sizeof s), CU_FILE_SUCCESS);
+    CHECK(strcmp(s, "WARN") == 0);
+    return th_failures;
+}
+
+/* numbers that are not whole sizes are refused key by key (with a message) and the default
+ * stays; 1e30 used to be converted to size_t, which is undefined (2^63 on x86) */
+static int scenario_bad_numbers(void)
+{
+    unsetenv("PHX_SLOT_KB");
+    write_json("{ \"properties\": { \"io_batchsize\": 1e30, \"max_direct_io_size_kb\": 2.5,\n"
+               "  \"per_buffer_cache_size_kb\": 1e400, \"batch_io_timeout_ms\": -3, \"poll_mode_max_size_kb\": 8 } }");
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 128);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 16384);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_BATCH_IO_TIMEOUT_MS, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 0);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 8); /* the good key of the same file applies */
+    CUfileBatchHandle_t b;
+    CHECK_ST(cuFileBatchIOSetUp(&b, 129), CU_FILE_INVALID_VALUE);
+    unlink(json_path);
     return th_failures;
 }
 
@@ -117,15 +144,13 @@ static int scenario_parameters(void)
     CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, 64), CU_FILE_SUCCESS);
     CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_PER_BUFFER_CACHE_SIZE_KB, 1024), CU_FILE_SUCCESS);
     CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, 0), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, 1), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)99, 1), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, false), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PROPERTIES_ALLOW_COMPAT_MODE, true), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)-1, 1), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterBool((CUFileBoolConfigParameter_t)12, true), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterString((CUFileStringConfigParameter_t)3, "x"), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_PREFER_IO_URING, false), CU_FILE_SUCCESS);
-    CHECK_ST(cuFileSetParameterBool(CUFILE_PARAM_USE_PCIP2PDMA, true), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "INFO"), CU_FILE_SUCCESS);
     CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "LOUD"), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOG_DIR, "/tmp"), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, NULL), CU_FILE_INVALID_VALUE);
     size_t v = 0;
     bool bv = true;
@@ -133,10 +158,10 @@ static int scenario_parameters(void)
     CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, &v), CU_FILE_SUCCESS);
     CHECK_EQ(v, 64);
     CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, NULL), CU_FILE_INVALID_VALUE);
-    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_REQUEST_PARALLELISM, &v), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)12, &v), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileGetParameterBool(CUFILE_PARAM_PREFER_IO_URING, &bv), CU_FILE_SUCCESS);
     CHECK(!bv);
-    CHECK_ST(cuFileGetParameterBool(CUFILE_PARAM_PROFILE_NVTX, &bv), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterBool((CUFileBoolConfigParameter_t)99, &bv), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, sizeof s), CU_FILE_SUCCESS);
     CHECK(strcmp(s, "INFO") == 0);
     CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, s, 3), CU_FILE_INVALID_VALUE); /* no truncation */
@@ -155,12 +180,86 @@ static int scenario_parameters(void)
     return th_failures;
 }
 
+/* Every parameter round-trips before the driver opens, as cuda-python's tests do it (get,
+ * set, read back, restore), also once libphoenix runs (the pool keys then only report); the
+ * ones Phoenix does not use were CU_FILE_INVALID_VALUE, a failure for such a client. */
+static const size_t SZ_VALS[12] = {1, 32, 8, 4, 4, 1024, 512, 128, 2048, 16, 64, 5000};
+static const bool BL_VALS[12] = {true, false, false, true, true, false, true, true, false, true, false, true};
+
+static void round_trip_all(void)
+{
+    for (int p = 0; p < 12; p++) {
+        size_t orig = 0, got = 0;
+        CHECK_ST(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)p, &orig), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)p, SZ_VALS[p]), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileGetParameterSizeT((CUFileSizeTConfigParameter_t)p, &got), CU_FILE_SUCCESS);
+        if (got != SZ_VALS[p]) fprintf(stderr, "size_t parameter %d\n", p);
+        CHECK_EQ(got, SZ_VALS[p]);
+        if (orig) CHECK_ST(cuFileSetParameterSizeT((CUFileSizeTConfigParameter_t)p, orig), CU_FILE_SUCCESS);
+    }
+    for (int p = 0; p < 12; p++) {
+        bool orig = false, got = !BL_VALS[p];
+        CHECK_ST(cuFileGetParameterBool((CUFileBoolConfigParameter_t)p, &orig), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileSetParameterBool((CUFileBoolConfigParameter_t)p, BL_VALS[p]), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileGetParameterBool((CUFileBoolConfigParameter_t)p, &got), CU_FILE_SUCCESS);
+        if (got != BL_VALS[p]) fprintf(stderr, "bool parameter %d\n", p);
+        CHECK_EQ(got, BL_VALS[p]);
+        CHECK_ST(cuFileSetParameterBool((CUFileBoolConfigParameter_t)p, orig), CU_FILE_SUCCESS);
+    }
+    char longpath[300], s[256];
+    memset(longpath, 'd', sizeof longpath - 1);
+    longpath[0] = '/';
+    longpath[200] = 0; /* longer than the old 64-byte cell */
+    const char *vals[3] = {"DEBUG", "/tmp/phxfile-test/cufile.log", longpath};
+    for (int p = 0; p < 3; p++) {
+        char orig[256];
+        CHECK_ST(cuFileGetParameterString((CUFileStringConfigParameter_t)p, orig, sizeof orig), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileSetParameterString((CUFileStringConfigParameter_t)p, vals[p]), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileGetParameterString((CUFileStringConfigParameter_t)p, s, sizeof s), CU_FILE_SUCCESS);
+        CHECK(strcmp(s, vals[p]) == 0);
+        if (p == 0) CHECK_ST(cuFileSetParameterString((CUFileStringConfigParameter_t)p, orig), CU_FILE_SUCCESS);
+    }
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "ERROR"), CU_FILE_SUCCESS);
+}
+
+static int scenario_round_trip(void)
+{
+    size_t lo = 1, hi = 0;
+    CHECK_ST(cuFileGetParameterMinMaxValue(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB, &lo, &hi), CU_FILE_SUCCESS);
+    CHECK(lo <= hi && hi > 0);
+    CHECK_ST(cuFileGetParameterMinMaxValue(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, &lo, &hi), CU_FILE_SUCCESS);
+    CHECK(lo == 1 && hi == 256);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, hi + 1), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterMinMaxValue(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, NULL, &hi), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterMinMaxValue((CUFileSizeTConfigParameter_t)12, &lo, &hi), CU_FILE_INVALID_VALUE);
+    setenv("CUFILE_ENV_PATH_JSON", "", 1);
+    unsetenv("PHX_SLOT_KB");
+    round_trip_all();
+    /* the values Phoenix acts on reach libphoenix */
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS, 8), CU_FILE_SUCCESS);
+    char e[32];
+    CHECK(phxfs_get_config("workers", e, sizeof e) > 0 && strcmp(e, "8") == 0);
+    /* libphoenix running (an earlier open and close does this): still staged and reported */
+    CHECK_EQ(phxfs_init(), 0);
+    round_trip_all();
+    CHECK(phxfs_get_config("workers", e, sizeof e) > 0 && strcmp(e, "8") == 0);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 1);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, 0), CU_FILE_DRIVER_ALREADY_OPEN);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    return th_failures;
+}
+
 int main(void)
 {
     th_in_child("NVIDIA-style cufile.json", scenario_file);
     th_in_child("PHX_* outranks cufile.json", scenario_env_outranks_file);
     th_in_child("broken cufile.json", scenario_broken_file);
     th_in_child("missing cufile.json", scenario_missing_file);
+    th_in_child("numbers out of range in cufile.json", scenario_bad_numbers);
     th_in_child("parameter API", scenario_parameters);
+    th_in_child("every parameter round-trips", scenario_round_trip);
     return th_finish("test_config");
 }

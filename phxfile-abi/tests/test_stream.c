@@ -73,8 +73,30 @@ int main(void)
     CHECK_ST(cuFileReadAsync(fh, m, NULL, &fo, &bo, &done, cs), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileReadAsync(fh, NULL, &n, &fo, &bo, &done, cs), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileReadAsync((CUfileHandle_t)(uintptr_t)0x99, m, &n, &fo, &bo, &done, cs), CU_FILE_HANDLE_NOT_REGISTERED);
-    if (dev >= 0) /* device memory must be registered for stream-ordered I/O */
-        CHECK_ST(cuFileReadAsync(fh, m, &n, &fo, &bo, &done, cs), CU_FILE_MEMORY_NOT_REGISTERED);
+    if (dev >= 0) {
+        /* unregistered device memory, as KvikIO passes CuPy arrays (it was
+         * CU_FILE_MEMORY_NOT_REGISTERED): in the stream's order, the caller waiting */
+        size_t un = 4096;
+        off_t ufo = 100, ubo = 8, uwo = 0;
+        ssize_t ud = -999, uw = -999;
+        CHECK_ST(cuFileReadAsync(fh, m, &un, &ufo, &ubo, &ud, cs), CU_FILE_SUCCESS);
+        CHECK_ST(cuFileWriteAsync(ofh, m, &un, &uwo, &ubo, &uw, cs), CU_FILE_SUCCESS);
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        CHECK_EQ(ud, 4096);
+        CHECK_EQ(uw, 4096);
+        CHECK_EQ(phxfs_memcpy_to_host(0, got, m, 8 + 4096), 0);
+        CHECK(memcmp(got + 8, ref + 100, 4096) == 0);
+        CHECK_EQ(pread(ofd, got, 4096, 0), 4096);
+        CHECK(memcmp(got, ref + 100, 4096) == 0);
+        /* bad late values land in bytes_done; past the allocation too */
+        off_t neg = -1;
+        CHECK_ST(cuFileReadAsync(fh, m, &un, &neg, &ubo, &ud, cs), CU_FILE_SUCCESS);
+        CHECK_EQ(ud, -EINVAL);
+        size_t toobig = blen + 4096;
+        off_t z0 = 0;
+        CHECK_ST(cuFileReadAsync(fh, m, &toobig, &z0, &z0, &ud, cs), CU_FILE_SUCCESS);
+        CHECK_EQ(ud, -EFAULT);
+    }
     CHECK_ST(cuFileBufRegister(m, blen, 0), CU_FILE_SUCCESS);
 
     /* late binding: a whole-file read keeps the stream busy while the cells change (held,
@@ -126,7 +148,8 @@ int main(void)
     /* a handle not open for writing fails the call, with the error in bytes_written too;
      * the stream goes on */
     ssize_t dfail = -999;
-    CHECK_ST(cuFileWriteAsync(fh, m, &nw, &fw, &bw, &dfail, cs), CU_FILE_INVALID_VALUE); /* fh is read-only */
+    /* fh is read-only: cuFile's "unsupported file open flags", which KvikIO looks for */
+    CHECK_ST(cuFileWriteAsync(fh, m, &nw, &fw, &bw, &dfail, cs), CU_FILE_INVALID_FILE_OPEN_FLAG);
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
     CHECK_EQ(dfail, -EBADF);
     /* host memory on a stream */
