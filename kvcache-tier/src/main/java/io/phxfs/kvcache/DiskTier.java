@@ -639,10 +639,15 @@ public final class DiskTier implements KvTier {
         return true;
     }
 
-    /** Bytes of chunk reads {@link #getAll} keeps in flight: as deep as one large raw read goes. */
-    private static final long GET_WINDOW = 512L << 20;
     /** Bytes per batch of {@link #getAll}: each batch's checksums run while later batches read. */
     private static final long GET_BATCH = 64L << 20;
+    /** Chunks per batch of {@link #getAll}: with small chunks, the bound on open files. */
+    private static final int GET_BATCH_CHUNKS = 32;
+    /**
+     * Batches {@link #getAll} keeps in flight: 512 MiB of large chunks, as deep as one large raw
+     * read goes; at most 256 files open.
+     */
+    private static final int GET_BATCHES = 8;
 
     /** A chunk of {@link #getAll} on its way from its file. */
     private static final class Fetch {
@@ -671,17 +676,17 @@ public final class DiskTier implements KvTier {
     }
 
     /**
-     * Reads the chunks' payloads with up to {@link #GET_WINDOW} bytes in flight, in batches of about
-     * {@link #GET_BATCH}, checking each batch's CRC32C while the next ones read: the depth of one
+     * Reads the chunks' payloads in batches of about {@link #GET_BATCH} (at most
+     * {@link #GET_BATCH_CHUNKS} chunks), {@link #GET_BATCHES} batches in flight, checking each batch's CRC32C while the next ones read: the depth of one
      * large read, where chunk-by-chunk reads left the disk idle between chunks.
      */
     @Override
     public boolean[] getAll(List<Get> gets) {
-        return getAll(gets, GET_BATCH, GET_WINDOW);
+        return getAll(gets, GET_BATCH, GET_BATCH_CHUNKS, GET_BATCHES);
     }
 
-    /** {@link #getAll(List)} with the batch and window sizes given (tests make them small). */
-    boolean[] getAll(List<Get> gets, long batchBytes, long windowBytes) {
+    /** {@link #getAll(List)} with the batch sizes and window given (tests make them small). */
+    boolean[] getAll(List<Get> gets, long batchBytes, int batchChunks, int batches) {
         boolean[] ok = new boolean[gets.size()];
         java.util.ArrayDeque<List<Fetch>> groups = new java.util.ArrayDeque<>();
         List<Fetch> group = new ArrayList<>();
@@ -696,7 +701,7 @@ public final class DiskTier implements KvTier {
             }
             group.add(new Fetch(i, k, e, g.dst()));
             groupBytes += e.payloadLen;
-            if (groupBytes >= batchBytes) {
+            if (groupBytes >= batchBytes || group.size() >= batchChunks) {
                 groups.add(group);
                 group = new ArrayList<>();
                 groupBytes = 0;
@@ -706,21 +711,18 @@ public final class DiskTier implements KvTier {
             groups.add(group);
         }
         java.util.ArrayDeque<InFlight> inFlight = new java.util.ArrayDeque<>();
-        long flying = 0;
         try {
             while (!groups.isEmpty() || !inFlight.isEmpty()) {
-                while (!groups.isEmpty() && (inFlight.isEmpty() || flying < windowBytes)) {
+                while (!groups.isEmpty() && inFlight.size() < batches) {
                     InFlight f = submit(groups.poll());
                     if (f != null) {
                         inFlight.add(f);
-                        flying += f.bytes;
                     }
                 }
                 InFlight f = inFlight.poll();
                 if (f == null) {
                     continue;
                 }
-                flying -= f.bytes;
                 settle(f, ok);
             }
         } finally {
@@ -737,13 +739,11 @@ public final class DiskTier implements KvTier {
         final List<Fetch> fetches;
         final IoBatch batch;
         final CompletableFuture<BatchResult> result;
-        final long bytes;
 
-        InFlight(List<Fetch> fetches, IoBatch batch, CompletableFuture<BatchResult> result, long bytes) {
+        InFlight(List<Fetch> fetches, IoBatch batch, CompletableFuture<BatchResult> result) {
             this.fetches = fetches;
             this.batch = batch;
             this.result = result;
-            this.bytes = bytes;
         }
 
         void close() {
@@ -756,13 +756,11 @@ public final class DiskTier implements KvTier {
     private InFlight submit(List<Fetch> group) {
         var host = Phoenix.open().host();
         List<Fetch> open = new ArrayList<>(group.size());
-        long bytes = 0;
         for (Fetch f : group) {
             try {
                 f.file = PhxFile.open(dir.resolve(f.entry.file), OpenMode.READ, OpenMode.DIRECT);
                 f.buf = host.wrap(f.dst);
                 open.add(f);
-                bytes += f.entry.payloadLen;
             } catch (PhoenixException ex) {
                 f.close();
                 missed(f, ex.errno());
@@ -776,7 +774,7 @@ public final class DiskTier implements KvTier {
             for (Fetch f : open) {
                 batch.read(f.file, f.buf, 0, f.entry.payloadLen, ChunkFileHeader.SIZE);
             }
-            return new InFlight(open, batch, batch.submitAsync(), bytes);
+            return new InFlight(open, batch, batch.submitAsync());
         } catch (RuntimeException ex) {
             batch.close();
             open.forEach(Fetch::close);

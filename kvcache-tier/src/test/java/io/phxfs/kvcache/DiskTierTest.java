@@ -123,8 +123,9 @@ class DiskTierTest {
                 gets.add(new KvTier.Get(key(i), seg.asSlice(i * LEN, i == 9 ? LEN - 4096 : LEN)));
             }
             gets.add(new KvTier.Get(key(20), seg.asSlice(n * LEN, LEN))); // never stored
-            // batches of two chunks, four in flight: the window refills as batches are verified
-            boolean[] ok = d.getAll(gets, 2 * LEN, 4 * LEN);
+            // batches of two chunks (by bytes) or three (by count), two in flight: the window
+            // refills as batches are verified
+            boolean[] ok = d.getAll(gets, 2 * LEN, 3, 2);
             for (int i = 0; i <= n; i++) {
                 boolean want = i < n && i != 4 && i != 7 && i != 9;
                 assertEquals(want, ok[i], "chunk " + (i < n ? i : 20));
