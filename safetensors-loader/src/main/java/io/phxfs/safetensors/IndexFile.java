@@ -57,6 +57,12 @@ final class IndexFile {
         } catch (IOException e) {
             throw FileOperationException.of("read", index, e);
         }
+        if (bytes.length >= 3 && (bytes[0] & 0xff) == 0xef && (bytes[1] & 0xff) == 0xbb && (bytes[2] & 0xff) == 0xbf) {
+            // an index all the same, which the sniffing below would call "JSON text, not an index";
+            // refused as the header's is: Python's json.load (how transformers reads an index) refuses it
+            throw new SafetensorsFormatException(index, null, "starts with a UTF-8 byte order mark (bytes EF BB BF);"
+                    + " a JSON index must begin with '{': write the file again without the byte order mark");
+        }
         if (!startsLikeJson(bytes)) {
             // a safetensors file, an archive or prose named .json: say which, not where JSON broke
             int n = Math.min(bytes.length, FileKind.SNIFF_BYTES);
