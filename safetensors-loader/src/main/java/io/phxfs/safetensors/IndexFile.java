@@ -192,7 +192,9 @@ final class IndexFile {
         try {
             a = Files.readAttributes(resolved, BasicFileAttributes.class);
         } catch (NoSuchFileException e) {
-            throw new SafetensorsFormatException(index, subject, shown + " does not exist (no file " + resolved + ")");
+            String link = ModelFiles.danglingLink(resolved);
+            throw new SafetensorsFormatException(index, subject, shown + " does not exist (no file " + resolved
+                    + (link == null ? "" : ": " + link) + ")");
         } catch (IOException e) {
             // there, perhaps, but out of reach: that is no fault of the index
             throw FileOperationException.of("open", resolved, e);

@@ -1,5 +1,6 @@
 package io.phxfs.safetensors;
 
+import io.phxfs.core.Errno;
 import io.phxfs.core.FileOperationException;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
@@ -99,9 +100,7 @@ public final class ModelFiles {
         try {
             a = Files.readAttributes(path, BasicFileAttributes.class);
         } catch (NoSuchFileException e) {
-            // invalid input rather than an I/O failure, in the same words as every other OS error
-            IOException described = FileOperationException.of("open", path, e);
-            throw new IllegalArgumentException(described.getMessage(), described);
+            throw missing(path, e);
         } catch (IOException e) {
             throw FileOperationException.of("open", path, e);
         }
@@ -145,10 +144,41 @@ public final class ModelFiles {
         try {
             return Files.readAttributes(path, BasicFileAttributes.class);
         } catch (NoSuchFileException e) {
+            if (danglingLink(path) != null) {
+                // the file is there, as a link to nothing: "no model.safetensors in the directory" would be wrong
+                throw missing(path, e);
+            }
             return null;
         } catch (IOException e) {
             throw FileOperationException.of("open", path, e);
         }
+    }
+
+    /**
+     * Nothing at {@code path}: invalid input rather than an I/O failure, in the same words as
+     * every other OS error, naming the target of a symbolic link that leads nowhere.
+     */
+    private static IllegalArgumentException missing(Path path, NoSuchFileException e) {
+        String link = danglingLink(path);
+        IOException described = link == null ? FileOperationException.of("open", path, e)
+                : new FileOperationException("open", path, Errno.ENOENT, link, e);
+        return new IllegalArgumentException(described.getMessage(), described);
+    }
+
+    /**
+     * "a symbolic link to 'T', which leads to no file" when {@code path} is a link whose target
+     * is missing (in a Hugging Face cache, a snapshot's file whose blob is not there), else null.
+     */
+    static String danglingLink(Path path) {
+        try {
+            if (Files.isSymbolicLink(path) && !Files.exists(path)) {
+                return "a symbolic link to " + Names.quote(Files.readSymbolicLink(path).toString())
+                        + ", which leads to no file";
+            }
+        } catch (IOException | UnsupportedOperationException | SecurityException e) {
+            // no more to say than the error itself
+        }
+        return null;
     }
 
     /**

@@ -199,4 +199,40 @@ class WrongInputTest {
                 inDir.getMessage());
         assertInstanceOf(IOException.class, inDir);
     }
+
+    /**
+     * A Hugging Face cache snapshot links every file to a blob; a blob that is missing (an
+     * interrupted download, a pruned cache) leaves a link to nothing, which is not "no
+     * model.safetensors in the directory".
+     */
+    @Test
+    void aSymbolicLinkToNothingIsNamedWithItsTarget() throws IOException {
+        Path snapshot = Files.createDirectories(dir.resolve("snapshots/abc"));
+        Path single = Files.createSymbolicLink(snapshot.resolve(ModelFiles.SINGLE_FILE), Path.of("../../blobs/f00d"));
+        String expected = "open " + single + ": ENOENT (No such file or directory); a symbolic link to"
+                + " '../../blobs/f00d', which leads to no file";
+        IllegalArgumentException inDir = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(snapshot));
+        assertEquals(expected, inDir.getMessage());
+        assertEquals(Errno.ENOENT, assertInstanceOf(FileOperationException.class, inDir.getCause()).errno());
+        IllegalArgumentException direct = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(single));
+        assertEquals(expected, direct.getMessage());
+
+        // the same for the index, and for a shard the index names
+        Path sharded = Files.createDirectories(dir.resolve("sharded"));
+        Path index = Files.createSymbolicLink(sharded.resolve(ModelFiles.INDEX_FILE), Path.of("gone.json"));
+        IllegalArgumentException noIndex = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(sharded));
+        assertEquals("open " + index + ": ENOENT (No such file or directory); a symbolic link to 'gone.json',"
+                + " which leads to no file", noIndex.getMessage());
+        Files.delete(index);
+        Files.writeString(sharded.resolve(ModelFiles.INDEX_FILE), "{\"weight_map\":{\"a\":\"s1.safetensors\"}}");
+        Path shard = Files.createSymbolicLink(sharded.resolve("s1.safetensors"), Path.of("../blobs/beef"));
+        assertEquals(sharded.resolve(ModelFiles.INDEX_FILE) + ": weight_map entry 'a': shard 's1.safetensors' does not"
+                + " exist (no file " + shard.toAbsolutePath() + ": a symbolic link to '../blobs/beef', which leads to no"
+                + " file)", refused(sharded));
+
+        // a directory without either file still says so
+        Path empty = Files.createDirectories(dir.resolve("empty"));
+        IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(empty));
+        assertEquals(empty + ": no model.safetensors or model.safetensors.index.json in the directory", none.getMessage());
+    }
 }
