@@ -37,6 +37,7 @@ final class IndexFile {
     /** Tensor name to the shard's normalised path, in the order of the index. */
     static Map<String, Path> read(Path index, long maxBytes) throws IOException {
         byte[] bytes;
+        SafetensorsParser.refuseSpecialFile(index);
         FileChannel channel;
         try {
             channel = FileChannel.open(index, StandardOpenOption.READ);

@@ -809,6 +809,9 @@ public final class WeightLoader {
 
         /** {@code [data start, file size)} from the 8-byte length and the size; null when either is off. */
         private static long[] dataExtent(Path file, long maxHeaderBytes) {
+            if (!java.nio.file.Files.isRegularFile(file)) {
+                return null; // a named pipe would block the open; the parse refuses it
+            }
             try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
                     java.nio.file.StandardOpenOption.READ)) {
                 long size = ch.size();

@@ -5,10 +5,14 @@ import io.phxfs.core.FileOperationException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.zip.GZIPOutputStream;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipOutputStream;
@@ -18,6 +22,9 @@ import org.junit.jupiter.api.io.TempDir;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Files of another kind given as a model, and paths the OS refuses: the message says what the
@@ -234,5 +241,41 @@ class WrongInputTest {
         Path empty = Files.createDirectories(dir.resolve("empty"));
         IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(empty));
         assertEquals(empty + ": no model.safetensors or model.safetensors.index.json in the directory", none.getMessage());
+    }
+
+    /**
+     * A named pipe blocks open(2) until a writer comes: as a model directory's model.safetensors
+     * or index it hung the load (the loader's reads, which start before the parse, too).
+     */
+    @Test
+    void aNamedPipeIsRefusedRatherThanWaitedOn() throws Exception {
+        Path single = Files.createDirectories(dir.resolve("single")).resolve(ModelFiles.SINGLE_FILE);
+        Path index = Files.createDirectories(dir.resolve("sharded")).resolve(ModelFiles.INDEX_FILE);
+        for (Path fifo : List.of(single, index)) {
+            Process p = new ProcessBuilder("mkfifo", fifo.toString()).start();
+            assumeTrue(p.waitFor() == 0, "no mkfifo here");
+        }
+        try {
+            String expected = ": not a regular file (a named pipe, a socket or a device)";
+            assertTimeoutPreemptively(Duration.ofSeconds(20), () -> {
+                assertEquals(single + expected, assertThrows(IllegalArgumentException.class,
+                        () -> ModelFiles.open(single.getParent())).getMessage());
+                assertEquals(index + expected, assertThrows(IllegalArgumentException.class,
+                        () -> ModelFiles.open(index.getParent())).getMessage());
+                assertEquals(single + expected, assertThrows(IllegalArgumentException.class,
+                        () -> SafetensorsParser.standard().parse(single)).getMessage());
+                // a host copy starts its reads before the parse
+                WeightLoader copy = WeightLoader.builder().toHost().writable(true).build();
+                assertEquals(single + expected, assertThrows(IllegalArgumentException.class,
+                        () -> copy.load(single.getParent())).getMessage());
+            });
+        } finally {
+            // opened for reading and writing, a pipe lets any reader still blocked in open(2) go
+            for (Path fifo : List.of(single, index)) {
+                try (FileChannel unblock = FileChannel.open(fifo, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                    assertTrue(unblock.isOpen());
+                }
+            }
+        }
     }
 }
