@@ -278,4 +278,30 @@ class WrongInputTest {
             }
         }
     }
+
+    /**
+     * Other writers name their files otherwise (diffusers, PEFT, Mistral): a directory without
+     * model.safetensors says which safetensors files it does hold, or which PyTorch checkpoints.
+     */
+    @Test
+    void aDirectoryOfAnotherWritersNamesSaysWhatItHolds() throws IOException {
+        Path diffusers = Files.createDirectories(dir.resolve("unet"));
+        for (String n : List.of("diffusion_pytorch_model-00001-of-00002.safetensors",
+                "diffusion_pytorch_model-00002-of-00002.safetensors", "diffusion_pytorch_model.safetensors.index.json",
+                "config.json")) {
+            Files.writeString(diffusers.resolve(n), "x");
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(diffusers));
+        assertEquals(diffusers + ": no model.safetensors or model.safetensors.index.json in the directory; it holds"
+                + " 'diffusion_pytorch_model-00001-of-00002.safetensors', 'diffusion_pytorch_model-00002-of-00002"
+                + ".safetensors', 'diffusion_pytorch_model.safetensors.index.json': give the file (or the index) to"
+                + " load", e.getMessage());
+
+        Path pytorch = Files.createDirectories(dir.resolve("old"));
+        Files.writeString(pytorch.resolve("pytorch_model.bin"), "x");
+        Files.writeString(pytorch.resolve("tokenizer.json"), "{}");
+        assertEquals(pytorch + ": no model.safetensors or model.safetensors.index.json in the directory; it holds"
+                + " 'pytorch_model.bin', PyTorch checkpoints: convert them to safetensors",
+                assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(pytorch)).getMessage());
+    }
 }
