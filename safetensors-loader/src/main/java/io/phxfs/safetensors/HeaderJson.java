@@ -210,6 +210,10 @@ final class HeaderJson {
             if (x < 0) {
                 throw fail(subject, at + " is negative (" + x + ")");
             }
+            if (x == 0 && p.getText().startsWith("-")) {
+                // not 0: the reference implementation (serde_json) reads -0 as a float and refuses it
+                throw fail(subject, at + " is -0, not an unsigned integer");
+            }
             if (n == v.length) {
                 v = Arrays.copyOf(v, n * 2);
             }

@@ -37,6 +37,7 @@ final class IndexFile {
     /** Tensor name to the shard's normalised path, in the order of the index. */
     static Map<String, Path> read(Path index, long maxBytes) throws IOException {
         byte[] bytes;
+        SafetensorsParser.refuseSpecialFile(index);
         FileChannel channel;
         try {
             channel = FileChannel.open(index, StandardOpenOption.READ);
@@ -56,6 +57,12 @@ final class IndexFile {
             bytes = Arrays.copyOf(b.array(), b.position());
         } catch (IOException e) {
             throw FileOperationException.of("read", index, e);
+        }
+        if (bytes.length >= 3 && (bytes[0] & 0xff) == 0xef && (bytes[1] & 0xff) == 0xbb && (bytes[2] & 0xff) == 0xbf) {
+            // an index all the same, which the sniffing below would call "JSON text, not an index";
+            // refused as the header's is: Python's json.load (how transformers reads an index) refuses it
+            throw new SafetensorsFormatException(index, null, "starts with a UTF-8 byte order mark (bytes EF BB BF);"
+                    + " a JSON index must begin with '{': write the file again without the byte order mark");
         }
         if (!startsLikeJson(bytes)) {
             // a safetensors file, an archive or prose named .json: say which, not where JSON broke
@@ -186,7 +193,9 @@ final class IndexFile {
         try {
             a = Files.readAttributes(resolved, BasicFileAttributes.class);
         } catch (NoSuchFileException e) {
-            throw new SafetensorsFormatException(index, subject, shown + " does not exist (no file " + resolved + ")");
+            String link = ModelFiles.danglingLink(resolved);
+            throw new SafetensorsFormatException(index, subject, shown + " does not exist (no file " + resolved
+                    + (link == null ? "" : ": " + link) + ")");
         } catch (IOException e) {
             // there, perhaps, but out of reach: that is no fault of the index
             throw FileOperationException.of("open", resolved, e);

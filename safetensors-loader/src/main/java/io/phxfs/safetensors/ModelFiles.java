@@ -1,5 +1,6 @@
 package io.phxfs.safetensors;
 
+import io.phxfs.core.Errno;
 import io.phxfs.core.FileOperationException;
 import java.io.IOException;
 import java.nio.file.NoSuchFileException;
@@ -99,9 +100,7 @@ public final class ModelFiles {
         try {
             a = Files.readAttributes(path, BasicFileAttributes.class);
         } catch (NoSuchFileException e) {
-            // invalid input rather than an I/O failure, in the same words as every other OS error
-            IOException described = FileOperationException.of("open", path, e);
-            throw new IllegalArgumentException(described.getMessage(), described);
+            throw missing(path, e);
         } catch (IOException e) {
             throw FileOperationException.of("open", path, e);
         }
@@ -116,7 +115,8 @@ public final class ModelFiles {
             if (attributes(idx) != null) {
                 return shards(idx, parser);
             }
-            throw new IllegalArgumentException(path + ": no " + SINGLE_FILE + " or " + INDEX_FILE + " in the directory");
+            throw new IllegalArgumentException(path + ": no " + SINGLE_FILE + " or " + INDEX_FILE + " in the directory"
+                    + otherModelFiles(path));
         }
         if (!a.isRegularFile()) {
             throw new IllegalArgumentException(path + ": not a regular file or directory");
@@ -125,6 +125,46 @@ public final class ModelFiles {
             return shards(path, parser);
         }
         return new Located(path, null, null, List.of(path));
+    }
+
+    /** Names shown of the other model files in a directory. */
+    private static final int OTHERS_SHOWN = 4;
+
+    /**
+     * "; it holds X, Y: give the file (or index) to load" for the safetensors files and
+     * indexes of other writers' names in {@code dir} (diffusers' diffusion_pytorch_model,
+     * PEFT's adapter_model, Mistral's consolidated), or the PyTorch checkpoints that need
+     * converting; empty when there are none or the directory cannot be listed.
+     */
+    private static String otherModelFiles(Path dir) {
+        List<String> safetensors = new ArrayList<>();
+        List<String> pytorch = new ArrayList<>();
+        try (var entries = Files.newDirectoryStream(dir)) {
+            for (Path p : entries) {
+                String n = p.getFileName().toString();
+                if (n.endsWith(".safetensors") || n.endsWith(".safetensors.index.json")) {
+                    safetensors.add(n);
+                } else if (n.endsWith(".bin") || n.endsWith(".pt") || n.endsWith(".pth")) {
+                    pytorch.add(n);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            return ""; // mode 0711: the names cannot be listed, and the message stands without them
+        }
+        if (!safetensors.isEmpty()) {
+            return "; it holds " + shownNames(safetensors) + ": give the file (or the index) to load";
+        }
+        return pytorch.isEmpty() ? ""
+                : "; it holds " + shownNames(pytorch) + ", PyTorch checkpoints: convert them to safetensors";
+    }
+
+    private static String shownNames(List<String> names) {
+        Collections.sort(names);
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < Math.min(names.size(), OTHERS_SHOWN); i++) {
+            b.append(i == 0 ? "" : ", ").append(Names.quote(names.get(i)));
+        }
+        return names.size() > OTHERS_SHOWN ? b + " and " + (names.size() - OTHERS_SHOWN) + " more" : b.toString();
     }
 
     /** Parses and cross-checks the files {@link #locate} found. */
@@ -145,10 +185,41 @@ public final class ModelFiles {
         try {
             return Files.readAttributes(path, BasicFileAttributes.class);
         } catch (NoSuchFileException e) {
+            if (danglingLink(path) != null) {
+                // the file is there, as a link to nothing: "no model.safetensors in the directory" would be wrong
+                throw missing(path, e);
+            }
             return null;
         } catch (IOException e) {
             throw FileOperationException.of("open", path, e);
         }
+    }
+
+    /**
+     * Nothing at {@code path}: invalid input rather than an I/O failure, in the same words as
+     * every other OS error, naming the target of a symbolic link that leads nowhere.
+     */
+    private static IllegalArgumentException missing(Path path, NoSuchFileException e) {
+        String link = danglingLink(path);
+        IOException described = link == null ? FileOperationException.of("open", path, e)
+                : new FileOperationException("open", path, Errno.ENOENT, link, e);
+        return new IllegalArgumentException(described.getMessage(), described);
+    }
+
+    /**
+     * "a symbolic link to 'T', which leads to no file" when {@code path} is a link whose target
+     * is missing (in a Hugging Face cache, a snapshot's file whose blob is not there), else null.
+     */
+    static String danglingLink(Path path) {
+        try {
+            if (Files.isSymbolicLink(path) && !Files.exists(path)) {
+                return "a symbolic link to " + Names.quote(Files.readSymbolicLink(path).toString())
+                        + ", which leads to no file";
+            }
+        } catch (IOException | UnsupportedOperationException | SecurityException e) {
+            // no more to say than the error itself
+        }
+        return null;
     }
 
     /**

@@ -6,8 +6,10 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 
 /**
  * Reads and validates the header of a safetensors file: the 8-byte little-endian length,
@@ -72,11 +74,13 @@ public final class SafetensorsParser {
      *                                    (text, a zip archive, a pickle...) is named as such
      * @throws FileOperationException     when the OS refuses to open or read it (EACCES,
      *                                    EISDIR for a directory...), naming the path and reason
+     * @throws IllegalArgumentException   when it is a named pipe, a socket or a device
      * @throws IOException                when it cannot be read for another reason
      * @param file the file to parse
      * @return the parsed header
      */
     public SafetensorsHeader parse(Path file) throws IOException {
+        refuseSpecialFile(file);
         FileChannel channel;
         try {
             channel = FileChannel.open(file, StandardOpenOption.READ);
@@ -157,6 +161,23 @@ public final class SafetensorsParser {
             long dataBytes = after - n;
             return new SafetensorsHeader(file, size, n, parsed.metadata(),
                     DataLayout.validate(file, parsed.entries(), dataBytes));
+        }
+    }
+
+    /**
+     * A named pipe would block open(2) until some writer came (a model directory whose
+     * model.safetensors is one hung the load), and a device need never end: neither is a file
+     * of tensors. Only what stat(2) tells for certain is refused here; the open reports the rest.
+     */
+    static void refuseSpecialFile(Path file) {
+        BasicFileAttributes a;
+        try {
+            a = Files.readAttributes(file, BasicFileAttributes.class);
+        } catch (IOException e) {
+            return;
+        }
+        if (a.isOther()) {
+            throw new IllegalArgumentException(file + ": not a regular file (a named pipe, a socket or a device)");
         }
     }
 

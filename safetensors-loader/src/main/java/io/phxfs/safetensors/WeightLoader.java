@@ -809,6 +809,9 @@ public final class WeightLoader {
 
         /** {@code [data start, file size)} from the 8-byte length and the size; null when either is off. */
         private static long[] dataExtent(Path file, long maxHeaderBytes) {
+            if (!java.nio.file.Files.isRegularFile(file)) {
+                return null; // a named pipe would block the open; the parse refuses it
+            }
             try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
                     java.nio.file.StandardOpenOption.READ)) {
                 long size = ch.size();
@@ -1108,9 +1111,19 @@ public final class WeightLoader {
             }
         }
 
-        /** Waits for the reads to end, whatever they did. */
+        /**
+         * Cancels the reads no worker has taken yet, then waits for the rest to end, whatever
+         * they did: nobody uses what they bring. Early reads are abandoned when the header turns
+         * out malformed; reading on would delay the error by the whole file (minutes, for a
+         * checkpoint of 100 GB).
+         */
         void abandon() {
             if (running != null) {
+                try {
+                    batch.cancel();
+                } catch (RuntimeException e) {
+                    // then the reads run to their end: slower, and no less correct
+                }
                 running.handle((r, x) -> null).join();
             }
         }

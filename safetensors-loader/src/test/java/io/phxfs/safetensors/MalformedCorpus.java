@@ -95,6 +95,9 @@ public final class MalformedCorpus {
         header("shape-string-element", "{" + A.replace("[2]", "[\"2\"]") + "}", 8, "shape[0] is a string");
         header("offsets-three", "{" + A.replace("[0,8]", "[0,4,8]") + "}", 8, "data_offsets has 3 entries");
         header("offsets-one", "{" + A.replace("[0,8]", "[8]") + "}", 8, "data_offsets has 1 entries");
+        header("shape-minus-zero", "{\"z\":{\"dtype\":\"F32\",\"shape\":[-0],\"data_offsets\":[0,0]}," + A + "}", 8,
+                "shape[0] is -0, not an unsigned integer");
+        header("offsets-minus-zero", "{" + A.replace("[0,8]", "[-0,8]") + "}", 8, "data_offsets[0] is -0");
         header("offsets-negative", "{" + A.replace("[0,8]", "[-8,0]") + "}", 8, "data_offsets[0] is negative");
         header("missing-offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, "missing field 'data_offsets'");
         header("unknown-field", "{" + A.replace("\"shape\"", "\"extra\":1,\"shape\"") + "}", 8, "unknown field 'extra'");
@@ -145,6 +148,8 @@ public final class MalformedCorpus {
         indexText("index-no-weight-map", "{\"metadata\":{\"total_size\":20}}", "no weight_map");
         indexText("index-not-json", "{\"weight_map\":{\"a\":", "index is not valid JSON");
         indexText("index-array", "[]", "index is not a JSON object");
+        indexText("index-byte-order-mark", "\uFEFF{\"weight_map\":{\"a\":\"model-00001-of-00002.safetensors\","
+                + "\"b\":\"model-00001-of-00002.safetensors\"}}", "starts with a UTF-8 byte order mark");
 
         // a tensor in two shards: both shards are listed, and both hold "a"
         Path twice = dir.resolve("twice");

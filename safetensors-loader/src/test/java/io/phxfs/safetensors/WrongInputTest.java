@@ -5,10 +5,14 @@ import io.phxfs.core.FileOperationException;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.zip.GZIPOutputStream;
 import java.util.zip.ZipEntry;
 import java.util.zip.ZipOutputStream;
@@ -18,6 +22,9 @@ import org.junit.jupiter.api.io.TempDir;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Files of another kind given as a model, and paths the OS refuses: the message says what the
@@ -198,5 +205,103 @@ class WrongInputTest {
         assertEquals("open " + model.resolve(ModelFiles.SINGLE_FILE) + ": ELOOP (Too many levels of symbolic links)",
                 inDir.getMessage());
         assertInstanceOf(IOException.class, inDir);
+    }
+
+    /**
+     * A Hugging Face cache snapshot links every file to a blob; a blob that is missing (an
+     * interrupted download, a pruned cache) leaves a link to nothing, which is not "no
+     * model.safetensors in the directory".
+     */
+    @Test
+    void aSymbolicLinkToNothingIsNamedWithItsTarget() throws IOException {
+        Path snapshot = Files.createDirectories(dir.resolve("snapshots/abc"));
+        Path single = Files.createSymbolicLink(snapshot.resolve(ModelFiles.SINGLE_FILE), Path.of("../../blobs/f00d"));
+        String expected = "open " + single + ": ENOENT (No such file or directory); a symbolic link to"
+                + " '../../blobs/f00d', which leads to no file";
+        IllegalArgumentException inDir = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(snapshot));
+        assertEquals(expected, inDir.getMessage());
+        assertEquals(Errno.ENOENT, assertInstanceOf(FileOperationException.class, inDir.getCause()).errno());
+        IllegalArgumentException direct = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(single));
+        assertEquals(expected, direct.getMessage());
+
+        // the same for the index, and for a shard the index names
+        Path sharded = Files.createDirectories(dir.resolve("sharded"));
+        Path index = Files.createSymbolicLink(sharded.resolve(ModelFiles.INDEX_FILE), Path.of("gone.json"));
+        IllegalArgumentException noIndex = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(sharded));
+        assertEquals("open " + index + ": ENOENT (No such file or directory); a symbolic link to 'gone.json',"
+                + " which leads to no file", noIndex.getMessage());
+        Files.delete(index);
+        Files.writeString(sharded.resolve(ModelFiles.INDEX_FILE), "{\"weight_map\":{\"a\":\"s1.safetensors\"}}");
+        Path shard = Files.createSymbolicLink(sharded.resolve("s1.safetensors"), Path.of("../blobs/beef"));
+        assertEquals(sharded.resolve(ModelFiles.INDEX_FILE) + ": weight_map entry 'a': shard 's1.safetensors' does not"
+                + " exist (no file " + shard.toAbsolutePath() + ": a symbolic link to '../blobs/beef', which leads to no"
+                + " file)", refused(sharded));
+
+        // a directory without either file still says so
+        Path empty = Files.createDirectories(dir.resolve("empty"));
+        IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(empty));
+        assertEquals(empty + ": no model.safetensors or model.safetensors.index.json in the directory", none.getMessage());
+    }
+
+    /**
+     * A named pipe blocks open(2) until a writer comes: as a model directory's model.safetensors
+     * or index it hung the load (the loader's reads, which start before the parse, too).
+     */
+    @Test
+    void aNamedPipeIsRefusedRatherThanWaitedOn() throws Exception {
+        Path single = Files.createDirectories(dir.resolve("single")).resolve(ModelFiles.SINGLE_FILE);
+        Path index = Files.createDirectories(dir.resolve("sharded")).resolve(ModelFiles.INDEX_FILE);
+        for (Path fifo : List.of(single, index)) {
+            Process p = new ProcessBuilder("mkfifo", fifo.toString()).start();
+            assumeTrue(p.waitFor() == 0, "no mkfifo here");
+        }
+        try {
+            String expected = ": not a regular file (a named pipe, a socket or a device)";
+            assertTimeoutPreemptively(Duration.ofSeconds(20), () -> {
+                assertEquals(single + expected, assertThrows(IllegalArgumentException.class,
+                        () -> ModelFiles.open(single.getParent())).getMessage());
+                assertEquals(index + expected, assertThrows(IllegalArgumentException.class,
+                        () -> ModelFiles.open(index.getParent())).getMessage());
+                assertEquals(single + expected, assertThrows(IllegalArgumentException.class,
+                        () -> SafetensorsParser.standard().parse(single)).getMessage());
+                // a host copy starts its reads before the parse
+                WeightLoader copy = WeightLoader.builder().toHost().writable(true).build();
+                assertEquals(single + expected, assertThrows(IllegalArgumentException.class,
+                        () -> copy.load(single.getParent())).getMessage());
+            });
+        } finally {
+            // opened for reading and writing, a pipe lets any reader still blocked in open(2) go
+            for (Path fifo : List.of(single, index)) {
+                try (FileChannel unblock = FileChannel.open(fifo, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                    assertTrue(unblock.isOpen());
+                }
+            }
+        }
+    }
+
+    /**
+     * Other writers name their files otherwise (diffusers, PEFT, Mistral): a directory without
+     * model.safetensors says which safetensors files it does hold, or which PyTorch checkpoints.
+     */
+    @Test
+    void aDirectoryOfAnotherWritersNamesSaysWhatItHolds() throws IOException {
+        Path diffusers = Files.createDirectories(dir.resolve("unet"));
+        for (String n : List.of("diffusion_pytorch_model-00001-of-00002.safetensors",
+                "diffusion_pytorch_model-00002-of-00002.safetensors", "diffusion_pytorch_model.safetensors.index.json",
+                "config.json")) {
+            Files.writeString(diffusers.resolve(n), "x");
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(diffusers));
+        assertEquals(diffusers + ": no model.safetensors or model.safetensors.index.json in the directory; it holds"
+                + " 'diffusion_pytorch_model-00001-of-00002.safetensors', 'diffusion_pytorch_model-00002-of-00002"
+                + ".safetensors', 'diffusion_pytorch_model.safetensors.index.json': give the file (or the index) to"
+                + " load", e.getMessage());
+
+        Path pytorch = Files.createDirectories(dir.resolve("old"));
+        Files.writeString(pytorch.resolve("pytorch_model.bin"), "x");
+        Files.writeString(pytorch.resolve("tokenizer.json"), "{}");
+        assertEquals(pytorch + ": no model.safetensors or model.safetensors.index.json in the directory; it holds"
+                + " 'pytorch_model.bin', PyTorch checkpoints: convert them to safetensors",
+                assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(pytorch)).getMessage());
     }
 }

@@ -315,10 +315,32 @@ final class LoadCommand implements Callable<Integer> {
                 device == null ? "host memory" : "device " + device.id(), mode,
                 m.hostMapped() ? ", mapped read-only; --copy for writable tensors" : "", seconds, m.bytes() / seconds / 1e9);
         for (LoadedTensor t : new TreeMap<>(m.tensors()).values()) {
-            out.printf(Locale.ROOT, "  %-50s %-8s %-20s %12d  %s%s%n", t.name(), t.dtype().headerName(),
-                    Arrays.toString(t.shape()), t.nbytes(), model.relativeName(t.file()),
+            out.printf(Locale.ROOT, "  %-50s %-8s %-20s %12d  %s%s%n", shown(t.name()), t.dtype().headerName(),
+                    Arrays.toString(t.shape()), t.nbytes(), shown(model.relativeName(t.file())),
                     sha.containsKey(t.name()) ? "  " + sha.get(t.name()) : "");
         }
+    }
+
+    /**
+     * A name taken from a file, as one row of the listing shows it: control characters and
+     * invisible format characters (bidirectional overrides, a byte order mark) as
+     * {@code \\uXXXX}, as the loader's messages show them. Header names are any JSON string: a
+     * newline in one must not start a row of its own, nor an escape sequence reach the terminal.
+     */
+    static String shown(String name) {
+        StringBuilder b = null;
+        for (int i = 0; i < name.length(); i++) {
+            char c = name.charAt(i);
+            if (Character.isISOControl(c) || c == '\u2028' || c == '\u2029' || Character.getType(c) == Character.FORMAT) {
+                if (b == null) {
+                    b = new StringBuilder(name.length() + 16).append(name, 0, i);
+                }
+                b.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+            } else if (b != null) {
+                b.append(c);
+            }
+        }
+        return b == null ? name : b.toString();
     }
 
     static String human(long bytes) {

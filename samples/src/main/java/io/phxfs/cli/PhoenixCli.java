@@ -65,7 +65,18 @@ public final class PhoenixCli {
             cmd.getErr().flush();
             return cmd.getExitCodeExceptionMapper().getExitCode(e);
         });
-        return cli.execute(args);
+        try {
+            return cli.execute(args);
+        } catch (OutOfMemoryError e) {
+            // picocli passes Errors through. A valid header may list 1.7 million tensors within its
+            // 100 MB, which needs more than a small machine's default heap: say so, not a stack trace
+            PrintWriter w = cli.getErr();
+            w.println("phoenix: out of Java memory (" + e.getMessage() + "; the heap limit is "
+                    + (Runtime.getRuntime().maxMemory() >> 20) + " MiB): give the JVM more, e.g."
+                    + " JAVA_TOOL_OPTIONS=-Xmx16g");
+            w.flush();
+            return 1;
+        }
     }
 
     /**
