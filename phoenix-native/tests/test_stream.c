@@ -35,7 +35,9 @@ int main(void)
     phxfs_device_info_t info;
     CHECK_EQ(phxfs_get_device_info(0, &info), 0);
     int immediate = strcmp(info.connector, "host") == 0; /* host "streams" run at enqueue */
-    int holdable = !strcmp(info.connector, "fake") || !strcmp(info.connector, "emu");
+    /* the fake and emu devices, and the fake libcuda of the tests, hold on PHX_FAKE_HOLD_FILE */
+    int holdable = !strcmp(info.connector, "fake") || !strcmp(info.connector, "emu") ||
+                   !strncmp(info.name, "Fake CUDA device", 16);
     size_t fsize = (3u << 20) + 12345;
     char path[256], out[256];
     snprintf(path, sizeof path, "%s", th_make_file(fsize, 21));

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -199,6 +200,10 @@ struct fstream {
     uint64_t queued, completed;
     int stop;
     int refs;                 /* handle table + its thread + waiters; under g_lock */
+    /* PHX_FAKE_HOLD_FILE=path, read when the stream is created (as libphoenix's fake device
+     * does): the stream stops before each operation while the file exists, so a test sets
+     * late-bound values before the stream gets to them, whatever the timing */
+    char hold_file[256];
     struct fstream *next;
 };
 
@@ -265,6 +270,8 @@ static void *stream_main(void *arg)
         s->head = op->next;
         if (!s->head) s->tail = NULL;
         pthread_mutex_unlock(&s->lock);
+        struct timespec held = {0, 1000000};
+        while (s->hold_file[0] && access(s->hold_file, F_OK) == 0) nanosleep(&held, NULL);
         run_op(op);
         free(op);
         pthread_mutex_lock(&s->lock);
@@ -285,6 +292,8 @@ static CUresult stream_new_locked(CUcontext ctx, unsigned flags, struct fstream 
     s->ctx = ctx;
     s->flags = flags;
     s->refs = 2;
+    const char *hold = getenv("PHX_FAKE_HOLD_FILE");
+    snprintf(s->hold_file, sizeof s->hold_file, "%s", hold ? hold : "");
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     pthread_cond_init(&s->done_cond, NULL);
