@@ -17,13 +17,12 @@ static int cfg_loaded;
 static int default_workers(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    /* Up to 8, where the page-cache copy is what limits bounce mode. Past 8 the H200 host's
-     * link limits it instead: 12 workers move a 5 GB file at 49.3 GB/s against 46.8 with 8,
-     * while 12 threads merely pread it at 58.5 GB/s against 50.2 with 8, so the extra
-     * threads buy +5 % for half again the CPU. PHX_WORKERS=12 takes it where those cores
-     * are free (docs/benchmarks.md). */
+    /* Up to 10. On the H200 host (16 cores) a warm 5 GB load with 2 x 4 MiB slots a worker
+     * measured 48.7 GB/s with 10 workers (runs 48.1-49.3), 48.4 with 12 and 46.4 with 8
+     * (42.2-48.8): past 10 the link, not the page-cache copy, is the limit, and more threads
+     * only add CPU (docs/benchmarks.md, issue 13). */
     if (n < 1) n = 1;
-    return n > 8 ? 8 : (int)n;
+    return n > 10 ? 10 : (int)n;
 }
 
 static int parse_size(const char *v, long long lo, long long hi, long long *out)
@@ -106,11 +105,16 @@ static void load_env(void)
         phx_cfg.mode = PHXFS_MODE_AUTO;
         phx_cfg.engine = PHXFS_ENGINE_URING;
         phx_cfg.workers = default_workers();
-        /* 4 x 2 MiB per worker: small enough that a slot is still in the CPU cache when the
-         * DMA engine reads it (8-32 MiB slots measured 10-40% slower on the H200 host) */
-        phx_cfg.slot_bytes = 2u << 20;
-        phx_cfg.slots = 4;
-        /* 64 slots: twice what 8 workers keep in flight at the default 4 each */
+        /* 2 x 4 MiB per worker. What a worker keeps in flight (8 MiB) must stay small enough
+         * to be in the CPU cache when the DMA engine reads it: 4 x 4 MiB or 4 x 8 MiB a worker
+         * fall to 0.57-0.72x of the link on the H200 host. Within that, larger copies win:
+         * copies of 2 MiB alone reach only 0.92x of the link, of 4 MiB 0.96x, and the page-cache
+         * copy plus DMA reached 0.94x with 2 x 4 MiB against 0.89x with 4 x 2 MiB
+         * (phoenix-native/tests/gpu/copy_ceiling.cu, docs/benchmarks.md). */
+        phx_cfg.slot_bytes = 4u << 20;
+        phx_cfg.slots = 2;
+        /* 32 slots: more than 10 workers keep in flight at 2 each, with room for callers'
+         * small transfers and stream-ordered I/O */
         phx_cfg.pinned_bytes = 128u << 20;
         phx_cfg.chunk_bytes = 8u << 20;
         phx_cfg.queue_depth = 8;

@@ -12,10 +12,22 @@ PHOENIX = os.path.join(ROOT, "phoenix")
 # name -> (extra CLI args, extra environment)
 SETTINGS = [
     ("default", [], {}),
+    # the defaults before session 7 (4 x 2 MiB slots a worker, 8 workers)
+    ("before: 4 x 2 MiB slots, 8 workers", [], {"PHX_SLOT_MB": "2", "PHX_SLOTS": "4", "PHX_WORKERS": "8"}),
     ("parse before reads", ["--parse-first"], {}),
     ("12 workers", [], {"PHX_WORKERS": "12"}),
     ("16 workers, 256 MiB pinned", [], {"PHX_WORKERS": "16", "PHX_PINNED_MB": "256"}),
+    # 2 slots of 4 MiB a worker: the same bytes in flight per worker as 4 x 2 MiB, in copies
+    # twice as large (copy_ceiling.cu: 2 MiB copies alone reach only 0.92x of the link)
+    ("4 MiB x 2 slots", [], {"PHX_SLOT_MB": "4", "PHX_SLOTS": "2"}),
+    ("4 MiB x 2 slots, 12 workers", [], {"PHX_SLOT_MB": "4", "PHX_SLOTS": "2", "PHX_WORKERS": "12"}),
+    ("4 MiB x 2 slots, 10 workers", [], {"PHX_SLOT_MB": "4", "PHX_SLOTS": "2", "PHX_WORKERS": "10"}),
+    ("4 MiB x 3 slots", [], {"PHX_SLOT_MB": "4", "PHX_SLOTS": "3"}),
 ]
+# LOADER2_SETTINGS="name;name" picks some of them
+if os.environ.get("LOADER2_SETTINGS"):
+    _want = os.environ["LOADER2_SETTINGS"].split(";")
+    SETTINGS = [s for s in SETTINGS if s[0] in _want]
 
 
 def warm(path):
@@ -77,13 +89,16 @@ def main():
         warm(f)
         load(f, [], {})  # the first load after generation settles the device and the cache
         c = {"file": f, "size": os.path.getsize(f), "settings": {}}
-        for name, args, env in SETTINGS:
-            runs = []
-            for _ in range(repeat):
+        # settings interleaved run by run, so a drift of the machine meets them all alike
+        all_runs = {name: [] for name, _, _ in SETTINGS}
+        for _ in range(repeat):
+            for name, args, env in SETTINGS:
                 try:
-                    runs.append(load(f, args, env))
+                    all_runs[name].append(load(f, args, env))
                 except Exception as ex:  # one failed setting must not lose the others
                     print(f"  {name}: {ex}", flush=True)
+        for name, args, env in SETTINGS:
+            runs = all_runs[name]
             if not runs:
                 continue
             med = statistics.median(r["gb_per_s"] for r in runs)

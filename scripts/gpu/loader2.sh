@@ -20,9 +20,10 @@ mkdir -p samples/target && cp .gpu/phoenix-cli.jar samples/target/phoenix-cli.ja
 dense=${DENSE_DIR:-/tmp/l2-dense}; moe=${MOE_DIR:-/tmp/l2-moe}; moepy=${MOEPY_DIR:-/tmp/l2-moe-py}
 {
   [ -f "$dense/model.safetensors" ] || timeout 120 ./phoenix gen-model "$dense" --size "${SIZE:-5g}"
-  [ -f "$moe/model.safetensors" ] || timeout 120 ./phoenix gen-model "$moe" --size "${SIZE:-5g}" --experts "${EXPERTS:-96}"
+  [ -n "${DENSE_ONLY:-}" ] && { moe=/nonexistent; moepy=/nonexistent; }  # DENSE_ONLY=1: the dense checkpoint alone
+  [ -n "${DENSE_ONLY:-}" ] || [ -f "$moe/model.safetensors" ] || timeout 120 ./phoenix gen-model "$moe" --size "${SIZE:-5g}" --experts "${EXPERTS:-96}"
   # as a new user writes one: safetensors.torch.save_file, 4,608 expert matrices of 1 MiB
-  [ -f "$moepy/model.safetensors" ] || timeout 120 python3 -c "
+  [ -n "${DENSE_ONLY:-}" ] || [ -f "$moepy/model.safetensors" ] || timeout 120 python3 -c "
 import sys, torch
 from safetensors.torch import save_file
 t = {'model.embed_tokens.weight': torch.zeros(32000, 4096, dtype=torch.bfloat16)}
@@ -35,6 +36,7 @@ save_file(t, sys.argv[1] + '/model.safetensors', metadata={'format': 'pt'})
 print(len(t), 'tensors')" "$moepy"
   ls -l "$dense" "$moe" "$moepy"
 } > "$out/loader2-gen.txt" 2>&1
+[ -n "${DENSE_ONLY:-}" ] && { moe=/nonexistent; moepy=/nonexistent; }
 cat "$out/loader2-gen.txt"
 nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 timeout 330 python3 scripts/gpu/loader2.py "$dense/model.safetensors" "$moe/model.safetensors" "$moepy/model.safetensors" \

@@ -10,4 +10,8 @@ nvcc -O2 -arch=sm_90 phoenix-native/tests/gpu/mixed_lanes.cu -o build/gpu/mixed_
 f=/tmp/mixed-5g.bin
 [ -f "$f" ] || head -c "${SIZE:-5368709120}" /dev/urandom > "$f"
 cat "$f" > /dev/null
-timeout 400 build/gpu/mixed_lanes "$f" | tee "$out/mixed_lanes.txt"
+[ -n "${SKIP_MIXED:-}" ] || timeout 400 build/gpu/mixed_lanes "$f" | tee "$out/mixed_lanes.txt"
+# what caps the bounce path: the CPU copy alone against the copy + DMA, 4 KiB pages against huge
+nvcc -O2 -arch=sm_90 phoenix-native/tests/gpu/copy_ceiling.cu -o build/gpu/copy_ceiling -lpthread || exit 1
+uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled /sys/kernel/mm/transparent_hugepage/defrag
+timeout 300 build/gpu/copy_ceiling "$f" ${CEILING_ARGS:-} | tee "$out/copy_ceiling.txt"

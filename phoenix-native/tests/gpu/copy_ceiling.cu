@@ -1,0 +1,149 @@
+// What caps the bounce path near 48 GB/s (issue 13's link bar)? A warm file is read by T
+// threads in 2 MiB pieces (shared counter) into each thread's 4 pinned slots, either
+//   cpu   pread only (the CPU copy out of the page cache, no DMA), or
+//   dma   pread + async H2D copy of each slot on its own stream (the bounce path),
+//   link  the same copies without the pread (the DMA side alone),
+// with the slots in 4 KiB pages (cudaHostAlloc) or in transparent huge pages (mmap +
+// MADV_HUGEPAGE, touched, cudaHostRegister). All memory is allocated before the timing.
+//   copy_ceiling FILE
+#include <cuda_runtime.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <atomic>
+
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+    fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+static const size_t MAXSLOT = 16u << 20;
+static size_t SLOT = 2u << 20;
+static const int MAXSLOTS = 4, MAXT = 16;
+static int SLOTS = 4;
+
+struct thr { char *slot[MAXSLOTS]; cudaStream_t st[MAXSLOTS]; cudaEvent_t ev[MAXSLOTS]; };
+struct shared { int fd; char *dev; size_t n; int dma; std::atomic<size_t> next; thr *t; };
+struct arg { shared *s; int i; };
+
+static void *run(void *p)
+{
+    arg *a = (arg *)p;
+    shared *s = a->s;
+    thr *t = &s->t[a->i];
+    int busy[MAXSLOTS] = {0};
+    for (int k = 0;; k = (k + 1) % SLOTS) {
+        size_t off = s->next.fetch_add(SLOT);
+        if (off >= s->n) break;
+        size_t len = s->n - off < SLOT ? s->n - off : SLOT;
+        if (busy[k]) CHECK(cudaEventSynchronize(t->ev[k]));
+        for (size_t got = s->dma == 2 ? len : 0; got < len;) {
+            ssize_t r = pread(s->fd, t->slot[k] + got, len - got, (off_t)(off + got));
+            if (r <= 0) { perror("pread"); exit(1); }
+            got += (size_t)r;
+        }
+        if (s->dma) {
+            CHECK(cudaMemcpyAsync(s->dev + off, t->slot[k], len, cudaMemcpyHostToDevice, t->st[k]));
+            CHECK(cudaEventRecord(t->ev[k], t->st[k]));
+            busy[k] = 1;
+        }
+    }
+    for (int k = 0; k < MAXSLOTS; k++) CHECK(cudaStreamSynchronize(t->st[k]));
+    return NULL;
+}
+
+static double trial(shared *s, int nt)
+{
+    s->next = 0;
+    pthread_t th[MAXT];
+    arg a[MAXT];
+    double t0 = now();
+    for (int i = 0; i < nt; i++) { a[i] = {s, i}; pthread_create(&th[i], NULL, run, &a[i]); }
+    for (int i = 0; i < nt; i++) pthread_join(th[i], NULL);
+    return s->n / (now() - t0) / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) { fprintf(stderr, "usage: %s FILE\n", argv[0]); return 2; }
+    int fd = open(argv[1], O_RDONLY);
+    if (fd < 0) { perror(argv[1]); return 1; }
+    struct stat st;
+    fstat(fd, &st);
+    shared s;
+    s.fd = fd;
+    s.n = (size_t)st.st_size;
+    CHECK(cudaFree(0));
+    CHECK(cudaMalloc((void **)&s.dev, s.n));
+    CHECK(cudaMemset(s.dev, 0, s.n));
+    thr small[MAXT], huge[MAXT];
+    size_t hbytes = (size_t)MAXT * MAXSLOTS * MAXSLOT;
+    char *hb = (char *)mmap(NULL, hbytes + (2u << 20), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    hb = (char *)(((uintptr_t)hb + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
+    int madv = madvise(hb, hbytes, MADV_HUGEPAGE);
+    memset(hb, 0, hbytes);
+    CHECK(cudaHostRegister(hb, hbytes, cudaHostRegisterPortable));
+    for (int i = 0; i < MAXT; i++)
+        for (int k = 0; k < MAXSLOTS; k++) {
+            CHECK(cudaHostAlloc((void **)&small[i].slot[k], MAXSLOT, cudaHostAllocPortable));
+            memset(small[i].slot[k], 0, MAXSLOT);
+            huge[i].slot[k] = hb + ((size_t)i * MAXSLOTS + k) * MAXSLOT;
+            CHECK(cudaStreamCreateWithFlags(&small[i].st[k], cudaStreamNonBlocking));
+            CHECK(cudaEventCreateWithFlags(&small[i].ev[k], cudaEventDisableTiming));
+            huge[i].st[k] = small[i].st[k];
+            huge[i].ev[k] = small[i].ev[k];
+        }
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "AnonHugePages", 13)) printf("madvise %d; %s", madv, line);
+    if (f) fclose(f);
+    // the link, from one pinned buffer (the same 4 KiB-page slots, 256 MiB copies)
+    void *pinned;
+    size_t ref = 256u << 20;
+    CHECK(cudaMallocHost(&pinned, ref));
+    memset(pinned, 1, ref);
+    double t0 = now();
+    for (int i = 0; i < 20; i++) CHECK(cudaMemcpy(s.dev + (size_t)i * ref % (s.n - ref), pinned, ref, cudaMemcpyHostToDevice));
+    double link = 20.0 * ref / (now() - t0) / 1e9;
+    printf("file %zu bytes; pinned H2D reference %.2f GB/s\n", s.n, link);
+    // argv[2] == "sweep": slot size x slots per thread x threads, 4 KiB pages, bounce and link
+    if (argc > 2 && !strcmp(argv[2], "sweep")) {
+        const char *mode[] = {"cpu ", "dma ", "link"};
+        for (size_t slot : {1u << 20, 2u << 20, 3u << 20, 4u << 20, 6u << 20, 8u << 20})
+            for (int nslots : {2, 4})
+                for (int nt : {10, 12, 14})
+                    for (int dma = 0; dma < 3; dma++) {
+                        SLOT = slot;
+                        SLOTS = nslots;
+                        s.dma = dma;
+                        s.t = small;
+                        double g0 = trial(&s, nt), g = trial(&s, nt);
+                        printf("RESULT %s slot %4zu KiB x %d threads %2d: %6.2f %6.2f GB/s (%.3fx link)\n", mode[dma], slot >> 10, nslots,
+                               nt, g0, g, (g > g0 ? g : g0) / link);
+                        fflush(stdout);
+                    }
+        return 0;
+    }
+    const int ts[] = {8, 12, 16};
+    const char *mode[] = {"cpu ", "dma ", "link"};
+    for (size_t slot : {2u << 20, 8u << 20, 16u << 20})
+        for (int dma = 0; dma < 3; dma++)
+            for (int pages = 0; pages < 2; pages++)
+                for (int nt : ts) {
+                    if (dma == 0 && slot != (2u << 20)) continue;
+                    SLOT = slot;
+                    s.dma = dma;
+                    s.t = pages ? huge : small;
+                    double g0 = trial(&s, nt), g = trial(&s, nt);
+                    printf("RESULT %s %s slot %2zu MiB threads %2d: %6.2f %6.2f GB/s (%.3fx link)\n", mode[dma], pages ? "huge" : "4k  ",
+                           slot >> 20, nt, g0, g, (g > g0 ? g : g0) / link);
+                    fflush(stdout);
+                }
+    return 0;
+}
