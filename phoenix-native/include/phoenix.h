@@ -215,6 +215,23 @@ int phxfs_read_stream_ex(int fd, int dev, void *buf, const size_t *nbytes, const
                          const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late);
 int phxfs_write_stream_ex(int fd, int dev, const void *buf, const size_t *nbytes, const off_t *buf_offset,
                           const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late);
+/* The same, with the value stored in *bytes_done first passed through result_fn
+ * (NULL: stored as it is). A caller whose own API promises another convention
+ * for that cell (cuFile: -1 for file-system errors, a negated status for the
+ * rest) cannot rewrite it after the call: the value is stored when the stream
+ * reaches the operation, and rewriting it then would take a host function of
+ * the caller's own per operation, a stream round trip to a CPU thread. So the
+ * function runs where the value is stored, on whatever thread stores it (a
+ * host function, a worker, or the caller itself, also for the error a failed
+ * call leaves there): it must be quick, thread-safe, and make no accelerator
+ * calls. It gets every value, counts included. */
+typedef ssize_t (*phxfs_stream_result_fn)(ssize_t result);
+int phxfs_read_stream_ex2(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
+                          const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late,
+                          phxfs_stream_result_fn result_fn);
+int phxfs_write_stream_ex2(int fd, int dev, const void *buf, const size_t *nbytes, const off_t *buf_offset,
+                           const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late,
+                           phxfs_stream_result_fn result_fn);
 
 /* Files: opens with O_DIRECT when want_direct and the file system accepts it,
  * buffered otherwise; *is_direct (may be NULL) says which. Returns fd or -errno. */

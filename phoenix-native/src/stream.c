@@ -31,6 +31,7 @@ typedef struct {
     const off_t *buf_offset_p;
     const off_t *f_offset_p;
     ssize_t *bytes_done;
+    phxfs_stream_result_fn result_fn; /* or NULL */
     phx_device_t *dev;       /* the stream's device, with a use taken until release runs */
     phx_flag_t *flag;
     /* one reference for the enqueuer, one for a queued kick: the last one out reports */
@@ -51,7 +52,7 @@ typedef struct {
 
 static void op_finish(stream_op_t *op)
 {
-    *op->bytes_done = op->enqueue_err ? op->enqueue_err : op->result;
+    *op->bytes_done = phx_stream_result(op->result_fn, op->enqueue_err ? op->enqueue_err : op->result);
     __atomic_store_n(op->flag->word, 1, __ATOMIC_RELEASE);
     if (!op->release_queued) {
         /* nothing on the stream will return the flag: return it here unless a queued wait
@@ -109,7 +110,8 @@ static void release(void *arg)
 }
 
 static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p, const off_t *buf_offset_p,
-                     const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write, unsigned late)
+                     const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write, unsigned late,
+                     phxfs_stream_result_fn result_fn)
 {
     phx_clear_error();
     const char *what = is_write ? "write_stream" : "read_stream";
@@ -146,7 +148,7 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
         /* no stream, or host "streams" that run at enqueue: now, on this thread */
         ssize_t r = is_write ? phxfs_write(fd, dev, buf, bo, (ssize_t)n, *f_offset_p)
                              : phxfs_read(fd, dev, buf, bo, (ssize_t)n, *f_offset_p);
-        *bytes_done = r;
+        *bytes_done = phx_stream_result(result_fn, r);
         return 0;
     }
     int sdev = phx_conn->stream_device(stream);
@@ -168,7 +170,7 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
         }
         int late_off = (late & PHXFS_STREAM_LATE_F_OFFSET) != 0;
         return phx_stream_ring_io(d, fd, (void *)target, n, late_off ? 0 : *f_offset_p, late_off ? f_offset_p : NULL,
-                                  bytes_done, stream, is_write, what);
+                                  bytes_done, result_fn, stream, is_write, what);
     }
     if (dev >= 0 && !early && (d->mode == PHXFS_MODE_BOUNCE || d->mode == PHXFS_MODE_STAGING)) {
         /* a late size or buffer offset: the copies cover the registered room, when it is small
@@ -191,7 +193,7 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
             int late_n = (late & PHXFS_STREAM_LATE_NBYTES) != 0;
             return phx_stream_ring_late_io(d, fd, (void *)region, room, n, late_n ? nbytes_p : NULL,
                                            late_bo ? buf_offset_p : NULL, late_off ? 0 : *f_offset_p,
-                                           late_off ? f_offset_p : NULL, bytes_done, stream, is_write, what);
+                                           late_off ? f_offset_p : NULL, bytes_done, result_fn, stream, is_write, what);
         }
     }
     stream_op_t *op = calloc(1, sizeof *op);
@@ -210,6 +212,7 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
     op->buf_offset_p = buf_offset_p;
     op->f_offset_p = f_offset_p;
     op->bytes_done = bytes_done;
+    op->result_fn = result_fn;
     op->dev = d;
     op->flag = flag;
     *rel = (release_t){d, flag};
@@ -243,33 +246,49 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
 
 /* Every error return leaves the error in *bytes_done too, as phoenix.h promises. */
 static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const off_t *buf_offset_p,
-                     const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write, unsigned late)
+                     const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write, unsigned late,
+                     phxfs_stream_result_fn result_fn)
 {
-    int rc = stream_io_checked(fd, dev, buf, nbytes_p, buf_offset_p, f_offset_p, bytes_done, stream, is_write, late);
-    if (rc && bytes_done) *bytes_done = rc;
+    int rc = stream_io_checked(fd, dev, buf, nbytes_p, buf_offset_p, f_offset_p, bytes_done, stream, is_write, late,
+                               result_fn);
+    if (rc && bytes_done) *bytes_done = phx_stream_result(result_fn, rc);
     return rc;
 }
 
 int phxfs_read_stream(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
                       const off_t *f_offset, ssize_t *bytes_done, void *stream)
 {
-    return stream_io(fd, dev, buf, nbytes, buf_offset, f_offset, bytes_done, stream, 0, PHXFS_STREAM_LATE_F_OFFSET);
+    return stream_io(fd, dev, buf, nbytes, buf_offset, f_offset, bytes_done, stream, 0, PHXFS_STREAM_LATE_F_OFFSET, NULL);
 }
 
 int phxfs_write_stream(int fd, int dev, const void *buf, const size_t *nbytes, const off_t *buf_offset,
                        const off_t *f_offset, ssize_t *bytes_done, void *stream)
 {
-    return stream_io(fd, dev, (void *)buf, nbytes, buf_offset, f_offset, bytes_done, stream, 1, PHXFS_STREAM_LATE_F_OFFSET);
+    return stream_io(fd, dev, (void *)buf, nbytes, buf_offset, f_offset, bytes_done, stream, 1, PHXFS_STREAM_LATE_F_OFFSET, NULL);
 }
 
 int phxfs_read_stream_ex(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
                          const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late)
 {
-    return stream_io(fd, dev, buf, nbytes, buf_offset, f_offset, bytes_done, stream, 0, late);
+    return stream_io(fd, dev, buf, nbytes, buf_offset, f_offset, bytes_done, stream, 0, late, NULL);
 }
 
 int phxfs_write_stream_ex(int fd, int dev, const void *buf, const size_t *nbytes, const off_t *buf_offset,
                           const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late)
 {
-    return stream_io(fd, dev, (void *)buf, nbytes, buf_offset, f_offset, bytes_done, stream, 1, late);
+    return stream_io(fd, dev, (void *)buf, nbytes, buf_offset, f_offset, bytes_done, stream, 1, late, NULL);
+}
+
+int phxfs_read_stream_ex2(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
+                          const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late,
+                          phxfs_stream_result_fn result_fn)
+{
+    return stream_io(fd, dev, buf, nbytes, buf_offset, f_offset, bytes_done, stream, 0, late, result_fn);
+}
+
+int phxfs_write_stream_ex2(int fd, int dev, const void *buf, const size_t *nbytes, const off_t *buf_offset,
+                           const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late,
+                           phxfs_stream_result_fn result_fn)
+{
+    return stream_io(fd, dev, (void *)buf, nbytes, buf_offset, f_offset, bytes_done, stream, 1, late, result_fn);
 }

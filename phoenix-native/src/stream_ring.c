@@ -54,6 +54,7 @@ struct ring_op {
     const off_t *f_offset_p; /* NULL: f_offset was bound at enqueue */
     off_t f_offset;
     ssize_t *bytes_done;     /* NULL once the enqueuer has reported a failure itself */
+    phxfs_stream_result_fn result_fn; /* or NULL */
     char *dst;               /* device address of byte 0 (read: destination; write: source) */
     size_t n, piece;
     int npieces, nring;
@@ -297,7 +298,7 @@ static void finish(void *arg)
     int e = atomic_load(&op->err);
     if (op->bytes_done) {
         int64_t end = atomic_load(&op->end);
-        *op->bytes_done = e ? e : op->is_write ? (ssize_t)op->n : (ssize_t)end;
+        *op->bytes_done = phx_stream_result(op->result_fn, e ? e : op->is_write ? (ssize_t)op->n : (ssize_t)end);
     }
     /* every piece's file I/O has ended (its flag was set, which is the last touch of a slot)
      * and every copy before this point is done */
@@ -320,7 +321,7 @@ static int queued_end(ring_op_t *op, int rc, const char *what)
             while (atomic_load(&op->kick_state) == KICK_RUNNING) nanosleep(&ts, NULL);
             abandon(op);
         }
-        *op->bytes_done = rc;
+        *op->bytes_done = phx_stream_result(op->result_fn, rc);
         op->bytes_done = NULL;
     }
     op_unref(op);
@@ -328,7 +329,8 @@ static int queued_end(ring_op_t *op, int rc, const char *what)
 }
 
 int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_offset, const off_t *f_offset_p,
-                       ssize_t *bytes_done, void *stream, int is_write, const char *what)
+                       ssize_t *bytes_done, phxfs_stream_result_fn result_fn, void *stream, int is_write,
+                       const char *what)
 {
     ring_op_t *op = calloc(1, sizeof *op);
     if (!op) {
@@ -344,6 +346,7 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
     op->f_offset = f_offset;
     op->f_offset_p = f_offset_p;
     op->bytes_done = bytes_done;
+    op->result_fn = result_fn;
     op->dst = target;
     op->n = n;
     op->piece = op->pool->slot_bytes;
@@ -401,7 +404,7 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
         if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         atomic_fetch_sub(&op->refs, 1);
         op_unref(op);
-        *bytes_done = rc;
+        *bytes_done = phx_stream_result(result_fn, rc);
         return rc;
     }
     for (int j = 0; !rc && j < op->npieces; j++) {
@@ -526,7 +529,7 @@ static int queue_fn(ring_op_t *op, void *stream, phx_host_fn fn, void *arg)
 
 int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region_len, size_t n, const size_t *nbytes_p,
                             const off_t *bo_p, off_t f_offset, const off_t *f_offset_p, ssize_t *bytes_done,
-                            void *stream, int is_write, const char *what)
+                            phxfs_stream_result_fn result_fn, void *stream, int is_write, const char *what)
 {
     ring_op_t *op = calloc(1, sizeof *op);
     if (!op) {
@@ -546,6 +549,7 @@ int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region
     op->f_offset = f_offset;
     op->f_offset_p = f_offset_p;
     op->bytes_done = bytes_done;
+    op->result_fn = result_fn;
     op->dst = region;
     op->region_len = region_len;
     /* Each piece is a round trip through one span of adjacent slots, in stream order: the
@@ -580,7 +584,7 @@ int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region
     if (rc) {
         if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         op_unref(op);
-        *bytes_done = rc;
+        *bytes_done = phx_stream_result(result_fn, rc);
         return rc;
     }
     char *slot_dev = op->staging ? d->stage_dev + (op->slot[0] - d->stage_win) : op->slot[0];

@@ -24,6 +24,9 @@ static void hold_stream(int on)
     }
 }
 
+/* a result_fn whose every output tells which input it had */
+static ssize_t tag_result(ssize_t r) { return r >= 0 ? r + 1000000 : r - 1000000; }
+
 int main(void)
 {
     int hfd = mkstemp(hold);
@@ -160,6 +163,34 @@ int main(void)
         CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
         CHECK_EQ(d9, immediate ? 0 : -EFAULT);
         CHECK_EQ(phxfs_read_stream_ex(fd, 0, dmem, &n9, &bo9, &fo9, &d9, s, 0x80), -EINVAL);
+    }
+
+    /* _ex2: every value an operation stores passes through result_fn first: a count, a late
+     * failure (past the registration), a host buffer (the workers' path on an accelerator),
+     * and the error a refused call leaves */
+    {
+        size_t n = 4096, nbad = blen + 1, nh = 100;
+        off_t z = 0, fo = 4096;
+        ssize_t d = -999, dbad = -999, dh = -999, dr = -999;
+        char *hb = malloc(4096);
+        CHECK_EQ(phxfs_read_stream_ex2(fd, 0, dmem, &n, &z, &fo, &d, s, PHXFS_STREAM_LATE_F_OFFSET, tag_result), 0);
+        CHECK_EQ(phxfs_read_stream_ex2(fd, 0, dmem, &nbad, &z, &z, &dbad, s, PHXFS_STREAM_LATE_NBYTES, tag_result),
+                 0);
+        CHECK_EQ(phxfs_read_stream_ex2(fd, -1, hb, &nh, &z, &z, &dh, s, 0, tag_result), 0);
+        CHECK_EQ(phxfs_read_stream_ex2(fd, 0, dmem, &n, &z, &z, &dr, s, 0x80, tag_result), -EINVAL);
+        CHECK_EQ(dr, tag_result(-EINVAL));
+        CHECK_EQ(phxfs_read_stream_ex2(wo, 0, dmem, &n, &z, &z, &dr, s, 0, tag_result), -EBADF); /* write-only */
+        CHECK_EQ(dr, tag_result(-EBADF));
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        CHECK_EQ(d, tag_result(4096));
+        CHECK_EQ(dbad, tag_result(-EFAULT));
+        CHECK_EQ(dh, tag_result(100));
+        CHECK(memcmp(hb, ref, 100) == 0);
+        /* NULL: stored as it is, as _ex does */
+        CHECK_EQ(phxfs_read_stream_ex2(fd, 0, dmem, &n, &z, &fo, &d, s, 0, NULL), 0);
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        CHECK_EQ(d, 4096);
+        free(hb);
     }
 
     /* NULL stream: runs now */

@@ -18,19 +18,39 @@ CF_API CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
     return cf_status((CUfileOpError)cf_buf_deregister(bufPtr_base, CF_OWNER_CUFILE));
 }
 
+/* The errno values that are not the file system's answer but the shim's or libphoenix's
+ * (no device, memory outside any registration, out of memory, called off): cuFile reports
+ * those as its own status, negated, and everything else (EIO, ENOSPC, EBADF, pread's EINVAL,
+ * ...) as -1, the file system's error. */
+static int is_shim_errno(ssize_t n)
+{
+    switch (-n) {
+    case ENODEV: case ENXIO: case EFAULT: case ENOMEM: case ECANCELED: return 1;
+    default: return 0;
+    }
+}
+
 /* cuFile's convention: bytes; -1 with errno for what the file system said; else -CUfileOpError */
 static ssize_t io_result(ssize_t n, const char *what)
 {
     if (n >= 0) return n;
-    int e = (int)-n;
-    switch (e) {
-    case ENODEV: case ENXIO: case EFAULT: case ENOMEM: case ECANCELED:
+    if (is_shim_errno(n)) {
         cf_log(CF_LOG_ERROR, "%s: %s", what, phxfs_last_error());
         return -(ssize_t)cf_from_errno((int)n);
-    default:
-        errno = e;
-        return -1;
     }
+    errno = (int)-n;
+    return -1;
+}
+
+/* The same convention for *bytes_read_p / *bytes_written_p, which has no errno to carry the
+ * cause (the value is stored on another thread when the stream gets there). libphoenix runs
+ * this where it stores the value (phxfs_read_stream_ex2's result_fn), so the caller's cell
+ * never holds a -errno, not even for the moment between the store and a translation queued
+ * behind it. Pure: it runs in host functions and on workers. */
+ssize_t cf_async_result(ssize_t n)
+{
+    if (n >= 0) return n;
+    return is_shim_errno(n) ? -(ssize_t)cf_from_errno((int)n) : -1;
 }
 
 static ssize_t sync_io(CUfileHandle_t fh, void *base, size_t size, off_t foff, off_t boff, int is_write)
@@ -153,9 +173,10 @@ static int stream_target(void *base, void *stream, int *dev, int *unreg)
  * passed the operation, which the shim cannot see, and the size may be bound late. So the
  * transfer keeps the stream's order the plain way: the caller waits until the stream gets
  * here, then moves the bytes synchronously (registered for the transfer alone) with the
- * values the cells hold now. Failures land in *done_p as -errno, as on the stream path. */
+ * values the cells hold now. Failures land in *done_p through xlate (NULL: as -errno), as on
+ * the stream path. */
 static int stream_io_blocking(int fd, int dev, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p,
-                              ssize_t *done_p, void *stream, int is_write)
+                              ssize_t *done_p, void *stream, int is_write, phxfs_stream_result_fn xlate)
 {
     int rc = cf_device_use(dev);
     if (rc) return cf_from_errno(rc);
@@ -180,12 +201,12 @@ static int stream_io_blocking(int fd, int dev, void *base, size_t *size_p, off_t
             cf_target_put(&t);
         }
     }
-    *done_p = n;
+    *done_p = xlate ? xlate(n) : n;
     return 0;
 }
 
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
-                 unsigned late, int is_write)
+                 unsigned late, int is_write, phxfs_stream_result_fn xlate)
 {
     if (atomic_load_explicit(&cf_forked, memory_order_relaxed)) return cf_fork_refused();
     /* the wrong direction is an open-flag error in cuFile's terms (KvikIO expects "unsupported
@@ -193,15 +214,15 @@ int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_ACCMODE) == (is_write ? O_RDONLY : O_WRONLY)) {
         cf_log(CF_LOG_ERROR, "%s: fd %d is not open for %s", is_write ? "WriteAsync" : "ReadAsync", fd, is_write ? "writing" : "reading");
-        *done_p = -EBADF;
+        *done_p = xlate ? -(ssize_t)CU_FILE_INVALID_FILE_OPEN_FLAG : -EBADF;
         return CU_FILE_INVALID_FILE_OPEN_FLAG;
     }
     int dev, unreg;
     int rc = stream_target(base, stream, &dev, &unreg);
     if (rc) return rc;
-    if (unreg) return stream_io_blocking(fd, dev, base, size_p, foff_p, boff_p, done_p, stream, is_write);
-    rc = is_write ? phxfs_write_stream_ex(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late)
-                  : phxfs_read_stream_ex(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late);
+    if (unreg) return stream_io_blocking(fd, dev, base, size_p, foff_p, boff_p, done_p, stream, is_write, xlate);
+    rc = is_write ? phxfs_write_stream_ex2(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late, xlate)
+                  : phxfs_read_stream_ex2(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late, xlate);
     if (rc) {
         cf_log(CF_LOG_ERROR, "%s: %s", is_write ? "WriteAsync" : "ReadAsync", phxfs_last_error());
         return cf_from_errno(rc);
@@ -220,7 +241,11 @@ static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off
     if (!(f & CU_FILE_STREAM_FIXED_FILE_SIZE)) late |= PHXFS_STREAM_LATE_NBYTES;
     if (!(f & CU_FILE_STREAM_FIXED_BUF_OFFSET)) late |= PHXFS_STREAM_LATE_BUF_OFFSET;
     if (!(f & CU_FILE_STREAM_FIXED_FILE_OFFSET)) late |= PHXFS_STREAM_LATE_F_OFFSET;
-    return cf_status((CUfileOpError)cf_stream_io(fd, base, size_p, foff_p, boff_p, done_p, (void *)stream, late, is_write));
+    rc = cf_stream_io(fd, base, size_p, foff_p, boff_p, done_p, (void *)stream, late, is_write, cf_async_result);
+    /* a refused call moves nothing: its cell says what the call returned, as a failed
+     * operation's would (libphoenix's own refusals left a -errno there) */
+    if (rc) *done_p = -(ssize_t)rc;
+    return cf_status((CUfileOpError)rc);
 }
 
 CF_API CUfileError_t cuFileReadAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,

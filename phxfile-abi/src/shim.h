@@ -88,8 +88,11 @@ static inline int cf_range_bad(const void *base, off_t foff, off_t boff, size_t 
 
 /* ---- io.c ---- */
 void cf_streams_reset(void);
-/* A stream-ordered transfer (late: PHXFS_STREAM_LATE_*): 0 or a CUfileOpError. */
+/* A stream-ordered transfer (late: PHXFS_STREAM_LATE_*): 0 or a CUfileOpError. xlate turns
+ * the -errno result into the caller's convention where it is stored (NULL: -errno, phxFile*'s). */
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
-                 unsigned late, int is_write);
+                 unsigned late, int is_write, phxfs_stream_result_fn xlate);
+/* cuFile's value for *bytes_read_p / *bytes_written_p from libphoenix's bytes or -errno. */
+ssize_t cf_async_result(ssize_t n);
 
 #endif

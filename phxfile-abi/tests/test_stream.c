@@ -8,7 +8,9 @@
 #include "phoenix.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static CUfileHandle_t reg(int fd)
@@ -90,14 +92,16 @@ int main(void)
         CHECK(memcmp(got + 8, ref + 100, 4096) == 0);
         CHECK_EQ(pread(ofd, got, 4096, 0), 4096);
         CHECK(memcmp(got, ref + 100, 4096) == 0);
-        /* bad late values land in bytes_done; past the allocation too */
+        /* bad late values land in bytes_done in cuFile's convention: a negative file offset
+         * is what pread refuses (EINVAL, the file system's answer: -1); past the allocation
+         * is the shim's (the negated status) */
         off_t neg = -1;
         CHECK_ST(cuFileReadAsync(fh, m, &un, &neg, &ubo, &ud, cs), CU_FILE_SUCCESS);
-        CHECK_EQ(ud, -EINVAL);
+        CHECK_EQ(ud, -1);
         size_t toobig = blen + 4096;
         off_t z0 = 0;
         CHECK_ST(cuFileReadAsync(fh, m, &toobig, &z0, &z0, &ud, cs), CU_FILE_SUCCESS);
-        CHECK_EQ(ud, -EFAULT);
+        CHECK_EQ(ud, -(ssize_t)CU_FILE_MEMORY_NOT_REGISTERED);
     }
     CHECK_ST(cuFileBufRegister(m, blen, 0), CU_FILE_SUCCESS);
 
@@ -153,7 +157,7 @@ int main(void)
     /* fh is read-only: cuFile's "unsupported file open flags", which KvikIO looks for */
     CHECK_ST(cuFileWriteAsync(fh, m, &nw, &fw, &bw, &dfail, cs), CU_FILE_INVALID_FILE_OPEN_FLAG);
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
-    CHECK_EQ(dfail, -EBADF);
+    CHECK_EQ(dfail, -(ssize_t)CU_FILE_INVALID_FILE_OPEN_FLAG);
     /* host memory on a stream */
     unsigned char *hbuf = malloc(8192);
     size_t nh = 8192;
@@ -163,6 +167,53 @@ int main(void)
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
     CHECK_EQ(dh, 8192);
     CHECK(memcmp(hbuf, ref + 100, 8192) == 0);
+
+    /* cuFile's convention in bytes_read_p / bytes_written_p (it was libphoenix's -errno): a
+     * file-system error is -1. Writes past RLIMIT_FSIZE fail in the kernel with EFBIG on
+     * every engine; SIGXFSZ ignored so the process lives. Registered memory (the ring or the
+     * workers), host memory (the workers on an accelerator) and unregistered device memory
+     * (the blocking path), as cuFileWrite reports the same (-1, errno EFBIG). */
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit old_fsize, small = {64u << 20, 64u << 20};
+    CHECK_EQ(getrlimit(RLIMIT_FSIZE, &old_fsize), 0);
+    small.rlim_max = old_fsize.rlim_max;
+    CHECK_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    size_t nbigw = 4096;
+    off_t far = (off_t)1 << 30, zb = 0;
+    ssize_t dreg = -999, dhost = -999, dunreg = -999;
+    CHECK_ST(cuFileWriteAsync(ofh, m, &nbigw, &far, &zb, &dreg, cs), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileWriteAsync(ofh, hbuf, &nbigw, &far, &zb, &dhost, cs), CU_FILE_SUCCESS);
+    CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+    CHECK_EQ(dreg, -1);
+    CHECK_EQ(dhost, -1);
+    /* a size past the registration: the shim's error, negated (a device's registrations only) */
+    if (dev >= 0) {
+        size_t past = blen + 1;
+        ssize_t dpast = -999;
+        CHECK_ST(cuFileReadAsync(fh, m, &past, &zb, &zb, &dpast, cs), CU_FILE_SUCCESS);
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        CHECK_EQ(dpast, -(ssize_t)CU_FILE_MEMORY_NOT_REGISTERED);
+    }
+    CHECK_ST(cuFileBufDeregister(m), CU_FILE_SUCCESS);
+    if (dev >= 0) {
+        CHECK_ST(cuFileWriteAsync(ofh, m, &nbigw, &far, &zb, &dunreg, cs), CU_FILE_SUCCESS);
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        CHECK_EQ(dunreg, -1);
+    }
+    CHECK_ST(cuFileBufRegister(m, blen, 0), CU_FILE_SUCCESS);
+    errno = 0;
+    CHECK_EQ(cuFileWrite(ofh, hbuf, 4096, far, 0), -1);
+    CHECK_EQ(errno, EFBIG);
+    CHECK_EQ(setrlimit(RLIMIT_FSIZE, &old_fsize), 0);
+    /* a call libphoenix refuses (a fixed buffer offset < 0): the cell holds the negated
+     * status the call returned, not libphoenix's -EINVAL */
+    ssize_t dref = -999;
+    off_t negbo = -1;
+    CHECK_ST(cuFileStreamRegister(cs, CU_FILE_STREAM_FIXED_BUF_OFFSET | CU_FILE_STREAM_FIXED_FILE_SIZE |
+                                          CU_FILE_STREAM_FIXED_FILE_OFFSET), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileReadAsync(fh, m, &nbigw, &zb, &negbo, &dref, cs), CU_FILE_INVALID_VALUE);
+    CHECK_EQ(dref, -(ssize_t)CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileStreamDeregister(cs), CU_FILE_SUCCESS);
 
     /* upstream's phxFile* ABI: -errno returns, fd handles, hipFile's argument order */
     CHECK_EQ(phxFileDriverOpen(), 0);
@@ -180,8 +231,15 @@ int main(void)
     int64_t pfo = 0, pbo = 0, pdone = -999;
     CHECK_EQ(phxFileReadAsync(pfh, m, NULL, &pfo, &pbo, &pdone, s), -EINVAL);
     CHECK_EQ(phxFileReadAsync(pfh, m, &nbig, &zero, &zero, &dbig, s), 0);
+    /* held as above where the device can hold it: the whole-file read alone lost the race
+     * to the cell changes below on a loaded machine */
+    if (holdable) {
+        CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
+        hold_stream(1);
+    }
     CHECK_EQ(phxFileReadAsync(pfh, m, &pn, &pfo, &pbo, &pdone, s), 0);
     if (!immediate) { pn = 4000; pfo = 50000; pbo = 11; }
+    hold_stream(0);
     CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
     CHECK_EQ(pdone, immediate ? 1 : 4000);
     if (dev >= 0) CHECK_EQ(phxfs_memcpy_to_host(0, got, m, 8192), 0);
