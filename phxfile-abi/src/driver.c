@@ -71,6 +71,17 @@ static struct {
 } cfg;
 static atomic_int log_level; /* CF_LOG_ERROR (0) until the configuration says otherwise */
 static char config_used[256] = "built-in defaults";
+/* What the API set (SetParameter*, DriverSet*, SetPollMode). cufile.json is read afresh at
+ * every open, as NVIDIA's library reads it there, so a process that edits the file or points
+ * CUFILE_ENV_PATH_JSON elsewhere between sessions gets the new values; a value the program
+ * set itself outranks the file, so each read puts these back on top, and a Set before an open
+ * (or in an earlier session) is never undone by that open's read. */
+static struct {
+    uint32_t sz_mask, bl_mask, str_mask;
+    size_t sz[N_SIZET];
+    bool bl[N_BOOL];
+} api_set;
+static char api_str[N_STRING][sizeof cfg.str[0]];
 
 static int level_of(const char *s)
 {
@@ -116,13 +127,43 @@ static size_t phx_kb(const char *key, size_t unit_kb)
     return (size_t)strtoull(buf, NULL, 10) * unit_kb;
 }
 
-/* The defaults, then the JSON file. Under drv_lock. */
+/* The defaults, then the JSON file, then what the API set. Under drv_lock. */
 static void apply_json(const char *path, char kind, const char *text, double num, int b, void *arg);
+static int push_sizet(int p, size_t v, int from_file);
+static int push_bool(int p, bool v, int from_file);
+static void read_file_locked(void);
 
 static void load_config_locked(void)
 {
     if (cfg.loaded) return;
     cfg.loaded = 1;
+    /* a re-read starts from nothing: a key the previous file had and this one lacks is back
+     * at its default */
+    memset(cfg.sz, 0, sizeof cfg.sz);
+    memset(cfg.bl, 0, sizeof cfg.bl);
+    memset(cfg.str, 0, sizeof cfg.str);
+    atomic_store(&log_level, CF_LOG_ERROR);
+    snprintf(config_used, sizeof config_used, "built-in defaults");
+    read_file_locked();
+    for (int i = 0; i < N_SIZET; i++)
+        if (api_set.sz_mask & (1u << i)) {
+            push_sizet(i, api_set.sz[i], 0); /* accepted when it was set: only "busy" can come back */
+            cfg.sz[i] = api_set.sz[i];
+        }
+    for (int i = 0; i < N_BOOL; i++)
+        if (api_set.bl_mask & (1u << i)) {
+            push_bool(i, api_set.bl[i], 0);
+            cfg.bl[i] = api_set.bl[i];
+        }
+    for (int i = 0; i < N_STRING; i++)
+        if (api_set.str_mask & (1u << i)) {
+            snprintf(cfg.str[i], sizeof cfg.str[i], "%s", api_str[i]);
+            if (i == CUFILE_PARAM_LOGGING_LEVEL) atomic_store(&log_level, level_of(api_str[i]));
+        }
+}
+
+static void read_file_locked(void)
+{
     cfg.sz[1] = 128;                    /* cuFile's defaults for what Phoenix only reports */
     cfg.sz[3] = 8192;
     cfg.sz[4] = 4;
@@ -270,6 +311,7 @@ __attribute__((destructor)) static void on_unload(void) { atomic_store(&exiting,
 
 static void open_locked(void)
 {
+    cfg.loaded = 0; /* read at every open: see api_set */
     load_config_locked();
     /* CUFILE_LOGGING_LEVEL=INFO shows that this library, not NVIDIA's, answered */
     Dl_info self;
@@ -454,7 +496,11 @@ static CUfileError_t set_sizet(int p, size_t v)
         cf_log(CF_LOG_INFO, "%s = %zu recorded; libphoenix's running pool keeps its size", sizet_names[p], v);
         rc = 0;
     }
-    if (!rc) cfg.sz[p] = v;
+    if (!rc) {
+        cfg.sz[p] = v;
+        api_set.sz[p] = v;
+        api_set.sz_mask |= 1u << p;
+    }
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);
 }
@@ -467,6 +513,10 @@ CF_API CUfileError_t cuFileDriverSetPollMode(bool poll, size_t poll_threshold_si
     load_config_locked();
     cfg.bl[0] = poll;
     cfg.sz[10] = poll_threshold_size;
+    api_set.bl[0] = poll;
+    api_set.bl_mask |= 1u << 0;
+    api_set.sz[10] = poll_threshold_size;
+    api_set.sz_mask |= 1u << 10;
     pthread_mutex_unlock(&drv_lock);
     return cf_status(CU_FILE_SUCCESS);
 }
@@ -546,7 +596,11 @@ CF_API CUfileError_t cuFileSetParameterSizeT(CUFileSizeTConfigParameter_t param,
     /* libphoenix already runs (an earlier open and close, or the Java bindings): staged and
      * reported like the rest; the running pool keeps its size */
     if (rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) rc = 0;
-    if (!rc) cfg.sz[param] = value;
+    if (!rc) {
+        cfg.sz[param] = value;
+        api_set.sz[param] = value;
+        api_set.sz_mask |= 1u << param;
+    }
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);
 }
@@ -557,7 +611,11 @@ CF_API CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, b
     if (rc) return cf_status((CUfileOpError)rc);
     rc = push_bool(param, value, 0);
     if (rc == CU_FILE_DRIVER_UNSUPPORTED_LIMIT) rc = 0; /* as for sizes */
-    if (!rc) cfg.bl[param] = value;
+    if (!rc) {
+        cfg.bl[param] = value;
+        api_set.bl[param] = value;
+        api_set.bl_mask |= 1u << param;
+    }
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);
 }
@@ -573,6 +631,8 @@ CF_API CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t para
     else {
         if (param == CUFILE_PARAM_LOGGING_LEVEL) atomic_store(&log_level, l);
         snprintf(cfg.str[param], sizeof cfg.str[param], "%s", desc_str);
+        snprintf(api_str[param], sizeof api_str[param], "%s", desc_str);
+        api_set.str_mask |= 1u << param;
     }
     pthread_mutex_unlock(&drv_lock);
     return cf_status((CUfileOpError)rc);

@@ -137,6 +137,78 @@ static int scenario_bad_numbers(void)
     return th_failures;
 }
 
+static size_t get_sz(CUFileSizeTConfigParameter_t p)
+{
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(p, &v), CU_FILE_SUCCESS);
+    return v;
+}
+
+/* cufile.json is read at every open (it was read once per process): a file edited between
+ * sessions, or CUFILE_ENV_PATH_JSON pointed elsewhere, takes effect at the next open, explicit
+ * or implicit; what the program set itself (before an open, or in an earlier session) still
+ * outranks the file */
+static int scenario_reopen(void)
+{
+    unsetenv("PHX_SLOT_KB");
+    write_json("{ \"logging\": { \"level\": \"WARN\" },\n"
+               "  \"properties\": { \"io_batchsize\": 32, \"poll_mode_max_size_kb\": 8 } }");
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_EQ(get_sz(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE), 32);
+    CHECK_EQ(get_sz(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB), 8);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+
+    /* the same file, edited: poll_mode_max_size_kb gone (back to the default), the level gone */
+    write_json("{ \"properties\": { \"io_batchsize\": 48 } }");
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_EQ(get_sz(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE), 48);
+    CHECK_EQ(get_sz(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB), 4);
+    char lv[16];
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, lv, sizeof lv), CU_FILE_SUCCESS);
+    CHECK(strcmp(lv, "ERROR") == 0);
+    CUfileBatchHandle_t b;
+    CHECK_ST(cuFileBatchIOSetUp(&b, 48), CU_FILE_SUCCESS);
+    cuFileBatchIODestroy(b);
+    CHECK_ST(cuFileDriverClose_v2(), CU_FILE_SUCCESS);
+
+    /* another file through the variable, opened implicitly (as PyTorch does) */
+    char first[256];
+    snprintf(first, sizeof first, "%s", json_path);
+    char second[300];
+    snprintf(second, sizeof second, "%s.second", first);
+    FILE *f = fopen(second, "w");
+    fputs("{ \"properties\": { \"io_batchsize\": 16, \"per_buffer_cache_size_kb\": 256 } }", f);
+    fclose(f);
+    setenv("CUFILE_ENV_PATH_JSON", second, 1);
+    CUfileDrvProps_t props;
+    CHECK_ST(cuFileDriverGetProperties(&props), CU_FILE_SUCCESS);
+    CHECK_EQ(props.max_batch_io_size, 16);
+    CHECK_EQ(props.per_buffer_cache_size, 256);
+    CHECK_ST(cuFileBatchIOSetUp(&b, 17), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+
+    /* a parameter set before an open outranks the file that open reads, and stays set in the
+     * sessions after it; the keys it does not name follow the file */
+    write_json("{ \"properties\": { \"io_batchsize\": 64, \"poll_mode_max_size_kb\": 12 } }");
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, 20), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "WARN"), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_EQ(get_sz(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE), 20);
+    CHECK_EQ(get_sz(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB), 12);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    write_json("{ \"logging\": { \"level\": \"DEBUG\" }, \"properties\": { \"io_batchsize\": 100 } }");
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_EQ(get_sz(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE), 20);
+    CHECK_EQ(get_sz(CUFILE_PARAM_POLLTHRESHOLD_SIZE_KB), 4);
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, lv, sizeof lv), CU_FILE_SUCCESS);
+    CHECK(strcmp(lv, "WARN") == 0);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_IO_BATCHSIZE, 8), CU_FILE_DRIVER_ALREADY_OPEN);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    unlink(json_path);
+    unlink(second);
+    return th_failures;
+}
+
 static int scenario_parameters(void)
 {
     setenv("CUFILE_ENV_PATH_JSON", "", 1);
@@ -259,6 +331,7 @@ int main(void)
     th_in_child("broken cufile.json", scenario_broken_file);
     th_in_child("missing cufile.json", scenario_missing_file);
     th_in_child("numbers out of range in cufile.json", scenario_bad_numbers);
+    th_in_child("cufile.json read again at every open", scenario_reopen);
     th_in_child("parameter API", scenario_parameters);
     th_in_child("every parameter round-trips", scenario_round_trip);
     return th_finish("test_config");
