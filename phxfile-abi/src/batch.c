@@ -36,35 +36,90 @@ struct cf_batch {
     cf_sub_t *subs;            /* in flight */
 };
 
-/* Live handles, so a destroyed or made-up one is refused rather than dereferenced. */
+/* Handles are slot numbers with a generation, as file handles are (handles.c), not the
+ * batch's address: malloc hands a freed batch's memory to the next SetUp, so an address
+ * handle destroyed and used again by a buggy client would silently drive someone else's new
+ * batch. A slot's generation goes up each time it is handed out, so a stale handle never
+ * equals a live one and is refused (CU_FILE_INVALID_VALUE, as a made-up one) without any
+ * memory being read through it. */
+#define BATCH_SLOT_BITS 20
+#define BATCH_MAX_SLOTS ((1u << BATCH_SLOT_BITS) - 1)
+typedef struct {
+    cf_batch_t *b;  /* NULL: free */
+    uint64_t gen;
+} batch_slot_t;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static cf_batch_t **live;
-static size_t nlive, live_cap;
+static batch_slot_t *slots;
+static size_t nslots, slots_cap;   /* [0, nslots) handed out at least once */
+static uint32_t *free_slots;
+static size_t nfree, free_cap;
 
-static int live_add(cf_batch_t *b)
+static CUfileBatchHandle_t batch_encode(uint32_t idx, uint64_t gen)
 {
-    pthread_mutex_lock(&live_lock);
-    if (nlive == live_cap) {
-        size_t c = live_cap ? live_cap * 2 : 16;
-        cf_batch_t **v = realloc(live, c * sizeof *v);
-        if (!v) { pthread_mutex_unlock(&live_lock); return -1; }
-        live = v;
-        live_cap = c;
-    }
-    live[nlive++] = b;
-    pthread_mutex_unlock(&live_lock);
-    return 0;
+    return (CUfileBatchHandle_t)(uintptr_t)((gen << BATCH_SLOT_BITS) | (idx + 1));
 }
 
-static int live_has(cf_batch_t *b, int remove)
+/* The slot a handle names, if that handle is live: its index, or -1 (made up: out of range;
+ * stale: free or a newer generation) with *stale saying which. Under live_lock. */
+static long batch_slot(CUfileBatchHandle_t h, int *stale)
+{
+    uint64_t v = (uint64_t)(uintptr_t)h;
+    uint64_t idx = v & BATCH_MAX_SLOTS;
+    *stale = 0;
+    if (idx == 0 || idx > nslots) return -1;
+    batch_slot_t *sl = &slots[idx - 1];
+    if (!sl->b || sl->gen != v >> BATCH_SLOT_BITS) {
+        *stale = (v >> BATCH_SLOT_BITS) <= sl->gen; /* it was handed out once */
+        return -1;
+    }
+    return (long)(idx - 1);
+}
+
+/* A new handle for b, or NULL when out of memory or slots. */
+static CUfileBatchHandle_t live_add(cf_batch_t *b)
 {
     pthread_mutex_lock(&live_lock);
-    size_t i = 0;
-    while (i < nlive && live[i] != b) i++;
-    int found = i < nlive;
-    if (found && remove) live[i] = live[--nlive];
+    uint32_t idx;
+    if (nfree) {
+        idx = free_slots[--nfree];
+    } else {
+        /* the free list must be able to take every slot back, so a Destroy never fails */
+        if (nslots == BATCH_MAX_SLOTS) { pthread_mutex_unlock(&live_lock); return NULL; }
+        if (nslots == slots_cap) {
+            size_t c = slots_cap ? slots_cap * 2 : 16;
+            batch_slot_t *v = realloc(slots, c * sizeof *v);
+            if (!v) { pthread_mutex_unlock(&live_lock); return NULL; }
+            slots = v;
+            uint32_t *f = realloc(free_slots, c * sizeof *f);
+            if (!f) { pthread_mutex_unlock(&live_lock); return NULL; }
+            free_slots = f;
+            slots_cap = free_cap = c;
+        }
+        idx = (uint32_t)nslots;
+        slots[nslots++] = (batch_slot_t){NULL, 0};
+    }
+    batch_slot_t *sl = &slots[idx];
+    sl->gen++;
+    sl->b = b;
+    CUfileBatchHandle_t h = batch_encode(idx, sl->gen);
     pthread_mutex_unlock(&live_lock);
-    return found;
+    return h;
+}
+
+/* The batch behind a live handle (remove: and the handle dies), or NULL; *stale as above. */
+static cf_batch_t *live_get(CUfileBatchHandle_t h, int remove, int *stale)
+{
+    int st = 0;
+    pthread_mutex_lock(&live_lock);
+    long i = batch_slot(h, &st);
+    cf_batch_t *b = i >= 0 ? slots[i].b : NULL;
+    if (b && remove) {
+        slots[i].b = NULL;
+        free_slots[nfree++] = (uint32_t)i; /* room for every slot: see live_add */
+    }
+    pthread_mutex_unlock(&live_lock);
+    if (stale) *stale = st;
+    return b;
 }
 
 static void sub_free(cf_sub_t *s)
@@ -107,23 +162,33 @@ CF_API CUfileError_t cuFileBatchIOSetUp(CUfileBatchHandle_t *batch_idp, unsigned
     if (rc) return cf_status((CUfileOpError)rc);
     cf_batch_t *b = calloc(1, sizeof *b);
     CUfileIOEvents_t *ready = calloc(nr, sizeof *ready);
-    if (!b || !ready || (b->ready = ready, live_add(b))) {
+    if (!b || !ready) {
         free(b);
         free(ready);
         return cf_status(CU_FILE_NOMEM_ERROR);
     }
+    b->ready = ready;
     b->cap = nr;
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->cond, NULL);
-    *batch_idp = b;
+    /* published last: another thread may use the handle as soon as it exists */
+    CUfileBatchHandle_t h = live_add(b);
+    if (!h) {
+        pthread_mutex_destroy(&b->lock);
+        pthread_cond_destroy(&b->cond);
+        free(ready);
+        free(b);
+        return cf_status(CU_FILE_NOMEM_ERROR);
+    }
+    *batch_idp = h;
     return cf_status(CU_FILE_SUCCESS);
 }
 
 CF_API CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned nr, CUfileIOParams_t *iocbp, unsigned int flags)
 {
     (void)flags; /* reserved by cuFile */
-    cf_batch_t *b = batch_idp;
-    if (!b || !live_has(b, 0) || (nr && !iocbp)) return cf_status(CU_FILE_INVALID_VALUE);
+    cf_batch_t *b = live_get(batch_idp, 0, NULL);
+    if (!b || (nr && !iocbp)) return cf_status(CU_FILE_INVALID_VALUE);
     if (nr == 0) return cf_status(CU_FILE_SUCCESS);
     int rc = cf_ensure_open();
     if (rc) return cf_status((CUfileOpError)rc);
@@ -190,9 +255,9 @@ CF_API CUfileError_t cuFileBatchIOSubmit(CUfileBatchHandle_t batch_idp, unsigned
 CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsigned min_nr, unsigned *nr,
                                             CUfileIOEvents_t *iocbp, struct timespec *timeout)
 {
-    cf_batch_t *b = batch_idp;
     if (atomic_load(&cf_forked)) return cf_status((CUfileOpError)cf_fork_refused());
-    if (!b || !nr || !live_has(b, 0) || (*nr && !iocbp) || min_nr > *nr) return cf_status(CU_FILE_INVALID_VALUE);
+    cf_batch_t *b = live_get(batch_idp, 0, NULL);
+    if (!b || !nr || (*nr && !iocbp) || min_nr > *nr) return cf_status(CU_FILE_INVALID_VALUE);
     if (timeout && (timeout->tv_sec < 0 || timeout->tv_nsec < 0 || timeout->tv_nsec >= 1000000000L))
         return cf_status(CU_FILE_INVALID_VALUE);
     struct timespec until;
@@ -243,9 +308,9 @@ CF_API CUfileError_t cuFileBatchIOGetStatus(CUfileBatchHandle_t batch_idp, unsig
 
 CF_API CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 {
-    cf_batch_t *b = batch_idp;
     if (atomic_load(&cf_forked)) return cf_status((CUfileOpError)cf_fork_refused());
-    if (!b || !live_has(b, 0)) return cf_status(CU_FILE_INVALID_VALUE);
+    cf_batch_t *b = live_get(batch_idp, 0, NULL);
+    if (!b) return cf_status(CU_FILE_INVALID_VALUE);
     pthread_mutex_lock(&b->lock);
     for (cf_sub_t *s = b->subs; s; s = s->next) phxfs_batch_cancel(s->pb);
     pthread_mutex_unlock(&b->lock);
@@ -254,11 +319,15 @@ CF_API CUfileError_t cuFileBatchIOCancel(CUfileBatchHandle_t batch_idp)
 
 CF_API void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp)
 {
-    cf_batch_t *b = batch_idp;
     /* a fork child would wait for the parent's completions: the handle is left to the process's end */
     if (atomic_load(&cf_forked)) return;
-    if (!b || !live_has(b, 1)) {
-        cf_log(CF_LOG_WARN, "BatchIODestroy: %p is not a batch handle", batch_idp);
+    int stale = 0;
+    cf_batch_t *b = live_get(batch_idp, 1, &stale);
+    if (!b) {
+        /* a second Destroy is a client bug that used to free the batch twice: said at ERROR
+         * level, so it shows without configuration */
+        if (stale) cf_log(CF_LOG_ERROR, "BatchIODestroy: %p was destroyed already (stale handle); nothing done", batch_idp);
+        else cf_log(CF_LOG_WARN, "BatchIODestroy: %p is not a batch handle", batch_idp);
         return;
     }
     pthread_mutex_lock(&b->lock);

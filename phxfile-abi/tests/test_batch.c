@@ -357,10 +357,76 @@ static int scenario_gate(void)
     return th_failures;
 }
 
+/* A destroyed handle stays dead: the next SetUp used to get the same address back from
+ * malloc, so a stale handle drove the new batch. Refused like a made-up one; a second Destroy
+ * is a no-op that says so on stderr. */
+static void test_stale_handle(void)
+{
+    char *src = th_make_file(65536, 13);
+    unsigned char *ref = malloc(65536), *buf = malloc(65536);
+    th_fill(ref, 65536, 13, 0);
+    int fd = open(src, O_RDONLY);
+    CUfileHandle_t fh = reg(fd);
+    CUfileBatchHandle_t old = NULL, cur = NULL;
+    CHECK_ST(cuFileBatchIOSetUp(&old, 4), CU_FILE_SUCCESS);
+    cuFileBatchIODestroy(old);
+    CHECK_ST(cuFileBatchIOSetUp(&cur, 4), CU_FILE_SUCCESS);
+    CHECK(cur != old);
+    CUfileIOParams_t p = entry(fh, CUFILE_READ, buf, 0, 4096, 8192, (void *)(uintptr_t)7);
+    CUfileIOEvents_t ev[4];
+    unsigned nr = 4;
+    struct timespec zero = {0, 0};
+    CHECK_ST(cuFileBatchIOSubmit(old, 1, &p, 0), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBatchIOGetStatus(old, 0, &nr, ev, &zero), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileBatchIOCancel(old), CU_FILE_INVALID_VALUE);
+    /* a second Destroy: nothing happens to the live batch, and the log says why */
+    fflush(stderr);
+    char logp[] = "/tmp/phxfile-stale-XXXXXX";
+    int lfd = mkstemp(logp), saved = dup(2);
+    CHECK(lfd >= 0 && saved >= 0);
+    dup2(lfd, 2);
+    cuFileBatchIODestroy(old);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char log[512] = "";
+    CHECK(pread(lfd, log, sizeof log - 1, 0) > 0);
+    CHECK(strstr(log, "stale handle") != NULL);
+    close(lfd);
+    unlink(logp);
+    /* the live batch saw none of it */
+    CHECK_ST(cuFileBatchIOSubmit(cur, 1, &p, 0), CU_FILE_SUCCESS);
+    nr = 4;
+    CHECK_ST(cuFileBatchIOGetStatus(cur, 1, &nr, ev, NULL), CU_FILE_SUCCESS);
+    CHECK_EQ(nr, 1);
+    CHECK_EQ(ev[0].status, CUFILE_COMPLETE);
+    CHECK_EQ(ev[0].ret, 8192);
+    CHECK(ev[0].cookie == (void *)(uintptr_t)7);
+    CHECK(memcmp(buf, ref + 4096, 8192) == 0);
+    nr = 4;
+    CHECK_ST(cuFileBatchIOGetStatus(cur, 0, &nr, ev, &zero), CU_FILE_SUCCESS);
+    CHECK_EQ(nr, 0);
+    /* many set-ups and destroys: no handle ever comes back */
+    CUfileBatchHandle_t seen[64];
+    for (int i = 0; i < 64; i++) {
+        CHECK_ST(cuFileBatchIOSetUp(&seen[i], 2), CU_FILE_SUCCESS);
+        CHECK(seen[i] != old && seen[i] != cur);
+        for (int j = 0; j < i; j++) CHECK(seen[i] != seen[j]);
+        cuFileBatchIODestroy(seen[i]);
+    }
+    cuFileBatchIODestroy(cur);
+    CHECK_ST(cuFileBatchIOCancel(cur), CU_FILE_INVALID_VALUE);
+    cuFileHandleDeregister(fh);
+    close(fd);
+    unlink(src);
+    free(src); free(ref); free(buf);
+}
+
 int main(void)
 {
     th_in_child("timeout, cancel and destroy with reads held in pread", scenario_gate);
     test_mixed_128();
     test_errors_and_partial_collection();
+    test_stale_handle();
     return th_finish("test_batch");
 }
