@@ -224,7 +224,9 @@ int phxfs_write_stream_ex(int fd, int dev, const void *buf, const size_t *nbytes
  * function runs where the value is stored, on whatever thread stores it (a
  * host function, a worker, or the caller itself, also for the error a failed
  * call leaves there): it must be quick, thread-safe, and make no accelerator
- * calls. It gets every value, counts included. */
+ * calls. It runs exactly once per call that returns (bytes_done not NULL): for
+ * the value the operation stores, or for the error a failed call returns, so a
+ * caller may also count operations in it. */
 typedef ssize_t (*phxfs_stream_result_fn)(ssize_t result);
 int phxfs_read_stream_ex2(int fd, int dev, void *buf, const size_t *nbytes, const off_t *buf_offset,
                           const off_t *f_offset, ssize_t *bytes_done, void *stream, unsigned late,

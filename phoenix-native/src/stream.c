@@ -52,7 +52,8 @@ typedef struct {
 
 static void op_finish(stream_op_t *op)
 {
-    *op->bytes_done = phx_stream_result(op->result_fn, op->enqueue_err ? op->enqueue_err : op->result);
+    /* a failed enqueue is reported by stream_io, once, with the error the call returns */
+    if (!op->enqueue_err) *op->bytes_done = phx_stream_result(op->result_fn, op->result);
     __atomic_store_n(op->flag->word, 1, __ATOMIC_RELEASE);
     if (!op->release_queued) {
         /* nothing on the stream will return the flag: return it here unless a queued wait
@@ -244,7 +245,8 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
     return rc;
 }
 
-/* Every error return leaves the error in *bytes_done too, as phoenix.h promises. */
+/* Every error return leaves the error in *bytes_done too, as phoenix.h promises: stored here
+ * only, so result_fn sees each call's value exactly once (an error, or what the stream stored). */
 static int stream_io(int fd, int dev, void *buf, const size_t *nbytes_p, const off_t *buf_offset_p,
                      const off_t *f_offset_p, ssize_t *bytes_done, void *stream, int is_write, unsigned late,
                      phxfs_stream_result_fn result_fn)

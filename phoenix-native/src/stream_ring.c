@@ -53,7 +53,7 @@ struct ring_op {
     int fd, is_write, staging;
     const off_t *f_offset_p; /* NULL: f_offset was bound at enqueue */
     off_t f_offset;
-    ssize_t *bytes_done;     /* NULL once the enqueuer has reported a failure itself */
+    ssize_t *bytes_done;     /* NULL once the enqueue failed (the caller stores that error) */
     phxfs_stream_result_fn result_fn; /* or NULL */
     char *dst;               /* device address of byte 0 (read: destination; write: source) */
     size_t n, piece;
@@ -321,8 +321,7 @@ static int queued_end(ring_op_t *op, int rc, const char *what)
             while (atomic_load(&op->kick_state) == KICK_RUNNING) nanosleep(&ts, NULL);
             abandon(op);
         }
-        *op->bytes_done = phx_stream_result(op->result_fn, rc);
-        op->bytes_done = NULL;
+        op->bytes_done = NULL; /* the caller (stream_io) stores the error */
     }
     op_unref(op);
     return rc;
@@ -404,7 +403,6 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
         if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         atomic_fetch_sub(&op->refs, 1);
         op_unref(op);
-        *bytes_done = phx_stream_result(result_fn, rc);
         return rc;
     }
     for (int j = 0; !rc && j < op->npieces; j++) {
@@ -584,7 +582,6 @@ int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region
     if (rc) {
         if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         op_unref(op);
-        *bytes_done = phx_stream_result(result_fn, rc);
         return rc;
     }
     char *slot_dev = op->staging ? d->stage_dev + (op->slot[0] - d->stage_win) : op->slot[0];

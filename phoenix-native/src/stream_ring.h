@@ -7,9 +7,10 @@
 
 /* Queues a read (or write) of n > 0 bytes between the file and device memory at target (a
  * resolved device address) on stream. f_offset_p non-NULL: the file offset is read from it
- * when the stream gets there, else f_offset. Takes over d's use. 0, or -errno with
- * *bytes_done set to it (nothing further touches the cells; see stream_ring.c for the
- * buffer after a part-way failure). */
+ * when the stream gets there, else f_offset. Takes over d's use. 0 (*bytes_done receives
+ * result_fn of the result when the stream passes the operation), or -errno, which the caller
+ * stores in *bytes_done (nothing here touches the cells after returning; see stream_ring.c
+ * for the buffer after a part-way failure). */
 int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_offset, const off_t *f_offset_p,
                        ssize_t *bytes_done, phxfs_stream_result_fn result_fn, void *stream, int is_write,
                        const char *what);

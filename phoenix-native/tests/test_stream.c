@@ -4,6 +4,7 @@
 #include "harness.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 /* On the fake and emu devices the stream stops while this file exists (PHX_FAKE_HOLD_FILE),
@@ -25,7 +26,13 @@ static void hold_stream(int on)
 }
 
 /* a result_fn whose every output tells which input it had */
-static ssize_t tag_result(ssize_t r) { return r >= 0 ? r + 1000000 : r - 1000000; }
+static atomic_int tag_calls;
+static ssize_t tag(ssize_t r) { return r >= 0 ? r + 1000000 : r - 1000000; }
+static ssize_t tag_result(ssize_t r)
+{
+    atomic_fetch_add(&tag_calls, 1);
+    return tag(r);
+}
 
 int main(void)
 {
@@ -178,14 +185,15 @@ int main(void)
                  0);
         CHECK_EQ(phxfs_read_stream_ex2(fd, -1, hb, &nh, &z, &z, &dh, s, 0, tag_result), 0);
         CHECK_EQ(phxfs_read_stream_ex2(fd, 0, dmem, &n, &z, &z, &dr, s, 0x80, tag_result), -EINVAL);
-        CHECK_EQ(dr, tag_result(-EINVAL));
+        CHECK_EQ(dr, tag(-EINVAL));
         CHECK_EQ(phxfs_read_stream_ex2(wo, 0, dmem, &n, &z, &z, &dr, s, 0, tag_result), -EBADF); /* write-only */
-        CHECK_EQ(dr, tag_result(-EBADF));
+        CHECK_EQ(dr, tag(-EBADF));
         CHECK_EQ(phxfs_stream_synchronize(0, s), 0);
-        CHECK_EQ(d, tag_result(4096));
-        CHECK_EQ(dbad, tag_result(-EFAULT));
-        CHECK_EQ(dh, tag_result(100));
+        CHECK_EQ(d, tag(4096));
+        CHECK_EQ(dbad, tag(-EFAULT));
+        CHECK_EQ(dh, tag(100));
         CHECK(memcmp(hb, ref, 100) == 0);
+        CHECK_EQ(atomic_load(&tag_calls), 5); /* once per call: a failed one too, never twice */
         /* NULL: stored as it is, as _ex does */
         CHECK_EQ(phxfs_read_stream_ex2(fd, 0, dmem, &n, &z, &fo, &d, s, 0, NULL), 0);
         CHECK_EQ(phxfs_stream_synchronize(0, s), 0);

@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <time.h>
@@ -346,7 +347,8 @@ void cuFileBatchIODestroy(CUfileBatchHandle_t batch_idp);
 
 /* Queued on stream; *size_p, *file_offset_p and *bufPtr_offset_p are read when the stream
  * reaches the operation (unless the stream was registered with the FIXED_* flag for it);
- * *bytes_read_p receives the byte count or a negative errno. */
+ * *bytes_read_p receives the byte count, -1 for a file-system error, else the negated
+ * CUfileOpError, as cuFileRead returns. */
 CUfileError_t cuFileReadAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
                               off_t *bufPtr_offset_p, ssize_t *bytes_read_p, CUstream stream);
 CUfileError_t cuFileWriteAsync(CUfileHandle_t fh, void *bufPtr_base, size_t *size_p, off_t *file_offset_p,
@@ -402,6 +404,73 @@ CUfileError_t cuFileSetParameterBool(CUFileBoolConfigParameter_t param, bool val
 CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t param, const char *desc_str);
 /* the range cuFileSetParameterSizeT accepts for param (cuFile 1.15) */
 CUfileError_t cuFileGetParameterMinMaxValue(CUFileSizeTConfigParameter_t param, size_t *min_value, size_t *max_value);
+
+/* ---- statistics (cuFile 1.15; the layouts of CUDA 12.9 to 13.0) --------- */
+
+typedef struct CUfileOpCounter {
+    uint64_t ok;
+    uint64_t err;
+} CUfileOpCounter_t;
+
+/* Phoenix fills the read/write counters and bytes (synchronous and stream-ordered transfers)
+ * and the handle and buffer (de)registration counters; the rest stays 0. */
+typedef struct CUfileStatsLevel1 {
+    CUfileOpCounter_t read_ops, write_ops;
+    CUfileOpCounter_t hdl_register_ops, hdl_deregister_ops;
+    CUfileOpCounter_t buf_register_ops, buf_deregister_ops;
+    uint64_t read_bytes, write_bytes;
+    uint64_t read_bw_bytes_per_sec, write_bw_bytes_per_sec;
+    uint64_t read_lat_avg_us, write_lat_avg_us;
+    uint64_t read_ops_per_sec, write_ops_per_sec;
+    uint64_t read_lat_sum_us, write_lat_sum_us;
+    CUfileOpCounter_t batch_submit_ops, batch_complete_ops, batch_setup_ops, batch_cancel_ops, batch_destroy_ops;
+    CUfileOpCounter_t batch_enqueued_ops, batch_posix_enqueued_ops, batch_processed_ops, batch_posix_processed_ops;
+    CUfileOpCounter_t batch_nvfs_submit_ops, batch_p2p_submit_ops, batch_aio_submit_ops, batch_iouring_submit_ops;
+    CUfileOpCounter_t batch_mixed_io_submit_ops, batch_total_submit_ops;
+    uint64_t batch_read_bytes, batch_write_bytes, batch_read_bw_bytes, batch_write_bw_bytes;
+    uint64_t batch_submit_lat_avg_us, batch_completion_lat_avg_us;
+    uint64_t batch_submit_ops_per_sec, batch_complete_ops_per_sec;
+    uint64_t batch_submit_lat_sum_us, batch_completion_lat_sum_us;
+    uint64_t last_batch_read_bytes, last_batch_write_bytes;
+} CUfileStatsLevel1_t;
+
+typedef struct CUfileStatsLevel2 {
+    CUfileStatsLevel1_t basic;
+    uint64_t read_size_kb_hist[32];
+    uint64_t write_size_kb_hist[32];
+} CUfileStatsLevel2_t;
+
+typedef struct CUfilePerGpuStats {
+    char uuid[16];
+    uint64_t read_bytes, read_bw_bytes_per_sec, read_utilization, read_duration_us;
+    uint64_t n_total_reads, n_p2p_reads, n_nvfs_reads, n_posix_reads, n_unaligned_reads, n_dr_reads;
+    uint64_t n_sparse_regions, n_inline_regions, n_reads_err;
+    uint64_t writes_bytes, write_bw_bytes_per_sec, write_utilization, write_duration_us;
+    uint64_t n_total_writes, n_p2p_writes, n_nvfs_writes, n_posix_writes, n_unaligned_writes, n_dr_writes;
+    uint64_t n_writes_err;
+    uint64_t n_mmap, n_mmap_ok, n_mmap_err, n_mmap_free;
+    uint64_t reg_bytes;
+} CUfilePerGpuStats_t;
+
+typedef struct CUfileStatsLevel3 {
+    CUfileStatsLevel2_t detailed;
+    uint32_t num_gpus;
+    CUfilePerGpuStats_t per_gpu_stats[16];
+} CUfileStatsLevel3_t;
+
+/* level 0 (off) to 3; also the configuration's profile.cufile_stats. Phoenix collects level 1
+ * only: at levels 2 and 3 it collects level 1, and GetStatsL2/L3 answer CU_FILE_INVALID_VALUE
+ * ("that level is not enabled"). */
+CUfileError_t cuFileSetStatsLevel(int level);
+CUfileError_t cuFileGetStatsLevel(int *level);
+/* with the driver open (else CU_FILE_DRIVER_NOT_INITIALIZED); counting needs a level >= 1 */
+CUfileError_t cuFileStatsStart(void);
+CUfileError_t cuFileStatsStop(void);
+CUfileError_t cuFileStatsReset(void);
+/* CU_FILE_INVALID_VALUE for NULL or a level not enabled */
+CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats);
+CUfileError_t cuFileGetStatsL2(CUfileStatsLevel2_t *stats);
+CUfileError_t cuFileGetStatsL3(CUfileStatsLevel3_t *stats);
 
 #ifdef __cplusplus
 }

@@ -417,6 +417,7 @@ static CUfileError_t driver_close(void)
     cf_handles_reset();
     cf_bufs_reset(CF_OWNER_CUFILE);
     cf_streams_reset();
+    cf_stats_close();
     pthread_mutex_lock(&dev_lock);
     for (int d = 0; d < CF_MAX_DEVICES; d++)
         if (atomic_load(&dev_opened[d])) {
@@ -434,6 +435,45 @@ CF_API CUfileError_t cuFileDriverClose_v2(void) { return driver_close(); }
 #undef cuFileDriverClose
 CF_API CUfileError_t cuFileDriverClose(void);
 CF_API CUfileError_t cuFileDriverClose(void) { return driver_close(); }
+
+int cf_driver_is_open(void)
+{
+    pthread_mutex_lock(&drv_lock);
+    int open = use_count > 0;
+    pthread_mutex_unlock(&drv_lock);
+    return open;
+}
+
+int cf_stats_level(void)
+{
+    pthread_mutex_lock(&drv_lock);
+    load_config_locked();
+    size_t v = cfg.sz[0];
+    pthread_mutex_unlock(&drv_lock);
+    return v > 3 ? 3 : (int)v;
+}
+
+/* profile.cufile_stats by another name, settable at any time (it takes effect at the next
+ * cuFileStatsStart); kept across sessions like the other values the program sets */
+CF_API CUfileError_t cuFileSetStatsLevel(int level)
+{
+    if (level < 0 || level > 3) return cf_status(CU_FILE_INVALID_VALUE);
+    if (level > 1) cf_log(CF_LOG_INFO, "cuFileSetStatsLevel(%d): Phoenix collects level 1 only; GetStatsL2/L3 say not enabled", level);
+    pthread_mutex_lock(&drv_lock);
+    load_config_locked();
+    cfg.sz[0] = (size_t)level;
+    api_set.sz[0] = (size_t)level;
+    api_set.sz_mask |= 1u;
+    pthread_mutex_unlock(&drv_lock);
+    return cf_status(CU_FILE_SUCCESS);
+}
+
+CF_API CUfileError_t cuFileGetStatsLevel(int *level)
+{
+    if (!level) return cf_status(CU_FILE_INVALID_VALUE);
+    *level = cf_stats_level();
+    return cf_status(CU_FILE_SUCCESS);
+}
 
 CF_API long cuFileUseCount(void)
 {

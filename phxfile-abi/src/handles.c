@@ -73,7 +73,16 @@ static int check_fd(int fd, struct stat *pst)
     return 0;
 }
 
+static CUfileError_t handle_register(CUfileHandle_t *fh, CUfileDescr_t *descr);
+
 CF_API CUfileError_t cuFileHandleRegister(CUfileHandle_t *fh, CUfileDescr_t *descr)
+{
+    CUfileError_t st = handle_register(fh, descr);
+    cf_stats_count(CF_STAT_HDL_REG, st.err == CU_FILE_SUCCESS, 0);
+    return st;
+}
+
+static CUfileError_t handle_register(CUfileHandle_t *fh, CUfileDescr_t *descr)
 {
     if (!fh || !descr) return cf_status(CU_FILE_INVALID_VALUE);
     switch (descr->type) {
@@ -145,9 +154,11 @@ CF_API void cuFileHandleDeregister(CUfileHandle_t fh)
 {
     int fd;
     pthread_mutex_lock(&lock);
-    if (cf_handle_fd(fh, &fd) == 0) release_slot((uint32_t)(((uint64_t)(uintptr_t)fh & MAX_SLOTS) - 1));
+    int ok = cf_handle_fd(fh, &fd) == 0;
+    if (ok) release_slot((uint32_t)(((uint64_t)(uintptr_t)fh & MAX_SLOTS) - 1));
     else cf_log(CF_LOG_WARN, "HandleDeregister: %p is not a registered handle", fh);
     pthread_mutex_unlock(&lock);
+    cf_stats_count(CF_STAT_HDL_DEREG, ok, 0);
 }
 
 void cf_handles_reset(void)

@@ -10,12 +10,16 @@
 
 CF_API CUfileError_t cuFileBufRegister(const void *bufPtr_base, size_t length, int flags)
 {
-    return cf_status((CUfileOpError)cf_buf_register(bufPtr_base, length, flags, CF_OWNER_CUFILE));
+    int rc = cf_buf_register(bufPtr_base, length, flags, CF_OWNER_CUFILE);
+    cf_stats_count(CF_STAT_BUF_REG, rc == 0, 0);
+    return cf_status((CUfileOpError)rc);
 }
 
 CF_API CUfileError_t cuFileBufDeregister(const void *bufPtr_base)
 {
-    return cf_status((CUfileOpError)cf_buf_deregister(bufPtr_base, CF_OWNER_CUFILE));
+    int rc = cf_buf_deregister(bufPtr_base, CF_OWNER_CUFILE);
+    cf_stats_count(CF_STAT_BUF_DEREG, rc == 0, 0);
+    return cf_status((CUfileOpError)rc);
 }
 
 /* The errno values that are not the file system's answer but the shim's or libphoenix's
@@ -47,10 +51,22 @@ static ssize_t io_result(ssize_t n, const char *what)
  * this where it stores the value (phxfs_read_stream_ex2's result_fn), so the caller's cell
  * never holds a -errno, not even for the moment between the store and a translation queued
  * behind it. Pure: it runs in host functions and on workers. */
-ssize_t cf_async_result(ssize_t n)
+static ssize_t async_result(ssize_t n)
 {
     if (n >= 0) return n;
     return is_shim_errno(n) ? -(ssize_t)cf_from_errno((int)n) : -1;
+}
+
+ssize_t cf_async_read_result(ssize_t n)
+{
+    cf_stats_count(CF_STAT_READ, n >= 0, n >= 0 ? (uint64_t)n : 0);
+    return async_result(n);
+}
+
+ssize_t cf_async_write_result(ssize_t n)
+{
+    cf_stats_count(CF_STAT_WRITE, n >= 0, n >= 0 ? (uint64_t)n : 0);
+    return async_result(n);
 }
 
 static ssize_t sync_io(CUfileHandle_t fh, void *base, size_t size, off_t foff, off_t boff, int is_write)
@@ -76,12 +92,16 @@ static ssize_t sync_io(CUfileHandle_t fh, void *base, size_t size, off_t foff, o
 
 CF_API ssize_t cuFileRead(CUfileHandle_t fh, void *bufPtr_base, size_t size, off_t file_offset, off_t bufPtr_offset)
 {
-    return sync_io(fh, bufPtr_base, size, file_offset, bufPtr_offset, 0);
+    ssize_t n = sync_io(fh, bufPtr_base, size, file_offset, bufPtr_offset, 0);
+    cf_stats_count(CF_STAT_READ, n >= 0, n >= 0 ? (uint64_t)n : 0);
+    return n;
 }
 
 CF_API ssize_t cuFileWrite(CUfileHandle_t fh, const void *bufPtr_base, size_t size, off_t file_offset, off_t bufPtr_offset)
 {
-    return sync_io(fh, (void *)bufPtr_base, size, file_offset, bufPtr_offset, 1);
+    ssize_t n = sync_io(fh, (void *)bufPtr_base, size, file_offset, bufPtr_offset, 1);
+    cf_stats_count(CF_STAT_WRITE, n >= 0, n >= 0 ? (uint64_t)n : 0);
+    return n;
 }
 
 /* ---- streams ---- */
@@ -176,7 +196,7 @@ static int stream_target(void *base, void *stream, int *dev, int *unreg)
  * values the cells hold now. Failures land in *done_p through xlate (NULL: as -errno), as on
  * the stream path. */
 static int stream_io_blocking(int fd, int dev, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p,
-                              ssize_t *done_p, void *stream, int is_write, phxfs_stream_result_fn xlate)
+                              ssize_t *done_p, void *stream, int is_write, phxfs_stream_result_fn xlate, int *stored)
 {
     int rc = cf_device_use(dev);
     if (rc) return cf_from_errno(rc);
@@ -202,25 +222,28 @@ static int stream_io_blocking(int fd, int dev, void *base, size_t *size_p, off_t
         }
     }
     *done_p = xlate ? xlate(n) : n;
+    *stored = 1;
     return 0;
 }
 
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
-                 unsigned late, int is_write, phxfs_stream_result_fn xlate)
+                 unsigned late, int is_write, phxfs_stream_result_fn xlate, int *stored)
 {
+    *stored = 0;
     if (atomic_load_explicit(&cf_forked, memory_order_relaxed)) return cf_fork_refused();
     /* the wrong direction is an open-flag error in cuFile's terms (KvikIO expects "unsupported
      * file open flags"); *done_p says so too, as libphoenix's own refusal does */
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_ACCMODE) == (is_write ? O_RDONLY : O_WRONLY)) {
         cf_log(CF_LOG_ERROR, "%s: fd %d is not open for %s", is_write ? "WriteAsync" : "ReadAsync", fd, is_write ? "writing" : "reading");
-        *done_p = xlate ? -(ssize_t)CU_FILE_INVALID_FILE_OPEN_FLAG : -EBADF;
+        *done_p = -EBADF; /* the caller (async_io) writes its own convention's value */
         return CU_FILE_INVALID_FILE_OPEN_FLAG;
     }
     int dev, unreg;
     int rc = stream_target(base, stream, &dev, &unreg);
     if (rc) return rc;
-    if (unreg) return stream_io_blocking(fd, dev, base, size_p, foff_p, boff_p, done_p, stream, is_write, xlate);
+    if (unreg) return stream_io_blocking(fd, dev, base, size_p, foff_p, boff_p, done_p, stream, is_write, xlate, stored);
+    *stored = 1; /* libphoenix runs xlate once, also when it refuses the call */
     rc = is_write ? phxfs_write_stream_ex2(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late, xlate)
                   : phxfs_read_stream_ex2(fd, dev, base, size_p, boff_p, foff_p, done_p, stream, late, xlate);
     if (rc) {
@@ -241,10 +264,16 @@ static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off
     if (!(f & CU_FILE_STREAM_FIXED_FILE_SIZE)) late |= PHXFS_STREAM_LATE_NBYTES;
     if (!(f & CU_FILE_STREAM_FIXED_BUF_OFFSET)) late |= PHXFS_STREAM_LATE_BUF_OFFSET;
     if (!(f & CU_FILE_STREAM_FIXED_FILE_OFFSET)) late |= PHXFS_STREAM_LATE_F_OFFSET;
-    rc = cf_stream_io(fd, base, size_p, foff_p, boff_p, done_p, (void *)stream, late, is_write, cf_async_result);
+    int stored;
+    rc = cf_stream_io(fd, base, size_p, foff_p, boff_p, done_p, (void *)stream, late, is_write,
+                      is_write ? cf_async_write_result : cf_async_read_result, &stored);
     /* a refused call moves nothing: its cell says what the call returned, as a failed
-     * operation's would (libphoenix's own refusals left a -errno there) */
-    if (rc) *done_p = -(ssize_t)rc;
+     * operation's would (libphoenix's own refusals left cuFile's -1 or a status there). The
+     * statistics saw the call already if the result function ran for it. */
+    if (rc) {
+        if (!stored) cf_stats_count(is_write ? CF_STAT_WRITE : CF_STAT_READ, 0, 0);
+        *done_p = -(ssize_t)rc;
+    }
     return cf_status((CUfileOpError)rc);
 }
 

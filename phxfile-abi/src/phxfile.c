@@ -41,8 +41,10 @@ static int async_io(void *fh, void *buf, size_t *nbytes, int64_t *foff, int64_t 
 {
     if (!buf || !nbytes || !foff || !boff || !done) return -EINVAL;
     _Static_assert(sizeof(off_t) == sizeof(int64_t) && sizeof(ssize_t) == sizeof(int64_t), "LP64 with 64-bit off_t");
+    int stored;
     int rc = cf_stream_io((int)(intptr_t)fh, buf, nbytes, (off_t *)foff, (off_t *)boff, (ssize_t *)done, stream,
-                          PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET, is_write, NULL);
+                          PHXFS_STREAM_LATE_NBYTES | PHXFS_STREAM_LATE_BUF_OFFSET | PHXFS_STREAM_LATE_F_OFFSET, is_write, NULL,
+                          &stored);
     switch (rc) {
     case 0: return 0;
     case CU_FILE_MEMORY_NOT_REGISTERED: return -EFAULT;

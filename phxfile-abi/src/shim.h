@@ -86,13 +86,25 @@ static inline int cf_range_bad(const void *base, off_t foff, off_t boff, size_t 
            (uintptr_t)base + (uint64_t)boff + size < (uintptr_t)base;
 }
 
+/* ---- stats.c ---- */
+enum { CF_STAT_READ, CF_STAT_WRITE, CF_STAT_HDL_REG, CF_STAT_HDL_DEREG, CF_STAT_BUF_REG, CF_STAT_BUF_DEREG, CF_STAT_N };
+/* One cuFile call's outcome for the level 1 statistics (bytes: reads and writes). */
+void cf_stats_count(int which, int ok, uint64_t bytes);
+void cf_stats_close(void);
+/* driver.c: whether the driver is open; the statistics level (0..3) */
+int cf_driver_is_open(void);
+int cf_stats_level(void);
+
 /* ---- io.c ---- */
 void cf_streams_reset(void);
 /* A stream-ordered transfer (late: PHXFS_STREAM_LATE_*): 0 or a CUfileOpError. xlate turns
- * the -errno result into the caller's convention where it is stored (NULL: -errno, phxFile*'s). */
+ * the -errno result into the caller's convention where it is stored (NULL: -errno, phxFile*'s);
+ * *stored says whether it ran (exactly once) for this call. */
 int cf_stream_io(int fd, void *base, size_t *size_p, off_t *foff_p, off_t *boff_p, ssize_t *done_p, void *stream,
-                 unsigned late, int is_write, phxfs_stream_result_fn xlate);
-/* cuFile's value for *bytes_read_p / *bytes_written_p from libphoenix's bytes or -errno. */
-ssize_t cf_async_result(ssize_t n);
+                 unsigned late, int is_write, phxfs_stream_result_fn xlate, int *stored);
+/* cuFile's value for *bytes_read_p / *bytes_written_p from libphoenix's bytes or -errno
+ * (counted in the statistics as a read or a write). */
+ssize_t cf_async_read_result(ssize_t n);
+ssize_t cf_async_write_result(ssize_t n);
 
 #endif

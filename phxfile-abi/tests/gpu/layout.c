@@ -60,6 +60,16 @@ int main(void)
     VAL(CUFILE_PARAM_PROPERTIES_ALLOW_SYSTEM_MEMORY);
 #ifndef PHX_LAYOUT_CORE /* names a header older than the newest cuFile may lack */
     VAL(CUFILE_PARAM_PREFER_IO_URING); VAL(CUFILE_PARAM_STREAM_MEMOPS_BYPASS);
+    /* the statistics API (CUDA 12.9+) */
+    SZ(CUfileOpCounter_t); OFF(CUfileOpCounter_t, err);
+    SZ(CUfileStatsLevel1_t); OFF(CUfileStatsLevel1_t, write_ops); OFF(CUfileStatsLevel1_t, buf_deregister_ops);
+    OFF(CUfileStatsLevel1_t, read_bytes); OFF(CUfileStatsLevel1_t, write_lat_sum_us);
+    OFF(CUfileStatsLevel1_t, batch_submit_ops); OFF(CUfileStatsLevel1_t, batch_total_submit_ops);
+    OFF(CUfileStatsLevel1_t, batch_read_bytes); OFF(CUfileStatsLevel1_t, last_batch_write_bytes);
+    SZ(CUfileStatsLevel2_t); OFF(CUfileStatsLevel2_t, read_size_kb_hist); OFF(CUfileStatsLevel2_t, write_size_kb_hist);
+    SZ(CUfilePerGpuStats_t); OFF(CUfilePerGpuStats_t, read_bytes); OFF(CUfilePerGpuStats_t, writes_bytes);
+    OFF(CUfilePerGpuStats_t, reg_bytes);
+    SZ(CUfileStatsLevel3_t); OFF(CUfileStatsLevel3_t, num_gpus); OFF(CUfileStatsLevel3_t, per_gpu_stats);
 #endif
     VAL(CUFILE_PARAM_LOGGING_LEVEL); VAL(CUFILE_PARAM_ENV_LOGFILE_PATH); VAL(CUFILE_PARAM_LOG_DIR);
     VAL(IS_CUFILE_ERR(-5022)); VAL(IS_CUFILE_ERR(-5)); VAL(IS_CUFILE_ERR(5001));
