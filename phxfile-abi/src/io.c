@@ -258,8 +258,12 @@ static CUfileError_t async_io(CUfileHandle_t fh, void *base, size_t *size_p, off
 {
     int fd;
     int rc = cf_handle_fd(fh, &fd);
-    if (rc) return cf_status((CUfileOpError)rc);
-    if (!base || !size_p || !foff_p || !boff_p || !done_p) return cf_status(CU_FILE_INVALID_VALUE);
+    if (!rc && (!base || !size_p || !foff_p || !boff_p || !done_p)) rc = CU_FILE_INVALID_VALUE;
+    if (rc) {
+        /* counted as cuFileRead's refusals are; the cell may not exist */
+        cf_stats_count(is_write ? CF_STAT_WRITE : CF_STAT_READ, 0, 0);
+        return cf_status((CUfileOpError)rc);
+    }
     unsigned f = stream_flags((void *)stream), late = 0;
     if (!(f & CU_FILE_STREAM_FIXED_FILE_SIZE)) late |= PHXFS_STREAM_LATE_NBYTES;
     if (!(f & CU_FILE_STREAM_FIXED_BUF_OFFSET)) late |= PHXFS_STREAM_LATE_BUF_OFFSET;

@@ -111,6 +111,8 @@ int main(void)
     CHECK_ST(cuFileReadAsync(fh, buf, &n, &fo, &bo, &done, (CUstream)st), CU_FILE_SUCCESS);
     CHECK_ST(cuFileWriteAsync(ofh, buf, &nw, &wo, &bo, &wdone, (CUstream)st), CU_FILE_SUCCESS);
     CHECK_ST(cuFileWriteAsync(fh, buf, &nw, &wo, &bo, &bad, (CUstream)st), CU_FILE_INVALID_FILE_OPEN_FLAG);
+    CHECK_ST(cuFileReadAsync((CUfileHandle_t)(uintptr_t)0x99, buf, &n, &fo, &bo, &bad, (CUstream)st),
+             CU_FILE_HANDLE_NOT_REGISTERED);
     CHECK_EQ(phxfs_stream_synchronize(0, st), 0);
     CHECK_EQ(done, 5000);
     CHECK_EQ(wdone, 700);
@@ -118,7 +120,7 @@ int main(void)
 
     s = l1();
     CHECK_EQ(s.read_ops.ok, 3);
-    CHECK_EQ(s.read_ops.err, 1);
+    CHECK_EQ(s.read_ops.err, 2);
     CHECK_EQ(s.read_bytes, 4096 + 1000 + 5000);
     CHECK_EQ(s.write_ops.ok, 2);
     CHECK_EQ(s.write_ops.err, 2);
