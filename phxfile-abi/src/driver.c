@@ -157,7 +157,9 @@ static void load_config_locked(void)
         }
     for (int i = 0; i < N_STRING; i++)
         if (api_set.str_mask & (1u << i)) {
-            snprintf(cfg.str[i], sizeof cfg.str[i], "%s", api_str[i]);
+            /* same-sized arrays, each NUL-terminated: a plain copy (snprintf here trips
+             * -Wformat-truncation in -O3 builds, which cannot see that i stays in range) */
+            memcpy(cfg.str[i], api_str[i], sizeof cfg.str[i]);
             if (i == CUFILE_PARAM_LOGGING_LEVEL) atomic_store(&log_level, level_of(api_str[i]));
         }
 }
