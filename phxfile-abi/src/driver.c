@@ -164,8 +164,16 @@ static void load_config_locked(void)
         }
 }
 
+/* libphoenix's own per-syscall cap (its default or PHX_MAX_IO_BYTES), taken before the shim
+ * first pushes one. Of what the shim pushes, only this one applies while libphoenix runs, so a
+ * re-read must put it back itself: otherwise a key an earlier session's file had and this
+ * one's lacks would keep acting while GetParameter reports the default. */
+static char io_cap_base[32];
+
 static void read_file_locked(void)
 {
+    if (!io_cap_base[0]) phxfs_get_config("max_io_bytes", io_cap_base, sizeof io_cap_base);
+    else phxfs_set_config("max_io_bytes", io_cap_base);
     cfg.sz[1] = 128;                    /* cuFile's defaults for what Phoenix only reports */
     cfg.sz[3] = 8192;
     cfg.sz[4] = 4;

@@ -209,6 +209,34 @@ static int scenario_reopen(void)
     return th_failures;
 }
 
+/* What a file acted on stops acting when a later file drops the key: the per-syscall cap a
+ * session's max_direct_io_size_kb pushed into libphoenix went back to libphoenix's own value
+ * in the next session only in what GetParameter reported, and transfers kept the old cap */
+static int scenario_reopen_drops_key(void)
+{
+    char base[32] = "", v[32] = "";
+    CHECK(phxfs_get_config("max_io_bytes", base, sizeof base) > 0);
+    write_json("{ \"properties\": { \"max_direct_io_size_kb\": 64 } }");
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, "65536"));
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+
+    write_json("{ \"properties\": { \"io_batchsize\": 32 } }");
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_EQ(get_sz(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB), 16384);
+    CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, base));
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+
+    /* a value the program set still outranks: it is put back on top after the reset */
+    CHECK_ST(cuFileDriverSetMaxDirectIOSize(128), CU_FILE_SUCCESS);
+    CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, "131072"));
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, "131072"));
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    unlink(json_path);
+    return th_failures;
+}
+
 static int scenario_parameters(void)
 {
     setenv("CUFILE_ENV_PATH_JSON", "", 1);
@@ -332,6 +360,7 @@ int main(void)
     th_in_child("missing cufile.json", scenario_missing_file);
     th_in_child("numbers out of range in cufile.json", scenario_bad_numbers);
     th_in_child("cufile.json read again at every open", scenario_reopen);
+    th_in_child("a key dropped from cufile.json stops acting", scenario_reopen_drops_key);
     th_in_child("parameter API", scenario_parameters);
     th_in_child("every parameter round-trips", scenario_round_trip);
     return th_finish("test_config");
