@@ -164,16 +164,41 @@ static void load_config_locked(void)
         }
 }
 
-/* libphoenix's own per-syscall cap (its default or PHX_MAX_IO_BYTES), taken before the shim
- * first pushes one. Of what the shim pushes, only this one applies while libphoenix runs, so a
- * re-read must put it back itself: otherwise a key an earlier session's file had and this
- * one's lacks would keep acting while GetParameter reports the default. */
-static char io_cap_base[32];
+/* What the shim pushes into libphoenix, and libphoenix's own value of each (its default or
+ * PHX_*) taken before the first push. A re-read puts back those the shim changed and nobody
+ * changed since: otherwise a key an earlier session's file had and this one's lacks kept
+ * acting (the per-syscall cap at once; pool sizes while libphoenix has not started) while
+ * GetParameter reported the default. Once libphoenix runs the pool keys answer EBUSY and
+ * keep what runs, which is what is reported. */
+#define N_PUSHED 5
+static const char *pushed_keys[N_PUSHED] = {"workers", "max_io_bytes", "pinned_mb", "slot_kb", "engine"};
+static char pushed_base[N_PUSHED][32], pushed_val[N_PUSHED][32];
+
+static int shim_set_config(const char *key, const char *val)
+{
+    int rc = phxfs_set_config(key, val);
+    for (int k = 0; k < N_PUSHED && !rc; k++)
+        if (!strcmp(key, pushed_keys[k])) phxfs_get_config(key, pushed_val[k], sizeof pushed_val[k]);
+    return rc;
+}
+
+static void restore_pushed_locked(void)
+{
+    for (int k = 0; k < N_PUSHED; k++) {
+        char cur[32] = "";
+        if (!pushed_base[k][0]) {
+            phxfs_get_config(pushed_keys[k], pushed_base[k], sizeof pushed_base[k]);
+            continue;
+        }
+        if (pushed_val[k][0] && phxfs_get_config(pushed_keys[k], cur, sizeof cur) > 0 && !strcmp(cur, pushed_val[k]) &&
+            strcmp(cur, pushed_base[k]) && phxfs_set_config(pushed_keys[k], pushed_base[k]) == 0)
+            pushed_val[k][0] = 0;
+    }
+}
 
 static void read_file_locked(void)
 {
-    if (!io_cap_base[0]) phxfs_get_config("max_io_bytes", io_cap_base, sizeof io_cap_base);
-    else phxfs_set_config("max_io_bytes", io_cap_base);
+    restore_pushed_locked();
     cfg.sz[1] = 128;                    /* cuFile's defaults for what Phoenix only reports */
     cfg.sz[3] = 8192;
     cfg.sz[4] = 4;
@@ -258,7 +283,7 @@ static int push_sizet(int p, size_t v, int from_file)
     env[4 + strlen(key)] = 0;
     if (from_file && getenv(env)) return 0;
     if (v == 0) return CU_FILE_INVALID_VALUE;
-    int rc = phxfs_set_config(key, val);
+    int rc = shim_set_config(key, val);
     if (rc == -EBUSY) {
         cf_log(CF_LOG_WARN, "%s: %s", sizet_names[p], phxfs_last_error());
         return CU_FILE_DRIVER_UNSUPPORTED_LIMIT;
@@ -276,7 +301,7 @@ static int push_bool(int p, bool v, int from_file)
      * host memory is always accepted, so the value is only reported */
     if (p == 8) {
         if (from_file && getenv("PHX_ENGINE")) return 0;
-        int rc = phxfs_set_config("engine", v ? "uring" : "sync");
+        int rc = shim_set_config("engine", v ? "uring" : "sync");
         if (rc == -EBUSY) return CU_FILE_DRIVER_UNSUPPORTED_LIMIT;
         if (rc < 0) return CU_FILE_INVALID_VALUE;
     }

@@ -214,17 +214,23 @@ static int scenario_reopen(void)
  * in the next session only in what GetParameter reported, and transfers kept the old cap */
 static int scenario_reopen_drops_key(void)
 {
-    char base[32] = "", v[32] = "";
+    char base[32] = "", wbase[32] = "", v[32] = "";
     CHECK(phxfs_get_config("max_io_bytes", base, sizeof base) > 0);
-    write_json("{ \"properties\": { \"max_direct_io_size_kb\": 64 } }");
+    CHECK(phxfs_get_config("workers", wbase, sizeof wbase) > 0 && strcmp(wbase, "3"));
+    /* no transfer in this session: libphoenix has not started, so workers is taken too */
+    write_json("{ \"properties\": { \"max_direct_io_size_kb\": 64 }, \"execution\": { \"max_io_threads\": 3 } }");
     CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
     CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, "65536"));
+    CHECK(phxfs_get_config("workers", v, sizeof v) > 0 && !strcmp(v, "3"));
+    CHECK_EQ(get_sz(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS), 3);
     CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
 
     write_json("{ \"properties\": { \"io_batchsize\": 32 } }");
     CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
     CHECK_EQ(get_sz(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB), 16384);
     CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, base));
+    CHECK(phxfs_get_config("workers", v, sizeof v) > 0 && !strcmp(v, wbase));
+    CHECK_EQ(get_sz(CUFILE_PARAM_EXECUTION_MAX_IO_THREADS), strtoull(wbase, NULL, 10));
     CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
 
     /* a value the program set still outranks: it is put back on top after the reset */
