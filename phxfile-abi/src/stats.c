@@ -11,27 +11,36 @@ static struct {
     _Atomic uint64_t ok[CF_STAT_N], err[CF_STAT_N];
     _Atomic uint64_t read_bytes, write_bytes;
 } counters;
+/* An op and its bytes are two additions: counting holds this shared (counters stay atomic,
+ * as many threads count at once), a reset or a snapshot exclusive, so neither lands between
+ * the two (a reset there left bytes with no op, for good). Writers first: transfers that
+ * never pause must not starve a monitoring thread's GetStatsL1. */
+static pthread_rwlock_t counters_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 
 void cf_stats_count(int which, int ok, uint64_t bytes)
 {
     if (!atomic_load_explicit(&collecting, memory_order_relaxed)) return;
+    pthread_rwlock_rdlock(&counters_lock);
     if (!ok) {
         atomic_fetch_add_explicit(&counters.err[which], 1, memory_order_relaxed);
-        return;
+    } else {
+        atomic_fetch_add_explicit(&counters.ok[which], 1, memory_order_relaxed);
+        if (which == CF_STAT_READ) atomic_fetch_add_explicit(&counters.read_bytes, bytes, memory_order_relaxed);
+        if (which == CF_STAT_WRITE) atomic_fetch_add_explicit(&counters.write_bytes, bytes, memory_order_relaxed);
     }
-    atomic_fetch_add_explicit(&counters.ok[which], 1, memory_order_relaxed);
-    if (which == CF_STAT_READ) atomic_fetch_add_explicit(&counters.read_bytes, bytes, memory_order_relaxed);
-    if (which == CF_STAT_WRITE) atomic_fetch_add_explicit(&counters.write_bytes, bytes, memory_order_relaxed);
+    pthread_rwlock_unlock(&counters_lock);
 }
 
 static void reset_counters(void)
 {
+    pthread_rwlock_wrlock(&counters_lock);
     for (int i = 0; i < CF_STAT_N; i++) {
         atomic_store(&counters.ok[i], 0);
         atomic_store(&counters.err[i], 0);
     }
     atomic_store(&counters.read_bytes, 0);
     atomic_store(&counters.write_bytes, 0);
+    pthread_rwlock_unlock(&counters_lock);
 }
 
 /* cuFile keeps the counters until a reset or the driver's close */
@@ -76,6 +85,7 @@ CF_API CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats)
     if (!cf_driver_is_open()) return cf_status(CU_FILE_DRIVER_NOT_INITIALIZED);
     if (cf_stats_level() < 1) return cf_status(CU_FILE_INVALID_VALUE);
     memset(stats, 0, sizeof *stats);
+    pthread_rwlock_wrlock(&counters_lock);
     stats->read_ops = counter(CF_STAT_READ);
     stats->write_ops = counter(CF_STAT_WRITE);
     stats->hdl_register_ops = counter(CF_STAT_HDL_REG);
@@ -84,6 +94,7 @@ CF_API CUfileError_t cuFileGetStatsL1(CUfileStatsLevel1_t *stats)
     stats->buf_deregister_ops = counter(CF_STAT_BUF_DEREG);
     stats->read_bytes = atomic_load(&counters.read_bytes);
     stats->write_bytes = atomic_load(&counters.write_bytes);
+    pthread_rwlock_unlock(&counters_lock);
     return cf_status(CU_FILE_SUCCESS);
 }
 

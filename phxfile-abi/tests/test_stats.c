@@ -7,6 +7,8 @@
 #include "cufile.h"
 #include "phoenix.h"
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -39,9 +41,68 @@ static int scenario_level_from_file(void)
     return th_failures;
 }
 
+/* Snapshots and resets taken while other threads transfer are each one moment: a read's op
+ * and its bytes are counted together. They were two separate additions, so a reset between
+ * them left bytes with no op (read_bytes / read_ops.ok divided by zero), and a getter between
+ * them saw an op without its bytes. */
+enum { SNAP_IO = 512 };
+static atomic_int snap_stop;
+static CUfileHandle_t snap_fh;
+
+static void *snap_reader(void *arg)
+{
+    (void)arg;
+    unsigned char b[SNAP_IO];
+    while (!atomic_load(&snap_stop))
+        if (cuFileRead(snap_fh, b, SNAP_IO, 0, 0) != SNAP_IO) { atomic_store(&snap_stop, 2); break; }
+    return NULL;
+}
+
+static int scenario_consistent_snapshots(void)
+{
+    char *path = th_make_file(1u << 16, 5);
+    int fd = open(path, O_RDONLY);
+    CUfileDescr_t d;
+    memset(&d, 0, sizeof d);
+    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+    d.handle.fd = fd;
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileHandleRegister(&snap_fh, &d), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetStatsLevel(1), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileStatsStart(), CU_FILE_SUCCESS);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, snap_reader, NULL);
+    int torn = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        CHECK_ST(cuFileStatsReset(), CU_FILE_SUCCESS);
+        for (int k = 0; k < 20; k++) {
+            CUfileStatsLevel1_t s;
+            CHECK_ST(cuFileGetStatsL1(&s), CU_FILE_SUCCESS);
+            if (s.read_bytes != s.read_ops.ok * SNAP_IO) torn++;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec - t0.tv_sec < 2 && !atomic_load(&snap_stop));
+    CHECK_EQ(atomic_load(&snap_stop), 0);
+    atomic_store(&snap_stop, 1);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    CHECK_EQ(torn, 0);
+    CUfileStatsLevel1_t s;
+    CHECK_ST(cuFileGetStatsL1(&s), CU_FILE_SUCCESS);
+    CHECK_EQ(s.read_bytes, s.read_ops.ok * SNAP_IO);
+    cuFileHandleDeregister(snap_fh);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    close(fd);
+    unlink(path);
+    free(path);
+    return th_failures;
+}
+
 int main(void)
 {
     th_in_child("statistics level from cufile.json", scenario_level_from_file);
+    th_in_child("consistent snapshots while reads run", scenario_consistent_snapshots);
 
     size_t fsize = 1u << 20;
     char *path = th_make_file(fsize, 17), *out = th_make_file(0, 0);
