@@ -488,6 +488,23 @@ int cf_stats_level(void)
     return v > 3 ? 3 : (int)v;
 }
 
+/* Under drv_lock, as the close's cf_stats_close is: a Start whose "is it open" came before a
+ * close and its switch after it would leave the closed driver (and the next session) counting
+ * without any Start. */
+int cf_stats_switch(int start)
+{
+    pthread_mutex_lock(&drv_lock);
+    if (use_count == 0) {
+        pthread_mutex_unlock(&drv_lock);
+        return -1;
+    }
+    load_config_locked();
+    int level = cfg.sz[0] > 3 ? 3 : (int)cfg.sz[0];
+    cf_stats_collect(start && level >= 1);
+    pthread_mutex_unlock(&drv_lock);
+    return level;
+}
+
 /* profile.cufile_stats by another name, settable at any time (it takes effect at the next
  * cuFileStatsStart); kept across sessions like the other values the program sets */
 CF_API CUfileError_t cuFileSetStatsLevel(int level)

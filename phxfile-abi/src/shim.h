@@ -91,6 +91,11 @@ enum { CF_STAT_READ, CF_STAT_WRITE, CF_STAT_HDL_REG, CF_STAT_HDL_DEREG, CF_STAT_
 /* One cuFile call's outcome for the level 1 statistics (bytes: reads and writes). */
 void cf_stats_count(int which, int ok, uint64_t bytes);
 void cf_stats_close(void);
+/* Sets whether counting runs; driver.c calls it under its lock (see cf_stats_switch). */
+void cf_stats_collect(int on);
+/* cuFileStatsStart (start: collect if the level is >= 1) / Stop as one step against the
+ * driver's close: the level (0..3), or -1 when the driver is not open. */
+int cf_stats_switch(int start);
 /* driver.c: whether the driver is open; the statistics level (0..3) */
 int cf_driver_is_open(void);
 int cf_stats_level(void);

@@ -50,21 +50,20 @@ void cf_stats_close(void)
     reset_counters();
 }
 
+void cf_stats_collect(int on) { atomic_store(&collecting, on); }
+
 CF_API CUfileError_t cuFileStatsStart(void)
 {
-    if (!cf_driver_is_open()) return cf_status(CU_FILE_DRIVER_NOT_INITIALIZED);
     /* the level is taken now, as cuFile documents ("must be called before cuFileStatsStart") */
-    int level = cf_stats_level();
+    int level = cf_stats_switch(1);
+    if (level < 0) return cf_status(CU_FILE_DRIVER_NOT_INITIALIZED);
     if (level < 1) cf_log(CF_LOG_WARN, "cuFileStatsStart: statistics level is 0 (cuFileSetStatsLevel or profile.cufile_stats); nothing is counted");
-    atomic_store(&collecting, level >= 1);
     return cf_status(CU_FILE_SUCCESS);
 }
 
 CF_API CUfileError_t cuFileStatsStop(void)
 {
-    if (!cf_driver_is_open()) return cf_status(CU_FILE_DRIVER_NOT_INITIALIZED);
-    atomic_store(&collecting, 0);
-    return cf_status(CU_FILE_SUCCESS);
+    return cf_status(cf_stats_switch(0) < 0 ? CU_FILE_DRIVER_NOT_INITIALIZED : CU_FILE_SUCCESS);
 }
 
 CF_API CUfileError_t cuFileStatsReset(void)

@@ -99,10 +99,55 @@ static int scenario_consistent_snapshots(void)
     return th_failures;
 }
 
+/* cuFileStatsStart racing the last cuFileDriverClose: its "is the driver open" and its switch
+ * were two steps, so a close between them (which stops collecting and drops the counters) was
+ * undone, and the closed driver, then the next session, counted without any Start. Detected
+ * through a bogus HandleDeregister made while closed (counted as failed without opening the
+ * driver): at the next open the counters must still be empty. */
+static atomic_int race_stop;
+
+static void *race_starter(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&race_stop)) cuFileStatsStart();
+    return NULL;
+}
+
+static int scenario_start_races_close(void)
+{
+    CHECK_ST(cuFileSetStatsLevel(1), CU_FILE_SUCCESS);
+    int saved = dup(2), devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2); /* one warning per bogus deregistration */
+    pthread_t th;
+    pthread_create(&th, NULL, race_starter, NULL);
+    long leaked = 0, rounds = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+        CUfileStatsLevel1_t s;
+        CHECK_ST(cuFileGetStatsL1(&s), CU_FILE_SUCCESS);
+        if (s.hdl_deregister_ops.err) leaked++;
+        CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+        cuFileHandleDeregister((CUfileHandle_t)(uintptr_t)0x77);
+        rounds++;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
+    atomic_store(&race_stop, 1);
+    pthread_join(th, NULL);
+    dup2(saved, 2);
+    close(saved);
+    close(devnull);
+    if (leaked) fprintf(stderr, "counted while closed in %ld of %ld rounds\n", leaked, rounds);
+    CHECK_EQ(leaked, 0);
+    return th_failures;
+}
+
 int main(void)
 {
     th_in_child("statistics level from cufile.json", scenario_level_from_file);
     th_in_child("consistent snapshots while reads run", scenario_consistent_snapshots);
+    th_in_child("StatsStart racing DriverClose", scenario_start_races_close);
 
     size_t fsize = 1u << 20;
     char *path = th_make_file(fsize, 17), *out = th_make_file(0, 0);
