@@ -269,6 +269,12 @@ static int push_sizet(int p, size_t v, int from_file)
 {
     const char *key = NULL;
     char val[32];
+    /* the statistics level, as cuFileSetStatsLevel takes it: a 7 from the file or the
+     * parameter API was reported as 7 by GetParameterSizeT and as 3 by GetStatsLevel */
+    if (p == 0 && v > 3) {
+        if (from_file) fprintf(stderr, "phxfile: cufile.json %s: expected 0..3, got %zu\n", sizet_names[p], v);
+        return CU_FILE_INVALID_VALUE;
+    }
     /* KiB values whose byte count does not fit: v * 1024 wrapped (2^54 + 1 KiB became 1 KiB) */
     if ((p == 5 || p == 6 || p == 7) && v > SIZE_MAX / 1024) return CU_FILE_INVALID_VALUE;
     switch (p) {
@@ -655,7 +661,7 @@ CF_API CUfileError_t cuFileGetParameterString(CUFileStringConfigParameter_t para
 CF_API CUfileError_t cuFileGetParameterMinMaxValue(CUFileSizeTConfigParameter_t param, size_t *min_value, size_t *max_value)
 {
     static const size_t lo[N_SIZET] = {0, 0, 1, 0, 0, 1, 1, 4, 0, 0, 0, 0};
-    static const size_t hi[N_SIZET] = {SIZE_MAX, SIZE_MAX, 256, SIZE_MAX, SIZE_MAX, 1u << 20, (size_t)1 << 30, 1u << 20,
+    static const size_t hi[N_SIZET] = {3, SIZE_MAX, 256, SIZE_MAX, SIZE_MAX, 1u << 20, (size_t)1 << 30, 1u << 20,
                                        SIZE_MAX / 1024, SIZE_MAX, SIZE_MAX, SIZE_MAX};
     if (!min_value || !max_value || (unsigned)param >= N_SIZET) return cf_status(CU_FILE_INVALID_VALUE);
     *min_value = lo[param];

@@ -143,11 +143,47 @@ static int scenario_start_races_close(void)
     return th_failures;
 }
 
+/* profile.cufile_stats is the statistics level by another name: 0..3 through every door.
+ * cuFileSetStatsLevel refused 4 while SetParameterSizeT and cufile.json took it (GetStatsLevel
+ * then said 3, GetParameterSizeT 4), and GetParameterMinMaxValue offered up to SIZE_MAX. */
+static int scenario_level_range(void)
+{
+    size_t lo = 1, hi = 0, v = 99;
+    int level = -1;
+    char path[256];
+    snprintf(path, sizeof path, "%s/phxfile-stats-%d.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    FILE *f = fopen(path, "w");
+    fputs("{ \"profile\": { \"cufile_stats\": 7 } }", f);
+    fclose(f);
+    setenv("CUFILE_ENV_PATH_JSON", path, 1);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 0);
+    CHECK_ST(cuFileGetStatsLevel(&level), CU_FILE_SUCCESS);
+    CHECK_EQ(level, 0);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    unlink(path);
+
+    CHECK_ST(cuFileGetParameterMinMaxValue(CUFILE_PARAM_PROFILE_STATS, &lo, &hi), CU_FILE_SUCCESS);
+    CHECK_EQ(lo, 0);
+    CHECK_EQ(hi, 3);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, 4), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, (size_t)-1), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 0);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROFILE_STATS, 3), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileGetStatsLevel(&level), CU_FILE_SUCCESS);
+    CHECK_EQ(level, 3);
+
+    return th_failures;
+}
+
 int main(void)
 {
     th_in_child("statistics level from cufile.json", scenario_level_from_file);
     th_in_child("consistent snapshots while reads run", scenario_consistent_snapshots);
     th_in_child("StatsStart racing DriverClose", scenario_start_races_close);
+    th_in_child("statistics level 0..3 through every door", scenario_level_range);
 
     size_t fsize = 1u << 20;
     char *path = th_make_file(fsize, 17), *out = th_make_file(0, 0);
