@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,10 +32,52 @@ static int fd;
 static size_t size;
 
 struct part { char *dst; size_t lo, hi; int cow; };
+static int memfd = -1;
+static const char *srcmap;
+
+/* mode 2: sendfile into this thread's own open file description of the memfd; mode 3: pwrite
+ * from a read-only mapping of the file into the memfd */
+static int uffd = -1;
+
+/* mode 4: UFFDIO_COPY from a read-only mapping of the file into missing pages of fresh
+ * anonymous memory: the kernel allocates each page and copies into it, without zeroing it */
+static void uffd_copy(struct part *p)
+{
+    if (getenv("POPR")) madvise((char *)srcmap + p->lo, p->hi - p->lo, 22 /* MADV_POPULATE_READ */);
+    for (size_t o = p->lo; o < p->hi; o += 8u << 20) {
+        size_t n = p->hi - o < (8u << 20) ? p->hi - o : (8u << 20);
+        struct uffdio_copy c = {.dst = (unsigned long)(p->dst + o), .src = (unsigned long)(srcmap + o),
+                                .len = (n + 4095) & ~(size_t)4095, .mode = 0};
+        if (ioctl(uffd, UFFDIO_COPY, &c)) { perror("UFFDIO_COPY"); exit(1); }
+    }
+}
+
+static void shm_copy(struct part *p)
+{
+    if (p->cow == 4) { uffd_copy(p); return; }
+    if (p->cow == 2) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+        int out = open(path, O_RDWR);
+        off_t in = (off_t)p->lo;
+        if (out < 0 || lseek(out, (off_t)p->lo, SEEK_SET) < 0) { perror("memfd reopen"); exit(1); }
+        while ((size_t)in < p->hi) {
+            ssize_t n = sendfile(out, fd, &in, p->hi - (size_t)in < (8u << 20) ? p->hi - (size_t)in : (8u << 20));
+            if (n <= 0) { perror("sendfile"); exit(1); }
+        }
+        close(out);
+        return;
+    }
+    for (size_t o = p->lo; o < p->hi; o += 8u << 20) {
+        size_t n = p->hi - o < (8u << 20) ? p->hi - o : (8u << 20);
+        if (pwrite(memfd, srcmap + o, n, (off_t)o) != (ssize_t)n) { perror("pwrite memfd"); exit(1); }
+    }
+}
 
 static void *work(void *a)
 {
     struct part *p = a;
+    if (p->cow >= 2) { shm_copy(p); return NULL; }
     if (p->cow) {
         if (p->hi > p->lo && madvise(p->dst + p->lo, p->hi - p->lo, MADV_POPULATE_WRITE)) { perror("MADV_POPULATE_WRITE"); exit(1); }
         return NULL;
@@ -98,10 +144,36 @@ int main(int argc, char **argv)
             if (pread(fd, dd, n, (off_t)o) != (ssize_t)n) { perror("pread"); return 1; }
         }
         double ddr = (double)size / (now() - t0) / 1e9;
-        double r[5];
-        for (int m = 0; m < 5; m++) {
+        double r[8];
+        for (int m = 0; m < 8; m++) {
             char *p;
-            if (m == 4) {
+            if (m == 7) {
+                double t0 = now();
+                size_t len = (size + 4095) & ~(size_t)4095;
+                p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                madvise(p, len, MADV_NOHUGEPAGE);
+                srcmap = mmap(NULL, len, PROT_READ, MAP_SHARED | (getenv("NOPOP") ? 0 : MAP_POPULATE), fd, 0);
+                uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | 1 /* UFFD_USER_MODE_ONLY */);
+                struct uffdio_api api = {.api = UFFD_API};
+                struct uffdio_register reg = {.range = {(unsigned long)p, len}, .mode = UFFDIO_REGISTER_MODE_MISSING};
+                if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) { perror("userfaultfd"); return 1; }
+                parts(p, getenv("UT") ? atoi(getenv("UT")) : 2, 4);
+                struct uffdio_range ur = {(unsigned long)p, len};
+                ioctl(uffd, UFFDIO_UNREGISTER, &ur);
+                close(uffd);
+                munmap((void *)srcmap, len);
+                r[m] = (double)size / (now() - t0) / 1e9;
+            } else if (m >= 5) {
+                double t0 = now();
+                memfd = memfd_create("copy", 0);
+                if (memfd < 0 || ftruncate(memfd, (off_t)size)) { perror("memfd"); return 1; }
+                srcmap = m == 6 ? mmap(NULL, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : NULL;
+                parts(NULL, 2, m == 5 ? 2 : 3);
+                p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd, 0);
+                r[m] = (double)size / (now() - t0) / 1e9;
+                if (srcmap) munmap((void *)srcmap, size);
+                close(memfd);
+            } else if (m == 4) {
                 p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 madvise(p, size, MADV_NOHUGEPAGE);
                 double t0 = now();
@@ -119,11 +191,11 @@ int main(int argc, char **argv)
                 if (kb * 1024 < (long)(size & ~(size_t)4095)) printf("cow: only %ld kB anonymous of %zu\n", kb, size >> 10);
             }
             if (p == MAP_FAILED) { perror("mmap"); return 1; }
-            check(m < 2 || m == 4 ? "fresh" : "cow", p);
+            check(m < 2 || m == 4 ? "fresh" : m == 7 ? "uffd" : m >= 5 ? "memfd" : "cow", p);
             munmap(p, size);
         }
-        printf("round %d: dd %.2f | fresh4k x2 %.2f (%.2fx) | freshthp x2 %.2f (%.2fx) | cow x1 %.2f (%.2fx) | cow x2 %.2f (%.2fx) | popw x2 %.2f (%.2fx) GB/s\n",
-               round, ddr, r[0], r[0] / ddr, r[1], r[1] / ddr, r[2], r[2] / ddr, r[3], r[3] / ddr, r[4], r[4] / ddr);
+        printf("round %d: dd %.2f | fresh4k x2 %.2f (%.2fx) | freshthp x2 %.2f (%.2fx) | cow x1 %.2f (%.2fx) | cow x2 %.2f (%.2fx) | popw x2 %.2f (%.2fx) | memfd sendfile x2 %.2f (%.2fx) | memfd pwrite x2 %.2f (%.2fx) | uffd copy x2 %.2f (%.2fx) GB/s\n",
+               round, ddr, r[0], r[0] / ddr, r[1], r[1] / ddr, r[2], r[2] / ddr, r[3], r[3] / ddr, r[4], r[4] / ddr, r[5], r[5] / ddr, r[6], r[6] / ddr, r[7], r[7] / ddr);
         fflush(stdout);
     }
     return 0;
