@@ -91,6 +91,7 @@ ssize_t phx_rw_full(int fd, int is_write, char *buf, size_t len, off_t off);
 #include "pinned.h"
 #include "kmod.h"
 #include "device.h"
+#include "fresh_fill.h"
 #include "pool.h"
 
 #endif

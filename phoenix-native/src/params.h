@@ -18,6 +18,7 @@ typedef struct {
     size_t inline_bytes; /* sync device requests up to this run on the caller's thread (0: never) */
     char connector[16];  /* "", "cuda", "fake", "host" */
     int fake_devices;
+    int fresh_fill;      /* host reads into missing pages by UFFDIO_COPY (fresh_fill.c) */
 } phx_params_t;
 
 /* Loads PHX_* once and freezes the pool keys; returns the frozen set. */

@@ -78,6 +78,7 @@ typedef struct {
     phx_engine_t *eng;
     char *scratch;
     size_t scratch_len;
+    phx_fresh_t fresh; /* reads into pages that do not exist yet (workers only) */
 } phx_host_xfer_t;
 void phx_host_tasks(phx_host_xfer_t *x, phx_task_t **ts, int k);
 void phx_host_xfer_free(phx_host_xfer_t *x);

@@ -105,6 +105,7 @@ int phx_pool_start(const phx_params_t *p)
             }
         }
         if (!w->host.eng) w->host.eng = phx_engine_sync_create();
+        w->host.fresh.enabled = p->fresh_fill;
         w->bounce = phx_bounce_xfer_new(i);
         if (!w->host.eng || !w->bounce) return phx_fail(ENOMEM, "worker pool: out of memory");
     }

@@ -44,6 +44,11 @@ void phx_host_tasks(phx_host_xfer_t *x, phx_task_t **ts, int k)
         char *dst = (char *)rs->target + t->rel;
         off_t off = rs->req->f_offset + (off_t)t->rel;
         int fd = rs->req->fd;
+        ssize_t done;
+        if (!rs->is_write && !rs->direct && phx_fresh_read(&x->fresh, fd, dst, t->len, off, &done)) {
+            phx_task_done(t, done);
+            continue;
+        }
         if (rs->direct && !aligned3((uintptr_t)dst, (uint64_t)off, t->len)) {
             if (rs->is_write) {
                 fd = rs->alt_fd;
@@ -66,5 +71,6 @@ void phx_host_xfer_free(phx_host_xfer_t *x)
 {
     if (x->eng) x->eng->destroy(x->eng);
     free(x->scratch);
+    phx_fresh_free(&x->fresh);
     memset(x, 0, sizeof *x);
 }

@@ -1,0 +1,219 @@
+/* Host reads into memory whose pages do not exist yet (fresh_fill.c): the bytes are exact
+ * at any alignment, at end of file, in memory that is partly or wholly populated, in memory
+ * userfaultfd cannot register, while another thread reads the destination, and as an
+ * unprivileged user; the fresh-page path is taken exactly where it should be (counted by
+ * "fresh_fill_bytes") and never with PHX_FRESH_FILL=0. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "harness.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static size_t fsize;
+static unsigned char *ref;
+static int expect_path; /* 1: userfaultfd usable here and fresh_fill on */
+
+static unsigned long long fresh_bytes(void)
+{
+    char buf[32];
+    CHECK(phxfs_get_config("fresh_fill_bytes", buf, sizeof buf) > 0);
+    return strtoull(buf, NULL, 10);
+}
+
+static unsigned char *fresh(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) { perror("mmap"); exit(2); }
+    return p;
+}
+
+/* reads n bytes at file offset off into buf + boff; checks the result and the bytes */
+static void read_check(int fd, unsigned char *buf, size_t boff, size_t n, size_t off, const char *what)
+{
+    ssize_t r = phxfs_read(fd, -1, buf, (off_t)boff, (ssize_t)n, (off_t)off);
+    size_t want = off >= fsize ? 0 : (fsize - off < n ? fsize - off : n);
+    if (r != (ssize_t)want) fprintf(stderr, "%s: ", what);
+    CHECK_EQ(r, want);
+    if (r > 0 && memcmp(buf + boff, ref + off, want)) {
+        size_t i = 0;
+        while (buf[boff + i] == ref[off + i]) i++;
+        fprintf(stderr, "%s: byte %zu of %zu differs\n", what, i, want);
+        th_failures++;
+    }
+}
+
+/* odd offsets in memory and file, several tasks (chunk_mb 8), a short last piece */
+static void basic(int fd, const char *who)
+{
+    size_t n = (21u << 20) + 333, boff = 777, off = 12345;
+    unsigned char *buf = fresh(n + boff + 4096);
+    unsigned long long before = fresh_bytes();
+    read_check(fd, buf, boff, n, off, who);
+    unsigned long long moved = fresh_bytes() - before;
+    if (expect_path) {
+        /* all but the partial pages at each task's ends */
+        if (moved < n - (16u << 10)) fprintf(stderr, "%s: %llu of %zu bytes by UFFDIO_COPY\n", who, moved, n);
+        CHECK(moved >= n - (16u << 10) && moved <= n);
+    } else {
+        CHECK_EQ(moved, 0);
+    }
+    /* the bytes around the destination stay zero */
+    for (size_t i = 0; i < boff; i++) CHECK_EQ(buf[i], 0);
+    for (size_t i = boff + n; i < n + boff + 4096; i++) CHECK_EQ(buf[i], 0);
+    munmap(buf, n + boff + 4096);
+}
+
+static void past_end(int fd)
+{
+    /* from 3 MiB before the end, asking for 12 MiB: short, and the pages after the end zero */
+    size_t off = fsize - (3u << 20) - 5, n = 12u << 20;
+    unsigned char *buf = fresh(n);
+    read_check(fd, buf, 0, n, off, "past end");
+    for (size_t i = fsize - off; i < n; i += 511) CHECK_EQ(buf[i], 0);
+    munmap(buf, n);
+    /* entirely past the end */
+    buf = fresh(4u << 20);
+    CHECK_EQ(phxfs_read(fd, -1, buf, 0, 4u << 20, (off_t)fsize + 4096), 0);
+    munmap(buf, 4u << 20);
+}
+
+static void populated(int fd)
+{
+    size_t n = 16u << 20;
+    unsigned char *buf = fresh(n);
+    memset(buf, 0xAB, n); /* every page present: a reused pool */
+    unsigned long long before = fresh_bytes();
+    read_check(fd, buf, 0, n, 4096 * 3, "populated");
+    CHECK_EQ(fresh_bytes() - before, 0);
+    /* one page present in each 8 MiB task: those tasks take the plain read */
+    memset(buf, 0, n);
+    munmap(buf, n);
+    buf = fresh(n);
+    buf[(1u << 20) + 5] = 1;
+    buf[(9u << 20) + 5] = 1;
+    before = fresh_bytes();
+    read_check(fd, buf, 0, n, 99, "partly populated");
+    CHECK_EQ(fresh_bytes() - before, 0);
+    munmap(buf, n);
+}
+
+/* a private mapping of a file: userfaultfd's missing mode refuses it; the plain read serves */
+static void file_backed(int fd)
+{
+    size_t n = 10u << 20;
+    char path[256];
+    snprintf(path, sizeof path, "%s", th_make_file(n, 9));
+    int other = open(path, O_RDONLY);
+    unsigned char *buf = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, other, 0);
+    CHECK(buf != MAP_FAILED);
+    unsigned long long before = fresh_bytes();
+    read_check(fd, buf, 0, n, 0, "file-backed destination");
+    CHECK_EQ(fresh_bytes() - before, 0);
+    munmap(buf, n);
+    close(other);
+    unlink(path);
+}
+
+struct toucher { unsigned char *buf; size_t n; atomic_int stop; unsigned long sum; };
+
+/* reads memory another thread is filling: a race by design, so not instrumented by TSan */
+__attribute__((no_sanitize_thread)) static void *touch(void *arg)
+{
+    struct toucher *t = arg;
+    while (!atomic_load(&t->stop))
+        for (size_t i = 0; i < t->n; i += 4096) t->sum += ((volatile unsigned char *)t->buf)[i];
+    return NULL;
+}
+
+/* another thread reading the destination while it fills: it waits for the pages (never
+ * for good), and what lands is still the file's bytes */
+static void concurrent_reader(int fd)
+{
+    size_t n = 32u << 20;
+    struct toucher t = {fresh(n), n, 0, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, touch, &t);
+    alarm(120); /* a hang fails the test instead of the CI run */
+    read_check(fd, t.buf, 0, n, 4096, "read while another thread reads it");
+    atomic_store(&t.stop, 1);
+    pthread_join(th, NULL);
+    alarm(0);
+    munmap(t.buf, n);
+}
+
+static int uffd_usable(void)
+{
+#ifdef SYS_userfaultfd
+    int u = (int)syscall(SYS_userfaultfd, O_CLOEXEC | 1 /* UFFD_USER_MODE_ONLY */);
+    if (u < 0) return 0;
+    close(u);
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int main(void)
+{
+    const char *env = getenv("PHX_FRESH_FILL");
+    int on = !(env && !strcmp(env, "0"));
+    fsize = (40u << 20) + 4099;
+    char path[256];
+    snprintf(path, sizeof path, "%s", th_make_file(fsize, 3));
+    ref = malloc(fsize);
+    th_fill(ref, fsize, 3, 0);
+    int rfd = open(path, O_RDONLY);
+    if (rfd < 0) { perror(path); return 2; }
+    expect_path = on && uffd_usable();
+    if (on && !expect_path) printf("userfaultfd refused here: checking the plain path only\n");
+
+    /* an unprivileged user (the library not yet started in this process when forked) */
+    pid_t child = geteuid() == 0 ? fork() : -1;
+    if (child == 0) {
+        if (setgid(65534) || setuid(65534)) { perror("setuid"); _exit(2); }
+        expect_path = on && uffd_usable();
+        CHECK_EQ(phxfs_open(0), 0);
+        basic(rfd, "unprivileged");
+        _exit(th_failures ? 1 : 0);
+    }
+    if (child > 0) {
+        int st = 0;
+        waitpid(child, &st, 0);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+
+    CHECK_EQ(phxfs_open(0), 0);
+    char v[8];
+    CHECK(phxfs_get_config("fresh_fill", v, sizeof v) > 0);
+    CHECK_EQ(atoi(v), on);
+    basic(rfd, "basic");
+    past_end(rfd);
+    populated(rfd);
+    file_backed(rfd);
+    concurrent_reader(rfd);
+    /* the same through a batch of many requests, some adjacent, odd boundaries */
+    size_t n = 30u << 20;
+    unsigned char *buf = fresh(n);
+    phxfs_io_req_t reqs[5];
+    size_t cuts[6] = {0, 3u << 20, (3u << 20) + 1, (11u << 20) + 17, (20u << 20) + 4096, n};
+    for (int i = 0; i < 5; i++)
+        reqs[i] = (phxfs_io_req_t){rfd, -1, buf, (off_t)cuts[i], cuts[i + 1] - cuts[i], (off_t)(cuts[i] + 1000), 0};
+    CHECK_EQ(phxfs_read_batch(reqs, 5), 0);
+    for (int i = 0; i < 5; i++) CHECK_EQ(reqs[i].result, cuts[i + 1] - cuts[i]);
+    CHECK(!memcmp(buf, ref + 1000, n));
+    munmap(buf, n);
+
+    phxfs_close(0);
+    close(rfd);
+    unlink(path);
+    free(ref);
+    return th_finish("test_fresh_fill");
+}
