@@ -11,6 +11,14 @@
  * The pages are ordinary anonymous memory afterwards: unlike a private mapping of the file,
  * nothing ties them to the file, so a later truncation of the file cannot take them away.
  *
+ * Which way is faster depends on the machine, so in the default mode (fresh_fill=1) each worker
+ * measures: its first eligible read goes the plain way, its second through UFFDIO_COPY, timed,
+ * and it keeps the faster, unless UFFDIO_COPY is not clearly faster (1.25x), since it leaves
+ * 4 KiB pages where the plain read into memory advised for huge pages leaves 2 MiB ones. It
+ * measures again every REPROBE eligible reads. On the build machine UFFDIO_COPY won by 4-5x
+ * (one-shot `phoenix load --host --copy`); on the H200 host, where fresh pages fault in
+ * quickly, the plain read won by 5-15 % (docs/benchmarks.md). fresh_fill=2 always copies.
+ *
  * Only an interior whose pages are all missing is filled this way, and only while it is
  * registered with this worker's userfaultfd. The descriptor handles user-mode faults only, so
  * a kernel access to a missing page fails with EFAULT instead of waiting for a handler; a user
@@ -26,6 +34,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef UFFD_USER_MODE_ONLY
@@ -37,6 +46,16 @@
 #define STAGE_BYTES (1u << 20)
 /* below this the registration's cost (two VMA splits under the mmap lock) is not repaid */
 #define MIN_INTERIOR (1u << 20)
+/* a fresh sample of both ways every 256 eligible reads (2 GiB a worker in 8 MiB tasks): the
+ * slower sample costs at most a few percent, and the choice follows the machine's state */
+#define REPROBE 256
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
 
 _Atomic uint64_t phx_fresh_bytes;
 
@@ -96,6 +115,17 @@ static void unregister(phx_fresh_t *f, uintptr_t a, size_t len)
     f->state = -1;
 }
 
+static ssize_t uffd_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, uintptr_t a, uintptr_t b);
+
+/* keeps the faster way once both have a sample */
+static void decide(phx_fresh_t *f)
+{
+    if (f->ns_plain <= 0 || f->ns_uffd <= 0) return;
+    f->choice = f->ns_uffd * 1.25 < f->ns_plain ? 1 : 2;
+    f->ns_plain = f->ns_uffd = 0;
+    f->since = 0;
+}
+
 int phx_fresh_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, ssize_t *result)
 {
     if (!f->enabled || len < MIN_INTERIOR || !open_uffd(f)) return 0;
@@ -103,8 +133,36 @@ int phx_fresh_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, ssi
     uintptr_t a = ((uintptr_t)dst + page - 1) & ~(uintptr_t)(page - 1);
     uintptr_t b = ((uintptr_t)dst + len) & ~(uintptr_t)(page - 1);
     if (b <= a || b - a < MIN_INTERIOR || !all_missing(a, b - a, page)) return 0;
+    if (f->enabled == 2) {
+        *result = uffd_read(f, fd, dst, len, off, a, b);
+        return 1;
+    }
+    int sampling = f->choice == 0 || f->since >= REPROBE;
+    if (!sampling) {
+        f->since++;
+        if (f->choice == 2) return 0;
+        *result = uffd_read(f, fd, dst, len, off, a, b);
+        return 1;
+    }
+    double t0 = now_ns();
+    if (f->ns_plain <= 0) {
+        *result = phx_rw_full(fd, 0, dst, len, off);
+        if (*result > 0) f->ns_plain = (now_ns() - t0) / (double)*result;
+    } else {
+        *result = uffd_read(f, fd, dst, len, off, a, b);
+        if (*result > 0) f->ns_uffd = (now_ns() - t0) / (double)*result;
+    }
+    decide(f);
+    return 1;
+}
+
+/* the read through UFFDIO_COPY, for dst's interior [a, b) whose pages are all missing */
+static ssize_t uffd_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, uintptr_t a, uintptr_t b)
+{
+    size_t page = f->page;
     struct uffdio_register reg = {.range = {a, b - a}, .mode = UFFDIO_REGISTER_MODE_MISSING};
-    if (ioctl(f->uffd, UFFDIO_REGISTER, &reg)) return 0; /* not anonymous memory, or already registered */
+    if (ioctl(f->uffd, UFFDIO_REGISTER, &reg)) /* not anonymous memory, or already registered */
+        return phx_rw_full(fd, 0, dst, len, off);
 
     size_t done = 0, head = a - (uintptr_t)dst; /* done: bytes of dst in place, from its start */
     int registered = 1, eof = 0;
@@ -143,15 +201,10 @@ int phx_fresh_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, ssi
     }
     if (registered) unregister(f, a, b - a);
     atomic_fetch_add_explicit(&phx_fresh_bytes, copied, memory_order_relaxed);
-    if (err) {
-        *result = err;
-    } else if (eof || done == len) {
-        *result = (ssize_t)done;
-    } else {
-        ssize_t t = phx_rw_full(fd, 0, dst + done, len - done, off + (off_t)done);
-        *result = t < 0 ? t : (ssize_t)(done + (size_t)t);
-    }
-    return 1;
+    if (err) return err;
+    if (eof || done == len) return (ssize_t)done;
+    ssize_t t = phx_rw_full(fd, 0, dst + done, len - done, off + (off_t)done);
+    return t < 0 ? t : (ssize_t)(done + (size_t)t);
 }
 
 void phx_fresh_free(phx_fresh_t *f)

@@ -3,8 +3,9 @@
 # .gpu/phoenix-cli.jar, .gpu/uring): issue 13's host copies on a second machine, same run:
 #   1  the fresh_order probe (pread into fresh pages against UFFDIO_COPY, and a read of every
 #      page after), alternating
-#   2  `phoenix load --host --copy` in a fresh JVM per load, PHX_FRESH_FILL=1 and 0
-#      alternating with `dd bs=16M` on the same warm file, 5 rounds
+#   2  `phoenix load --host --copy` in a fresh JVM per load, PHX_FRESH_FILL=1 (measured, the
+#      default), 2 (always UFFDIO_COPY) and 0 (off) alternating with `dd bs=16M` on the same
+#      warm file, 5 rounds
 #   3  `phoenix load-bench --host` with PHX_FRESH_FILL=1 and 0
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,7 +21,7 @@ cat "$f" > /dev/null
 nproc; uname -r; cat /sys/kernel/mm/transparent_hugepage/enabled
 gcc -O2 -o build/gpu/fresh_order phoenix-native/tests/probe/fresh_order.c -lpthread && timeout 120 build/gpu/fresh_order "$f" 0
 for r in 1 2 3 4 5; do
-  for ff in 1 0; do
+  for ff in 1 2 0; do
     PHX_FRESH_FILL=$ff timeout 60 ./phoenix load "$f" --host --copy --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print('round $r fresh_fill=$ff load --host --copy', d['gb_per_s'], 'GB/s, read', round(d['read_seconds'], 3), 's')"
   done
   dd if="$f" of=/dev/null bs=16M 2>&1 | tail -1
