@@ -83,14 +83,21 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
 /* Configuration: the same keys as the PHX_* environment variables without the
  * prefix, lower case ("mode", "engine", "workers", "slot_mb", "slot_kb",
  * "slots", "pinned_mb", "connector", "fake_devices", "chunk_mb",
- * "max_io_bytes", "queue_depth", "inline_kb"). Keys are parsed into a parameter
- * set that is frozen when the library starts its worker pool (the first
- * phxfs_open or phxfs_init): "engine", "workers", "slot_*", "slots",
- * "pinned_mb", "chunk_mb", "queue_depth", "inline_kb", "connector" and
- * "fake_devices" return -EBUSY after that; "mode" applies to devices opened
- * afterwards; "max_io_bytes" (per-syscall cap, a test hook) at once. */
+ * "max_io_bytes", "queue_depth", "inline_kb", "fresh_fill"). Keys are parsed
+ * into a parameter set that is frozen when the library starts its worker pool
+ * (the first phxfs_open or phxfs_init): "engine", "workers", "slot_*", "slots",
+ * "pinned_mb", "chunk_mb", "queue_depth", "inline_kb", "connector",
+ * "fake_devices" and "fresh_fill" return -EBUSY after that; "mode" applies to
+ * devices opened afterwards; "max_io_bytes" (per-syscall cap, a test hook) at once.
+ * "fresh_fill" (0 by default, 1 on): the workers place host reads into pages that
+ * do not exist yet (fresh anonymous memory) with userfaultfd's UFFDIO_COPY instead
+ * of letting the kernel zero-fill each page first; faster where fresh pages fault
+ * in slowly (some VMs), slower elsewhere, and it leaves 4 KiB pages; falls back to
+ * the plain read wherever userfaultfd is refused. */
 int phxfs_set_config(const char *key, const char *value);
-/* Writes the effective value into buf (NUL-terminated); returns its length. */
+/* Writes the effective value into buf (NUL-terminated); returns its length.
+ * Besides the keys above, "fresh_fill_bytes" (read-only): bytes placed by
+ * UFFDIO_COPY since the library started. */
 int phxfs_get_config(const char *key, char *buf, size_t len);
 
 /* Registration (upstream semantics): an exact duplicate increments a refcount;

@@ -87,8 +87,7 @@ static int set_locked(const char *key, const char *value)
         if (parse_size(value, 1, PHX_MAX_DEVICES, &x)) return phx_fail(EINVAL, "fake_devices '%s': expected 1..64", value);
         phx_cfg.fake_devices = (int)x;
     } else if (!strcmp(key, "fresh_fill")) {
-        if (parse_size(value, 0, 2, &x))
-            return phx_fail(EINVAL, "fresh_fill '%s': expected 0 (off), 1 (measured per worker) or 2 (always)", value);
+        if (parse_size(value, 0, 1, &x)) return phx_fail(EINVAL, "fresh_fill '%s': expected 0 or 1", value);
         phx_cfg.fresh_fill = (int)x;
     } else if (!strcmp(key, "max_io_bytes")) {
         if (parse_size(value, 1, (long long)1 << 30, &x)) return phx_fail(EINVAL, "max_io_bytes '%s': expected 1..1073741824", value);
@@ -131,9 +130,8 @@ static void load_env(void)
          * and is also where small host batches stop running inline (batch.c). */
         phx_cfg.inline_bytes = 256u << 10;
         phx_cfg.fake_devices = 1;
-        /* each worker measures whether UFFDIO_COPY beats the plain read into fresh pages
-         * (fresh_fill.c); off by itself where userfaultfd is refused */
-        phx_cfg.fresh_fill = 1;
+        /* opt-in: faster only where fresh pages fault in slowly (fresh_fill.c) */
+        phx_cfg.fresh_fill = 0;
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
             char env[32] = "PHX_";
             for (size_t j = 0; keys[i][j] && j + 5 < sizeof env; j++) env[4 + j] = (char)toupper((unsigned char)keys[i][j]);

@@ -11,16 +11,13 @@
  * The pages are ordinary anonymous memory afterwards: unlike a private mapping of the file,
  * nothing ties them to the file, so a later truncation of the file cannot take them away.
  *
- * Which way is faster depends on the machine and on the state of its free memory. On the H200
- * host, where fresh pages fault in quickly, the plain read was 5-15 % faster (it also leaves
- * 2 MiB pages in memory advised for huge pages, where UFFDIO_COPY leaves 4 KiB ones); on the
- * build machine the plain read ran at 0.2-0.3 GB/s a thread into memory the VM had not used
- * lately, and at several GB/s into memory freed moments before. So by default (fresh_fill=1) a
- * worker reads the plain way and times the first 1 MiB of each read into missing pages; if that
- * was slower than SLOW_NS_PER_BYTE, the rest of the read and the next `streak` such reads go
- * through UFFDIO_COPY (16, doubling each time the plain read is slow again, up to 4096) before
- * the plain read is tried again.
- * fresh_fill=2 always copies (tests, and machines known to be slow); 0 never.
+ * Which way is faster depends on the machine, so the path is opt-in (fresh_fill=1, PHX_FRESH_FILL):
+ * on the build machine one-shot `phoenix load --host --copy` ran 5-7x faster with it; on the
+ * H200 host, where fresh pages fault in quickly, 8-15 % slower, and it leaves 4 KiB pages where
+ * the plain read into memory advised for huge pages leaves 2 MiB ones. A per-worker choice by
+ * timing the first 1 MiB of each read was tried and dropped: on the H200 host it was slower
+ * than either way (a huge page's whole zeroing lands in the first 1 MiB it touches), on the
+ * build machine between the two (docs/benchmarks.md).
  *
  * Only an interior whose pages are all missing is filled this way, and only while it is
  * registered with this worker's userfaultfd. The descriptor handles user-mode faults only, so
@@ -37,7 +34,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef UFFD_USER_MODE_ONLY
@@ -49,19 +45,6 @@
 #define STAGE_BYTES (1u << 20)
 /* below this the registration's cost (two VMA splits under the mmap lock) is not repaid */
 #define MIN_INTERIOR (1u << 20)
-/* 2 ns a byte (0.5 GB/s a thread): the plain read ran 4-5 ns a byte into cold fresh memory on
- * the build machine and about 0.5 on the H200 host with every worker busy; the line sits
- * well clear of both */
-#define SLOW_NS_PER_BYTE 1.0
-#define MAX_STREAK 4096u
-
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 _Atomic uint64_t phx_fresh_bytes;
 
 static int open_uffd(phx_fresh_t *f)
@@ -129,31 +112,7 @@ int phx_fresh_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, ssi
     uintptr_t a = ((uintptr_t)dst + page - 1) & ~(uintptr_t)(page - 1);
     uintptr_t b = ((uintptr_t)dst + len) & ~(uintptr_t)(page - 1);
     if (b <= a || b - a < MIN_INTERIOR || !all_missing(a, b - a, page)) return 0;
-    if (f->enabled == 2 || f->uffd_left) {
-        if (f->uffd_left) f->uffd_left--;
-        *result = uffd_read(f, fd, dst, len, off, a, b);
-        return 1;
-    }
-    /* the plain read of the head and the interior's first 1 MiB, timed: if it was slow, the
-     * rest of the interior, whose pages are still missing, goes through UFFDIO_COPY at once */
-    size_t first = (a - (uintptr_t)dst) + MIN_INTERIOR;
-    double t0 = now_ns();
-    ssize_t r = phx_rw_full(fd, 0, dst, first, off);
-    if (r < (ssize_t)first) {
-        *result = r;
-        return 1;
-    }
-    ssize_t rest;
-    if ((now_ns() - t0) / (double)first > SLOW_NS_PER_BYTE) {
-        f->streak = f->streak ? (f->streak * 2 < MAX_STREAK ? f->streak * 2 : MAX_STREAK) : 16;
-        f->uffd_left = f->streak;
-        rest = b - a > MIN_INTERIOR ? uffd_read(f, fd, dst + first, len - first, off + (off_t)first, a + MIN_INTERIOR, b)
-                                    : phx_rw_full(fd, 0, dst + first, len - first, off + (off_t)first);
-    } else {
-        f->streak = 0;
-        rest = phx_rw_full(fd, 0, dst + first, len - first, off + (off_t)first);
-    }
-    *result = rest < 0 ? rest : (ssize_t)first + rest;
+    *result = uffd_read(f, fd, dst, len, off, a, b);
     return 1;
 }
 

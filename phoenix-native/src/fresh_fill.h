@@ -8,13 +8,11 @@
 #include <sys/types.h>
 
 typedef struct {
-    int enabled; /* the fresh_fill setting, frozen at pool start: 0 off, 1 when slow, 2 always */
+    int enabled; /* the fresh_fill setting, frozen at pool start */
     int state;   /* 0: userfaultfd not opened yet, 1: open, -1: unavailable here */
     int uffd;
     size_t page;
     char *stage; /* a small buffer the file is read into, still in the CPU cache when copied */
-    unsigned uffd_left; /* fresh_fill=1: eligible reads to place by UFFDIO_COPY before the plain read is tried again */
-    unsigned streak;    /* the next such run: doubles each time the plain read is slow again */
 } phx_fresh_t;
 
 /* Bytes placed by UFFDIO_COPY since the library started (phxfs_get_config("fresh_fill_bytes")). */
