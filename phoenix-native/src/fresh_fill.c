@@ -47,25 +47,30 @@
 #define MIN_INTERIOR (1u << 20)
 _Atomic uint64_t phx_fresh_bytes;
 
+static atomic_int refused_warned;
+
 static int open_uffd(phx_fresh_t *f)
 {
     if (f->state) return f->state > 0;
     f->state = -1;
-#ifdef SYS_userfaultfd
     long page = sysconf(_SC_PAGESIZE);
+#ifdef SYS_userfaultfd
     /* user-mode faults only: allowed to unprivileged users (vm.unprivileged_userfaultfd=0 does
      * not refuse it since Linux 5.11), and a kernel fault never blocks on us */
     int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+#else
+    int fd = -1;
+    errno = ENOSYS;
+#endif
     if (fd < 0 || page <= 0) {
+        int e = errno;
         if (fd >= 0) close(fd);
+        phx_warn_once(&refused_warned, "fresh_fill: userfaultfd refused (%s%s); host reads use the plain read",
+                      strerror(e), e == EINVAL ? ", Linux < 5.11" : e == EPERM || e == ENOSYS ? ", seccomp?" : "");
         return 0;
     }
     struct uffdio_api api = {.api = UFFD_API, .features = 0};
-    if (ioctl(fd, UFFDIO_API, &api) || !(api.ioctls & (1ull << _UFFDIO_REGISTER))) {
-        close(fd);
-        return 0;
-    }
-    f->stage = aligned_alloc((size_t)page, STAGE_BYTES);
+    f->stage = ioctl(fd, UFFDIO_API, &api) ? NULL : aligned_alloc((size_t)page, STAGE_BYTES);
     if (!f->stage) {
         close(fd);
         return 0;
@@ -74,9 +79,6 @@ static int open_uffd(phx_fresh_t *f)
     f->page = (size_t)page;
     f->state = 1;
     return 1;
-#else
-    return 0;
-#endif
 }
 
 /* every page of [a, a + len) absent (page-aligned a and len) */
@@ -93,78 +95,92 @@ static int all_missing(uintptr_t a, size_t len, size_t page)
     return 1;
 }
 
-/* Never leaves a range registered that nobody serves: if unregistering fails, closing the
- * descriptor drops every registration, and this worker stops using the path. */
-static void unregister(phx_fresh_t *f, uintptr_t a, size_t len)
+/* Ends the registration of [a, a + len). Should that ever fail, the pages from `from` on that
+ * are still missing get the zero page, so that no fault can wait for a server, and the
+ * descriptor is closed (a forked child may still hold it, so the close alone might not end
+ * the registration); this worker then stops using the path. */
+static void unregister(phx_fresh_t *f, uintptr_t a, size_t len, uintptr_t from)
 {
     struct uffdio_range r = {a, len};
     if (!ioctl(f->uffd, UFFDIO_UNREGISTER, &r)) return;
+    for (uintptr_t p = from & ~(uintptr_t)(f->page - 1); p < a + len; p += f->page) {
+        struct uffdio_zeropage z = {.range = {p, f->page}, .mode = 0};
+        ioctl(f->uffd, UFFDIO_ZEROPAGE, &z); /* EEXIST for a page already there */
+    }
     close(f->uffd);
     f->state = -1;
 }
-
-static ssize_t uffd_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, uintptr_t a, uintptr_t b);
 
 int phx_fresh_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, ssize_t *result)
 {
     if (!f->enabled || len < MIN_INTERIOR || !open_uffd(f)) return 0;
     size_t page = f->page;
-    uintptr_t a = ((uintptr_t)dst + page - 1) & ~(uintptr_t)(page - 1);
+    /* the interior starts one whole page in: that page goes with the head, below */
+    uintptr_t a = (((uintptr_t)dst + page - 1) & ~(uintptr_t)(page - 1)) + page;
     uintptr_t b = ((uintptr_t)dst + len) & ~(uintptr_t)(page - 1);
-    if (b <= a || b - a < MIN_INTERIOR || !all_missing(a, b - a, page)) return 0;
-    *result = uffd_read(f, fd, dst, len, off, a, b);
-    return 1;
-}
-
-/* the read through UFFDIO_COPY, for dst's interior [a, b) whose pages are all missing */
-static ssize_t uffd_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, uintptr_t a, uintptr_t b)
-{
-    size_t page = f->page;
+    if (b <= a || b - a < MIN_INTERIOR || !all_missing(a - page, b - (a - page), page)) return 0;
+    /* The head through the first whole page by plain pread, before anything is registered:
+     * it fails with EFAULT where the memory is not writable (UFFDIO_COPY would fill even
+     * read-only pages), and its fault gives the mapping the anon_vma that the pieces split
+     * off by the registration then share, so that they merge again at the unregister. */
+    size_t head = a - (uintptr_t)dst;
+    ssize_t r = phx_rw_full(fd, 0, dst, head, off);
+    if (r < (ssize_t)head) {
+        *result = r; /* an error, or the end of the file */
+        return 1;
+    }
     struct uffdio_register reg = {.range = {a, b - a}, .mode = UFFDIO_REGISTER_MODE_MISSING};
-    if (ioctl(f->uffd, UFFDIO_REGISTER, &reg)) /* not anonymous memory, or already registered */
-        return phx_rw_full(fd, 0, dst, len, off);
-
-    size_t done = 0, head = a - (uintptr_t)dst; /* done: bytes of dst in place, from its start */
-    int registered = 1, eof = 0;
-    ssize_t err = 0;
-    ssize_t r = head ? phx_rw_full(fd, 0, dst, head, off) : 0;
-    if (r < 0) err = r;
-    else if ((size_t)r < head) done = (size_t)r, eof = 1;
-    else done = head;
+    if (ioctl(f->uffd, UFFDIO_REGISTER, &reg)) return 0; /* not anonymous or shmem memory: the engine reads it */
+    if (!(reg.ioctls & (1ull << _UFFDIO_COPY))) {
+        unregister(f, a, b - a, a);
+        return 0;
+    }
+    size_t done = head; /* bytes of dst in place, from its start */
     uint64_t copied = 0;
-    while (!err && !eof && (uintptr_t)dst + done < b) {
+    ssize_t err = 0;
+    int eof = 0, registered = 1;
+    while ((uintptr_t)dst + done < b) {
         size_t want = b - ((uintptr_t)dst + done); /* a whole number of pages, as STAGE_BYTES is */
         if (want > STAGE_BYTES) want = STAGE_BYTES;
         r = phx_rw_full(fd, 0, f->stage, want, off + (off_t)done);
         if (r <= 0) {
-            err = r < 0 ? r : 0;
+            err = r; /* 0: the end of the file */
             eof = 1;
             break;
         }
         size_t got = (size_t)r, span = (got + page - 1) & ~(page - 1);
         memset(f->stage + got, 0, span - got); /* past end of file: what a fresh page holds */
         struct uffdio_copy c = {.dst = (uintptr_t)dst + done, .src = (uintptr_t)f->stage, .len = span, .mode = 0};
-        size_t placed = got;
         if (ioctl(f->uffd, UFFDIO_COPY, &c)) {
-            /* a page appeared meanwhile (EEXIST) or the mappings are changing (EAGAIN): let
-             * ordinary faults place the rest of this piece, and the plain read the remainder */
-            placed = c.copy > 0 ? (size_t)c.copy : 0;
+            /* a page appeared meanwhile (EEXIST), a partial copy (EAGAIN), a piece that
+             * crosses into another mapping (ENOENT), a full tmpfs (ENOSPC): keep what was
+             * placed, and the plain read does the rest, reporting what the plain read reports */
+            size_t placed = c.copy > 0 ? (size_t)c.copy : 0;
             if (placed > got) placed = got;
-            unregister(f, a, b - a);
+            copied += placed;
+            done += placed;
+            unregister(f, a, b - a, (uintptr_t)dst + done);
             registered = 0;
-            memcpy(dst + done + placed, f->stage + placed, got - placed);
+            break;
         }
-        copied += placed;
+        copied += got;
         done += got;
-        if (got < want) eof = 1;
-        if (!registered) break;
+        if (got < want) {
+            eof = 1;
+            break;
+        }
     }
-    if (registered) unregister(f, a, b - a);
+    if (registered) unregister(f, a, b - a, (uintptr_t)dst + done);
     atomic_fetch_add_explicit(&phx_fresh_bytes, copied, memory_order_relaxed);
-    if (err) return err;
-    if (eof || done == len) return (ssize_t)done;
-    ssize_t t = phx_rw_full(fd, 0, dst + done, len - done, off + (off_t)done);
-    return t < 0 ? t : (ssize_t)(done + (size_t)t);
+    if (err) {
+        *result = err;
+    } else if (eof || done == len) {
+        *result = (ssize_t)done;
+    } else {
+        ssize_t t = phx_rw_full(fd, 0, dst + done, len - done, off + (off_t)done);
+        *result = t < 0 ? t : (ssize_t)(done + (size_t)t);
+    }
+    return 1;
 }
 
 void phx_fresh_free(phx_fresh_t *f)
