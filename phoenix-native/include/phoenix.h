@@ -93,7 +93,7 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
  * do not exist yet (fresh anonymous memory) with userfaultfd's UFFDIO_COPY instead
  * of letting the kernel zero-fill each page first; faster where fresh pages fault
  * in slowly (some VMs), slower elsewhere, and it leaves 4 KiB pages; falls back to
- * the plain read wherever userfaultfd is refused. While such a read is in flight,
+ * the plain read wherever userfaultfd is refused or the kernel is older than 6.11. While such a read is in flight,
  * other threads touching its destination wait for it, and kernel accesses to it
  * from other threads (pinning, mlock, O_DIRECT I/O) fail with EFAULT. */
 int phxfs_set_config(const char *key, const char *value);

@@ -40,6 +40,17 @@
 #define UFFD_USER_MODE_ONLY 1
 #endif
 
+/* PROCMAP_QUERY (Linux 6.11, <linux/fs.h>), for headers older than that */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+    uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+    uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+    uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_WRITABLE 0x02
+#endif
+
 /* 1 MiB pieces beat 256 KiB and 64 KiB in the probe (8.0-8.7 against 7.6-7.9 and 6.5-6.7
  * GB/s): fewer ioctls, and still cache-resident between the read and the copy */
 #define STAGE_BYTES (1u << 20)
@@ -53,6 +64,7 @@ static int open_uffd(phx_fresh_t *f)
 {
     if (f->state) return f->state > 0;
     f->state = -1;
+    f->maps = -1;
     long page = sysconf(_SC_PAGESIZE);
 #ifdef SYS_userfaultfd
     /* user-mode faults only: allowed to unprivileged users (vm.unprivileged_userfaultfd=0 does
@@ -72,6 +84,15 @@ static int open_uffd(phx_fresh_t *f)
     struct uffdio_api api = {.api = UFFD_API, .features = 0};
     f->stage = ioctl(fd, UFFDIO_API, &api) ? NULL : aligned_alloc((size_t)page, STAGE_BYTES);
     if (!f->stage) {
+        close(fd);
+        return 0;
+    }
+    /* the mapping's protection and extent, asked per read: UFFDIO_COPY fills even read-only
+     * pages, where the plain read fails with EFAULT */
+    f->maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (f->maps < 0) {
+        free(f->stage);
+        f->stage = NULL;
         close(fd);
         return 0;
     }
@@ -115,14 +136,16 @@ int phx_fresh_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, ssi
 {
     if (!f->enabled || len < MIN_INTERIOR || !open_uffd(f)) return 0;
     size_t page = f->page;
-    /* the interior starts one whole page in: that page goes with the head, below */
-    uintptr_t a = (((uintptr_t)dst + page - 1) & ~(uintptr_t)(page - 1)) + page;
+    uintptr_t a = ((uintptr_t)dst + page - 1) & ~(uintptr_t)(page - 1);
     uintptr_t b = ((uintptr_t)dst + len) & ~(uintptr_t)(page - 1);
-    if (b <= a || b - a < MIN_INTERIOR || !all_missing(a - page, b - (a - page), page)) return 0;
-    /* The head through the first whole page by plain pread, before anything is registered:
-     * it fails with EFAULT where the memory is not writable (UFFDIO_COPY would fill even
-     * read-only pages), and its fault gives the mapping the anon_vma that the pieces split
-     * off by the registration then share, so that they merge again at the unregister. */
+    if (b <= a || b - a < MIN_INTERIOR) return 0;
+    /* one writable mapping: the interior ends where the mapping holding its start ends, and
+     * memory that is not writable is left to the plain read (and its EFAULT). Where the kernel
+     * cannot say (before Linux 6.11), the plain read does it all. */
+    struct procmap_query q = {.size = sizeof q, .query_addr = a};
+    if (ioctl(f->maps, PROCMAP_QUERY, &q) || !(q.vma_flags & PROCMAP_QUERY_VMA_WRITABLE)) return 0;
+    if (q.vma_end < b) b = (uintptr_t)q.vma_end;
+    if (b <= a || b - a < MIN_INTERIOR || !all_missing(a, b - a, page)) return 0;
     size_t head = a - (uintptr_t)dst;
     ssize_t r = phx_rw_full(fd, 0, dst, head, off);
     if (r < (ssize_t)head) {
@@ -186,6 +209,7 @@ int phx_fresh_read(phx_fresh_t *f, int fd, char *dst, size_t len, off_t off, ssi
 void phx_fresh_free(phx_fresh_t *f)
 {
     if (f->state > 0) close(f->uffd);
+    if (f->state != 0 && f->maps >= 0) close(f->maps);
     free(f->stage);
     memset(f, 0, sizeof *f);
 }

@@ -11,6 +11,7 @@ typedef struct {
     int enabled; /* the fresh_fill setting, frozen at pool start */
     int state;   /* 0: userfaultfd not opened yet, 1: open, -1: unavailable here */
     int uffd;
+    int maps;    /* /proc/self/maps, for PROCMAP_QUERY */
     size_t page;
     char *stage; /* a small buffer the file is read into, still in the CPU cache when copied */
 } phx_fresh_t;
