@@ -14,6 +14,8 @@ root=$PWD
 export PHX_JAVA_HOME="$root/.gpu/jre" PHX_LIBRARY_PATH="$root/build/gpu/libphoenix.so"
 timeout 180 bash scripts/gpu/build.sh > "$out/host-copy-build.txt" 2>&1 || { echo "build failed"; cat "$out/host-copy-build.txt"; exit 1; }
 mkdir -p samples/target && cp .gpu/phoenix-cli.jar samples/target/phoenix-cli.jar
+# the fresh-fill test on this kernel, path on and off (build/gpu is built with the C tests)
+(cd build/gpu && for v in "PHX_FRESH_FILL=1" "PHX_FRESH_FILL=0"; do env PHX_CONNECTOR=host $v timeout 120 ./test_fresh_fill; echo "test_fresh_fill $v: exit $?"; done) 2>&1 | tail -6
 d=/tmp/hcopy
 [ -f "$d/model.safetensors" ] || timeout 120 ./phoenix gen-model "$d" --size "${SIZE:-4g}" >/dev/null
 f=$d/model.safetensors
