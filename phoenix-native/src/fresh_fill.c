@@ -13,7 +13,7 @@
  *
  * Which way is faster depends on the machine, so the path is opt-in (fresh_fill=1, PHX_FRESH_FILL):
  * on the build machine one-shot `phoenix load --host --copy` ran 3-8x faster with it; on the
- * H200 host, where fresh pages fault in quickly, 8-15 % slower, and it leaves 4 KiB pages where
+ * H200 host, where fresh pages fault in quickly, 8-16 % slower, and it leaves 4 KiB pages where
  * the plain read into memory advised for huge pages leaves 2 MiB ones. A per-worker choice by
  * timing the first 1 MiB of each read was tried and dropped: on the H200 host it was slower
  * than either way (a huge page's whole zeroing lands in the first 1 MiB it touches), on the
