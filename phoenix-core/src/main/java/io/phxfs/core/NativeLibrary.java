@@ -54,15 +54,28 @@ final class NativeLibrary {
     private static final VarHandle CAPTURED_ERRNO =
             CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
 
-    static final Path LOADED_FROM;
+    /** Where libphoenix came from: a file, or the jar resource whose extracted copy is gone. */
+    static final String LOADED_FROM;
     private static final SymbolLookup PHOENIX;
     private static final SymbolLookup LIBC = LINKER.defaultLookup();
 
     private static final MethodHandle LAST_ERROR;
 
     static {
-        LOADED_FROM = locate();
-        PHOENIX = SymbolLookup.libraryLookup(LOADED_FROM, Arena.global());
+        String explicit = explicitPath();
+        if (explicit != null) {
+            Path p = Path.of(explicit).toAbsolutePath();
+            if (!Files.isRegularFile(p)) {
+                throw new UnsatisfiedLinkError("libphoenix not found at " + p + " (from "
+                        + LIBRARY_PATH_PROPERTY + " / " + LIBRARY_PATH_ENV + ")");
+            }
+            LOADED_FROM = p.toString();
+            PHOENIX = SymbolLookup.libraryLookup(p, Arena.global());
+        } else {
+            String[] from = new String[1];
+            PHOENIX = loadFromJar(from);
+            LOADED_FROM = from[0];
+        }
         LAST_ERROR = downcall("phxfs_last_error", FunctionDescriptor.of(C_STRING), CRITICAL);
     }
 
@@ -94,20 +107,12 @@ final class NativeLibrary {
                 + " (phoenix-core and libphoenix are out of step)");
     }
 
-    private static Path locate() {
+    private static String explicitPath() {
         String explicit = System.getProperty(LIBRARY_PATH_PROPERTY);
         if (explicit == null || explicit.isBlank()) {
             explicit = System.getenv(LIBRARY_PATH_ENV);
         }
-        if (explicit != null && !explicit.isBlank()) {
-            Path p = Path.of(explicit).toAbsolutePath();
-            if (!Files.isRegularFile(p)) {
-                throw new UnsatisfiedLinkError("libphoenix not found at " + p + " (from "
-                        + LIBRARY_PATH_PROPERTY + " / " + LIBRARY_PATH_ENV + ")");
-            }
-            return p;
-        }
-        return extract();
+        return explicit == null || explicit.isBlank() ? null : explicit;
     }
 
     /** The resource directory name for this machine, e.g. linux-x86_64. */
@@ -123,30 +128,53 @@ final class NativeLibrary {
         return osPart + "-" + archPart;
     }
 
-    private static Path extract() {
+    /**
+     * Copies the jar's libphoenix.so to a private directory, dlopens it and unlinks it at once:
+     * the mapping keeps the file alive, so nothing is left in the temporary directory however
+     * the JVM ends (SIGKILL included; deleteOnExit only ran on a normal exit, and every killed
+     * JVM used to leave a folder behind). {@code from[0]} receives the resource's URL.
+     */
+    private static SymbolLookup loadFromJar(String[] from) {
         String resource = "native/" + platform() + "/libphoenix.so";
         ClassLoader loader = NativeLibrary.class.getClassLoader();
-        try (InputStream in = loader == null ? ClassLoader.getSystemResourceAsStream(resource)
-                : loader.getResourceAsStream(resource)) {
-            if (in == null) {
-                throw new UnsatisfiedLinkError("no " + resource + " on the class path (is phoenix-native "
-                        + "built for " + platform() + "?); set " + LIBRARY_PATH_PROPERTY + " or "
-                        + LIBRARY_PATH_ENV + " to a libphoenix.so");
-            }
+        java.net.URL url = loader == null ? ClassLoader.getSystemResource(resource) : loader.getResource(resource);
+        if (url == null) {
+            throw new UnsatisfiedLinkError("no " + resource + " on the class path (is phoenix-native "
+                    + "built for " + platform() + "?); set " + LIBRARY_PATH_PROPERTY + " or "
+                    + LIBRARY_PATH_ENV + " to a libphoenix.so");
+        }
+        Path dir = null;
+        Path lib = null;
+        try (InputStream in = url.openStream()) {
             // A private directory rather than a predictable name: another user must not be able
             // to plant a library there between our write and the dlopen.
-            Path dir = Files.createTempDirectory("phoenix-native-");
-            Path lib = dir.resolve("libphoenix.so");
+            dir = Files.createTempDirectory("phoenix-native-");
+            lib = dir.resolve("libphoenix.so");
             Files.copy(in, lib, StandardCopyOption.REPLACE_EXISTING);
-            // Once dlopen has mapped it the file is no longer needed by name.
-            // deleteOnExit runs in reverse order of registration: the file before its directory
-            dir.toFile().deleteOnExit();
-            lib.toFile().deleteOnExit();
-            return lib;
+            SymbolLookup lookup = SymbolLookup.libraryLookup(lib, Arena.global());
+            from[0] = url.toString();
+            return lookup;
         } catch (IOException e) {
-            UnsatisfiedLinkError err = new UnsatisfiedLinkError("cannot extract " + resource + ": " + e);
+            UnsatisfiedLinkError err = new UnsatisfiedLinkError("cannot extract " + resource + " into "
+                    + (dir != null ? dir : System.getProperty("java.io.tmpdir")) + ": " + e);
             err.initCause(e);
             throw err;
+        } finally {
+            deleteQuietly(lib);
+            deleteQuietly(dir);
+        }
+    }
+
+    private static void deleteQuietly(Path p) {
+        if (p == null) {
+            return;
+        }
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException e) {
+            // nothing to report to: the library is loaded, or its load failure is being thrown;
+            // only deleteOnExit remains
+            p.toFile().deleteOnExit();
         }
     }
 

@@ -313,12 +313,14 @@ public final class Phoenix implements AutoCloseable {
     }
 
     /**
-     * The libphoenix file actually loaded (an extracted copy unless phx.library.path is set).
+     * Where the loaded libphoenix came from: the file named by phx.library.path /
+     * PHX_LIBRARY_PATH, or else the URL of the jar resource (a {@code jar:} URL) whose
+     * extracted copy was unlinked as soon as it was loaded.
      *
-     * @return the path of the loaded library
+     * @return the library's file path or resource URL
      */
     public String libraryPath() {
-        return NativeLibrary.LOADED_FROM.toString();
+        return NativeLibrary.LOADED_FROM;
     }
 
     @Override

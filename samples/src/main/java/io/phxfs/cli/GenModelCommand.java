@@ -94,6 +94,10 @@ final class GenModelCommand implements Callable<Integer> {
         }
         boolean created = !Files.exists(dir);
         Files.createDirectories(dir);
+        if (created) {
+            // Ctrl-C: a directory this run made goes with its files (TempFiles deletes it last)
+            TempFiles.track(dir, Thread.currentThread());
+        }
         List<Path> written = new ArrayList<>();
         PrintWriter out = spec.commandLine().getOut();
         List<List<SafetensorsWriter.Spec>> parts;
@@ -108,6 +112,9 @@ final class GenModelCommand implements Callable<Integer> {
                 String name = parts.size() == 1 ? ModelFiles.SINGLE_FILE
                         : String.format("model-%05d-of-%05d.safetensors", i + 1, parts.size());
                 written.add(dir.resolve(name));
+                // the writer's temporary first: deleted before its final name, neither survives
+                TempFiles.track(dir.resolve(name + ".tmp"), Thread.currentThread());
+                TempFiles.track(dir.resolve(name), Thread.currentThread());
                 long fileBytes = SafetensorsWriter.write(dir.resolve(name), Map.of("format", "pt"), parts.get(i),
                         (t, off, dst) -> fill(random, t, off, dst));
                 bytes += fileBytes;
@@ -120,13 +127,22 @@ final class GenModelCommand implements Callable<Integer> {
             }
             if (parts.size() > 1) {
                 written.add(dir.resolve(ModelFiles.INDEX_FILE));
+                TempFiles.track(dir.resolve(ModelFiles.INDEX_FILE), Thread.currentThread());
                 writeIndex(dir.resolve(ModelFiles.INDEX_FILE), total, weightMap);
             }
+            // finished: the model is the user's now
+            for (Path w : written) {
+                TempFiles.untrack(w);
+                TempFiles.untrack(w.resolveSibling(w.getFileName() + ".tmp"));
+            }
+            TempFiles.untrack(dir);
         } catch (IOException | RuntimeException e) {
             // a failed run (ENOSPC, say) leaves nothing of its own behind: neither its files nor
             // the directory it made
             for (Path w : written) {
                 Files.deleteIfExists(w);
+                TempFiles.untrack(w);
+                TempFiles.untrack(w.resolveSibling(w.getFileName() + ".tmp"));
             }
             if (created) {
                 try {
@@ -134,6 +150,7 @@ final class GenModelCommand implements Callable<Integer> {
                 } catch (IOException ignored) {
                     // not empty: something else is in it now, and it stays
                 }
+                TempFiles.untrack(dir);
             }
             throw e;
         }
@@ -154,11 +171,20 @@ final class GenModelCommand implements Callable<Integer> {
                 spec("lm_head.weight", vocab, hidden));
         long fixedBytes = SafetensorsWriter.dataBytes(fixed);
         long perLayer = SafetensorsWriter.dataBytes(layer(0, kvDim));
-        if (fixedBytes > target) {
-            throw new IllegalArgumentException("--size " + LoadCommand.human(target) + " is smaller than the embeddings"
-                    + " and LM head alone (" + LoadCommand.human(fixedBytes) + ")");
+        long n = fixedBytes > target ? 0 : (target - fixedBytes) / perLayer;
+        if (n == 0) {
+            // a model with no layer loads, but benchmarks nothing a user has: refuse it, and say
+            // what would work at these dimensions and which options change them
+            long smallest = roundUpToMiB(fixedBytes + perLayer);
+            String why = fixedBytes > target
+                    ? "is smaller than the embeddings and LM head alone (" + LoadCommand.human(fixedBytes) + ")"
+                    : "holds the embeddings and LM head (" + LoadCommand.human(fixedBytes) + ") but not one layer ("
+                            + LoadCommand.human(perLayer) + " each)";
+            throw new IllegalArgumentException("--size " + LoadCommand.human(target) + " " + why + " at --hidden " + hidden
+                    + " --intermediate " + intermediate + " --vocab " + vocab + (experts > 0 ? " --experts " + experts : "")
+                    + ": use --size " + Sizes.format(smallest) + " or more (one layer), or smaller dimensions, e.g. "
+                    + smallerDims(target));
         }
-        long n = (target - fixedBytes) / perLayer;
         List<SafetensorsWriter.Spec> all = new ArrayList<>();
         all.add(fixed.get(0));
         for (int i = 0; i < n; i++) {
@@ -167,6 +193,36 @@ final class GenModelCommand implements Callable<Integer> {
         all.add(fixed.get(1));
         all.add(fixed.get(2));
         return all;
+    }
+
+    private static long roundUpToMiB(long bytes) {
+        return (bytes + (1L << 20) - 1) >>> 20 << 20;
+    }
+
+    /** A command-line fragment with dimensions a quarter, a sixteenth, ... as large whose model has a layer at {@code target}. */
+    private String smallerDims(long target) {
+        GenModelCommand c = new GenModelCommand();
+        c.experts = experts;
+        c.expertIntermediate = expertIntermediate;
+        for (long div = 4; div <= 1 << 12; div *= 4) {
+            c.hidden = Math.max(64, hidden / div);
+            c.intermediate = Math.max(64, intermediate / div);
+            c.vocab = Math.max(256, vocab / div);
+            c.heads = Math.max(1, Math.min(heads, c.hidden / 64));
+            while (c.hidden % c.heads != 0) {
+                c.heads--;
+            }
+            c.kvHeads = 1;
+            long kvDim = c.hidden / c.heads;
+            long fixed = SafetensorsWriter.dataBytes(List.of(spec("e", c.vocab, c.hidden), spec("n", c.hidden),
+                    spec("h", c.vocab, c.hidden)));
+            long layer = SafetensorsWriter.dataBytes(c.layer(0, kvDim));
+            if (fixed + layer <= target) {
+                return "--hidden " + c.hidden + " --intermediate " + c.intermediate + " --vocab " + c.vocab + " --heads "
+                        + c.heads + " --kv-heads 1 (" + (target - fixed) / layer + " layers in " + LoadCommand.human(target) + ")";
+            }
+        }
+        return "--hidden 64 --intermediate 64 --vocab 256 --heads 1 --kv-heads 1";
     }
 
     private List<SafetensorsWriter.Spec> layer(int i, long kvDim) {

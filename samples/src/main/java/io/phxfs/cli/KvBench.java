@@ -65,17 +65,25 @@ final class KvBench {
         PrintWriter err = o.spec.commandLine().getErr();
         Progress progress = new Progress(err, o.quiet);
         Path base = o.dir != null ? o.dir : Path.of(System.getProperty("java.io.tmpdir"));
-        if (!Files.isDirectory(base)) {
-            throw new IllegalArgumentException("--dir " + base + ": " + (Files.exists(base) ? "not a directory"
-                    : "no such directory (create it first)"));
+        if (Files.exists(base) && !Files.isDirectory(base)) {
+            throw new IllegalArgumentException("--dir " + base + ": not a directory");
         }
         Phoenix phx = Phoenix.open();
         Device device = o.target.resolve(phx, true);
-        o.target.announce(err);
+        o.target.announce(err, o.quiet);
         long chunkBytes = layout.bytesPerChunk(CHUNK);
         long bytes = chunkBytes * o.chunks;
         int tokens = CHUNK * o.chunks;
-        Path work = Files.createTempDirectory(base, "phoenix-kv-bench-");
+        // as gen-model does: the directory named is made when missing (and kept, like its parents)
+        try {
+            Files.createDirectories(base);
+        } catch (IOException e) {
+            throw io.phxfs.core.FileOperationException.of("create --dir", base, e);
+        }
+        // Ctrl-C deletes the run's work directory (TempFiles' hook); --keep keeps its tier
+        Path work = TempFiles.track(Files.createTempDirectory(base, "phoenix-kv-bench-"), Thread.currentThread());
+        boolean keep = o.keep;
+        boolean kept = false;
         double storeGbps;
         double retrieveGbps;
         double rawWrite;
@@ -83,8 +91,8 @@ final class KvBench {
         double lookupUs;
         Map<String, Double> redisFigures = new java.util.LinkedHashMap<>();
         try (RegisteredBuffer buf = device == null ? phx.host().allocate(bytes) : device.allocate(bytes)) {
-            progress.step("%s: %d chunks of %s = %s in %s, %s", layout.describe(), o.chunks, Sizes.format(chunkBytes),
-                    Sizes.format(bytes), device == null ? "host memory" : device.toString(), work);
+            progress.step("%s: %d chunks of %s = %s in %s, %s", layout.describe(), o.chunks, LoadCommand.human(chunkBytes),
+                    LoadCommand.human(bytes), device == null ? "host memory" : device.toString(), work);
             fillRandom(phx, buf, 1);
             long want = checksum(phx, buf);
             KvCacheConfig cfg = KvCacheConfig.builder().localCpu(false).localDisk(work.resolve("tier"))
@@ -103,6 +111,9 @@ final class KvBench {
                 rawRead(buf, raw);
                 engine.store(warm, kv);
                 engine.retrieve(warm, kv);
+                for (byte[] h : new io.phxfs.kvcache.ChunkHasher(CHUNK, null).hashes(warm, warm.length / CHUNK)) {
+                    engine.tiers().forEach(t -> t.remove(engine.key(h))); // only the runs' chunks stay with --keep
+                }
                 for (int r = 0; r < o.repeat; r++) {
                     int[] prompt = randomTokens(tokens, 100 + r);
                     // the order alternates between runs, so that a drift of the disk or the machine
@@ -137,8 +148,10 @@ final class KvBench {
                     // untimed, like the raw file's deletion before its next write: the next run's
                     // store then writes into free space too, instead of paying for evictions
                     byte[][] hashes = new io.phxfs.kvcache.ChunkHasher(CHUNK, null).hashes(prompt, o.chunks);
-                    for (byte[] h : hashes) {
-                        engine.tiers().forEach(t -> t.remove(engine.key(h)));
+                    if (!(keep && r == o.repeat - 1)) {
+                        for (byte[] h : hashes) {
+                            engine.tiers().forEach(t -> t.remove(engine.key(h)));
+                        }
                     }
                     progress.step("run %d/%d: raw write %.2f GB/s, store %.2f GB/s, raw read %.2f GB/s, retrieve %.2f GB/s",
                             r + 1, o.repeat, rw[r], st[r], rr[r], rt[r]);
@@ -153,12 +166,24 @@ final class KvBench {
             if (o.redis != null) {
                 redis(layout, buf, phx, redisFigures, progress);
             }
+            if (keep) {
+                deleteTree(work.resolve("lookup"));
+                Files.deleteIfExists(work.resolve("raw.bin"));
+                kept = true;
+                TempFiles.untrack(work);
+                progress.step("kept the last run's %d chunks in %s (phoenix kv stats %s)", o.chunks, work.resolve("tier"),
+                        work.resolve("tier"));
+            }
         } finally {
-            deleteTree(work);
+            if (!kept) {
+                deleteTree(work);
+                TempFiles.untrack(work);
+            }
         }
         if (o.json) {
             PrintWriter out = o.spec.commandLine().getOut();
             JsonGenerator g = new JsonFactory().createGenerator(out);
+            g.useDefaultPrettyPrinter(); // as load, bench and load-bench print theirs
             g.writeStartObject();
             g.writeStringField("layout", o.layout);
             g.writeNumberField("chunks", o.chunks);
@@ -177,7 +202,7 @@ final class KvBench {
             out.flush();
         } else {
             PrintWriter out = o.spec.commandLine().getOut();
-            out.printf("layout %s, %d chunks, %s, target %s%n", o.layout, o.chunks, Sizes.format(bytes),
+            out.printf("layout %s, %d chunks, %s, target %s%n", o.layout, o.chunks, LoadCommand.human(bytes),
                     device == null ? "host memory" : device.toString());
             out.printf("store    %7.2f GB/s   raw write %7.2f GB/s   ratio %.2f%n", storeGbps, rawWrite, storeGbps / rawWrite);
             out.printf("retrieve %7.2f GB/s   raw read  %7.2f GB/s   ratio %.2f%n", retrieveGbps, rawRead, retrieveGbps / rawRead);
@@ -409,6 +434,22 @@ final class KvBench {
         return new io.phxfs.kvcache.ChunkHasher(CHUNK, null).hashes(prompt, chunk + 1)[chunk];
     }
 
+    private static List<Path> subdirectoriesWithChunks(Path dir) throws IOException {
+        List<Path> found = new ArrayList<>();
+        try (var subs = Files.list(dir)) {
+            for (Path sub : subs.filter(Files::isDirectory).sorted().toList()) {
+                try (var files = Files.list(sub)) {
+                    if (files.anyMatch(f -> f.getFileName().toString().endsWith(".kv"))) {
+                        found.add(sub);
+                    }
+                } catch (IOException ignored) {
+                    // unreadable: not ours to report
+                }
+            }
+        }
+        return found;
+    }
+
     private static void deleteTree(Path p) throws IOException {
         if (!Files.exists(p)) {
             return;
@@ -431,6 +472,7 @@ final class KvBench {
             PrintWriter out = o.spec.commandLine().getOut();
             if (o.json) {
                 JsonGenerator g = new JsonFactory().createGenerator(out);
+                g.useDefaultPrettyPrinter();
                 g.writeStartObject();
                 g.writeStringField("dir", o.dir.toString());
                 g.writeNumberField("chunks", s.entries());
@@ -448,11 +490,17 @@ final class KvBench {
                 out.println();
             } else {
                 out.printf("%s: %d chunks, %s; %d damaged, torn or foreign files; %d temporaries of interrupted stores"
-                        + " (index rebuilt in %.1f ms)%n", o.dir, s.entries(), Sizes.format(s.bytesUsed()), s.corrupt(),
+                        + " (index rebuilt in %.1f ms)%n", o.dir, s.entries(), LoadCommand.human(s.bytesUsed()), s.corrupt(),
                         d.removedTemporaries(), d.startupNanos() / 1e6);
                 List<String> lines = new ArrayList<>();
                 models.forEach((m, n) -> lines.add("  " + m + ": " + n + " chunks"));
                 lines.forEach(out::println);
+                if (s.entries() == 0) {
+                    // a kv bench folder (--keep) holds its tier in tier/: point there instead of a bare 0
+                    for (Path sub : subdirectoriesWithChunks(o.dir)) {
+                        out.printf("  no chunks directly in %s, but %s holds some: phoenix kv stats %s%n", o.dir, sub, sub);
+                    }
+                }
             }
             out.flush();
         }

@@ -20,8 +20,8 @@ import picocli.CommandLine.Spec;
 final class KvCommand {
     /** {@code phoenix kv bench}. */
     @Command(name = "bench", mixinStandardHelpOptions = true,
-            description = {"Store and retrieve throughput of the disk tier beside raw Phoenix file I/O of the same bytes,",
-                    "in the same run, and the time to look up a 128k-token prompt. Progress on stderr."})
+            description = {"Store and retrieve throughput of the disk tier against raw Phoenix file I/O of the same bytes.",
+                    "Both run in the same run, alternating; then the time to look up a 128k-token prompt. Progress on stderr."})
     static final class Bench implements Callable<Integer> {
         @Option(names = "--layout", defaultValue = "llama-3.1-8b",
                 description = "KV layout preset: llama-3.1-8b (32 MiB per 256-token chunk), llama-3.1-70b, qwen2.5-7b, "
@@ -31,9 +31,14 @@ final class KvCommand {
         @Option(names = "--chunks", defaultValue = "32", description = "Chunks of 256 tokens per run (default: ${DEFAULT-VALUE}).")
         int chunks;
 
-        @Option(names = "--dir", description = "An existing directory on the disk to measure (default: java.io.tmpdir); "
-                + "the run's files go into a subdirectory it removes afterwards.")
+        @Option(names = "--dir", description = "A directory on the disk to measure, created when missing (default:"
+                + " java.io.tmpdir). The run's files go into a subdirectory phoenix-kv-bench-N, removed afterwards and on"
+                + " Ctrl-C.")
         Path dir;
+
+        @Option(names = "--keep", description = "Keep the last run's chunks in DIR/phoenix-kv-bench-N/tier, for"
+                + " phoenix kv stats (the raw file and the lookup test's files are removed).")
+        boolean keep;
 
         @ArgGroup(exclusive = true)
         TargetOptions target = new TargetOptions();

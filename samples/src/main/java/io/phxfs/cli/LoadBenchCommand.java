@@ -53,7 +53,9 @@ import picocli.CommandLine.Spec;
         description = {"Compares loading safetensors weights with the WeightLoader against dd, a FileChannel loop and mmap"
                 + " loops, like with like (mappings with mappings, copies with copies); reports peak RSS.",
                 "PATH is what load accepts: a .safetensors file, a model directory or an index file.",
-                "Target: host memory unless --device N."})
+                "Target: device 0 unless --device N or --host (as load); host memory where there is no accelerator.",
+                "Peak RSS counts the file pages a mapping makes resident (the page cache, shared) as well as copies:"
+                        + " both are shown apart."})
 final class LoadBenchCommand implements Callable<Integer> {
     private static final int CHUNK = 16 << 20;
     private static final long MAP_WINDOW = 1L << 30;
@@ -125,7 +127,9 @@ final class LoadBenchCommand implements Callable<Integer> {
             err.flush();
         }
         Phoenix phx = Phoenix.open();
-        Device device = target.resolve(phx, true);
+        // the same default as load: device 0 where there is an accelerator, host memory where there is none
+        Device device = target.resolve(phx, false);
+        target.announce(err, quiet);
         String targetName = device == null ? "host memory" : "device " + device.id() + " (" + device.name() + ", mode "
                 + device.mode().name().toLowerCase(Locale.ROOT) + ")";
         progress.step("%s: %s in %d file%s, %d tensors; target %s", path, LoadCommand.human(size), files.size(),
@@ -137,9 +141,10 @@ final class LoadBenchCommand implements Callable<Integer> {
                 warm(h.file(), h.fileSize());
             }
         }
-        long hwmBefore = ProcStatus.peakRss();
         long hwmAfterLoad = -1;
         long rssAfterLoad = -1;
+        long anonAfterLoad = -1;
+        long fileAfterLoad = -1;
         boolean verified = false;
         boolean mapped = false;
         String into = device == null ? "fresh host memory" : "device " + device.id();
@@ -169,6 +174,11 @@ final class LoadBenchCommand implements Callable<Integer> {
             pooledLoader.load(model).close();
             pooledLoader.load(model).close();
         }
+        // after the pool is primed: it keeps a model's worth of memory for the pooled row, which
+        // is no part of the first load's growth (it was +435 MiB for a 214 MiB model, unexplained)
+        long hwmBefore = ProcStatus.peakRss();
+        long anonBefore = ProcStatus.rssAnon();
+        long fileBefore = ProcStatus.rssFile(); // the JVM's own jars and libraries
         WeightLoader loader = (device == null ? WeightLoader.builder().toHost() : WeightLoader.builder().toDevice(device))
                 .direct(direct).build();
         for (int r = 0; r < repeat; r++) {
@@ -180,6 +190,8 @@ final class LoadBenchCommand implements Callable<Integer> {
                 if (r == 0) {
                     hwmAfterLoad = ProcStatus.peakRss();
                     rssAfterLoad = ProcStatus.rss();
+                    anonAfterLoad = ProcStatus.rssAnon();
+                    fileAfterLoad = ProcStatus.rssFile();
                     verified = verify(m, files);
                     if (!verified) {
                         throw new IllegalStateException("data loaded by Phoenix differs from " + path);
@@ -239,7 +251,8 @@ final class LoadBenchCommand implements Callable<Integer> {
             }
         }
         Report report = new Report(targetName, size, files.size(), mapped, readers, hwmBefore, hwmAfterLoad, rssAfterLoad,
-                ProcStatus.peakRss(), bounce, verified, reliable);
+                ProcStatus.peakRss(), bounce, verified, reliable, anonAfterLoad - anonBefore, fileAfterLoad - fileBefore,
+                pool != null ? size : 0);
         if (json) {
             report.json(out);
         } else {
@@ -426,7 +439,7 @@ final class LoadBenchCommand implements Callable<Integer> {
 
     private record Report(String target, long size, int fileCount, boolean mapped, List<Reader> readers,
                           long hwmBefore, long hwmAfterLoad, long rssAfterLoad, long hwmEnd, long bounceBytes,
-                          boolean verified, boolean reliable) {
+                          boolean verified, boolean reliable, long anonGrowth, long fileGrowth, long poolBytes) {
         /** The rivals of {@code x}: readers of its kind that are not Phoenix's. */
         List<Reader> rivals(Reader x) {
             return readers.stream().filter(b -> b.kind() == x.kind() && !b.key().startsWith("phoenix")).toList();
@@ -485,6 +498,9 @@ final class LoadBenchCommand implements Callable<Integer> {
             g.writeNumberField("vmhwm_growth_during_load_bytes", hwmAfterLoad - hwmBefore);
             g.writeNumberField("vmhwm_end_bytes", hwmEnd);
             g.writeNumberField("bounce_slot_bytes", bounceBytes);
+            g.writeNumberField("rss_anon_growth_during_load_bytes", anonGrowth);
+            g.writeNumberField("rss_file_growth_during_load_bytes", fileGrowth);
+            g.writeNumberField("pool_bytes_before_load", poolBytes);
             g.writeEndObject();
             g.writeEndObject();
             g.flush();
@@ -499,6 +515,9 @@ final class LoadBenchCommand implements Callable<Integer> {
                 out.printf("UNRELIABLE: the model is under %s; fixed costs dominate, so the rates and ratios below mean"
                         + " little%n", Sizes.format(BenchCommand.MIN_RELIABLE_BYTES));
             }
+            // as wide as the longest label: a fixed width misaligned the pooled row
+            int width = readers.stream().mapToInt(x -> x.label().length()).max().orElse(0);
+            int keyWidth = readers.stream().mapToInt(x -> x.key().length()).max().orElse(0);
             for (Kind k : Kind.values()) {
                 List<Reader> rows = readers.stream().filter(x -> x.kind() == k).toList();
                 if (rows.isEmpty()) {
@@ -513,7 +532,8 @@ final class LoadBenchCommand implements Callable<Integer> {
                             ratios.append(String.format(Locale.ROOT, "  %.2fx %s", x.median() / b.median(), b.key()));
                         }
                     }
-                    out.printf(Locale.ROOT, "  %-14s %-64s %8.2f GB/s%s%n", x.key(), x.label(), x.median(), ratios);
+                    out.printf(Locale.ROOT, "  %-" + keyWidth + "s  %-" + width + "s %8.2f GB/s%s%n", x.key(), x.label(),
+                            x.median(), ratios);
                 }
             }
             out.printf(Locale.ROOT, "peak RSS (VmHWM): %s before, %s after the first load (+%s), %s at the end; RSS after load %s%s%n",
@@ -521,6 +541,12 @@ final class LoadBenchCommand implements Callable<Integer> {
                     LoadCommand.human(Math.max(0, hwmAfterLoad - hwmBefore)), LoadCommand.human(hwmEnd),
                     LoadCommand.human(rssAfterLoad),
                     bounceBytes > 0 ? "; bounce slots " + LoadCommand.human(bounceBytes) : "");
+            // what the growth is made of: RSS counts mapped page-cache pages, which cost no memory
+            // beyond the page cache the kernel keeps anyway
+            out.printf(Locale.ROOT, "  of the first load: %s of new anonymous memory (copies, heap); %s of file pages mapped"
+                            + " (the page cache, shared: no extra memory)%s%n",
+                    LoadCommand.human(Math.max(0, anonGrowth)), LoadCommand.human(Math.max(0, fileGrowth)),
+                    poolBytes > 0 ? "; measured after the pooled row's pool took " + LoadCommand.human(poolBytes) : "");
         }
 
         private static double r(double v) {

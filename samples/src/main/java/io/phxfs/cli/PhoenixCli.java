@@ -55,7 +55,25 @@ public final class PhoenixCli {
         cli.setExitCodeExceptionMapper(e -> e instanceof IllegalArgumentException
                 || e instanceof CommandLine.ParameterException
                 || e instanceof FileOperationException f && BAD_PATH.contains(f.errno()) ? EXIT_INVALID : 1);
+        // a usage error is the message and where to look, not 40 lines of usage that push it
+        // off the screen (GNU tools' "Try ... --help")
+        cli.setParameterExceptionHandler((ex, argv) -> {
+            CommandLine cmd = ex.getCommandLine();
+            PrintWriter w = cmd.getErr();
+            w.println(ex.getMessage());
+            CommandLine.UnmatchedArgumentException.printSuggestions(ex, w);
+            w.println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help' for the options.");
+            w.flush();
+            return cmd.getExitCodeExceptionMapper() != null ? cmd.getExitCodeExceptionMapper().getExitCode(ex)
+                    : cmd.getCommandSpec().exitCodeOnInvalidInput();
+        });
         cli.setExecutionExceptionHandler((e0, cmd, parsed) -> {
+            if (TempFiles.exiting()) {
+                // Ctrl-C: the command's files are being deleted under it; its error is the echo
+                cmd.getErr().println("phoenix: interrupted; removed what this command had not finished writing");
+                cmd.getErr().flush();
+                return 130;
+            }
             Exception e = describe(e0);
             // one line naming what failed; a stack trace helps nobody who passed a wrong path
             String what = e instanceof PhoenixException || e instanceof FileOperationException

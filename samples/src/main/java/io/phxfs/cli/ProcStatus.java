@@ -19,6 +19,16 @@ final class ProcStatus {
         return field("VmRSS:");
     }
 
+    /** Resident anonymous memory (RssAnon): heap, copies, pools. */
+    static long rssAnon() {
+        return field("RssAnon:");
+    }
+
+    /** Resident file pages mapped (RssFile): page-cache pages this process maps, shared, not extra memory. */
+    static long rssFile() {
+        return field("RssFile:");
+    }
+
     private static long field(String name) {
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {

@@ -52,7 +52,12 @@ final class TargetOptions {
      * not preceded by a notice about a target never used.
      */
     void announce(PrintWriter err) {
-        if (defaultedToHost) {
+        announce(err, false);
+    }
+
+    /** {@link #announce(PrintWriter)}, but silent under {@code --quiet}, as the rest of stderr's notices are. */
+    void announce(PrintWriter err, boolean quiet) {
+        if (defaultedToHost && !quiet) {
             err.println("phoenix: no accelerator: using host memory (--device 0 forces a copy into device-0 memory,"
                     + " which is host memory too)");
             err.flush();

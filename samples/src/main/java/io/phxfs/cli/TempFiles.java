@@ -7,20 +7,29 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.Set;
 
 /**
- * What the CLI creates only for itself (warm-up models, half-written bench files): its
- * owner deletes it in a finally block, and a shutdown hook deletes whatever is still listed
- * when the JVM ends first, on Ctrl-C (SIGINT, SIGTERM) or System.exit while a daemon thread
- * is still writing. Cached bench files are not listed: they are kept on purpose, and
- * {@code phoenix bench --clean} removes them.
+ * What the CLI creates only for itself or has not finished (warm-up models, half-written bench
+ * files, a gen-model run's files, kv bench's work directory): its owner deletes it in a finally
+ * block, and a shutdown hook deletes whatever is still listed when the JVM ends first, on Ctrl-C
+ * (SIGINT, SIGTERM) or System.exit while a daemon thread is still writing. Cached bench files
+ * and finished models are not listed: they are kept on purpose.
+ *
+ * <p>The hook first interrupts every thread still writing a listed path (a FileChannel then
+ * closes and the writer stops creating files), then deletes in the order the paths were listed,
+ * directories last: a writer renames "x.tmp" to "x" only while "x.tmp" exists, so deleting the
+ * temporary before its final name leaves neither, whenever the rename happens.
  */
 final class TempFiles {
     private static final long WRITER_WAIT_MILLIS = 2000;
-    /** Path to the thread that may still be creating files under it. */
-    private static final Map<Path, Thread> LIVE = new ConcurrentHashMap<>();
+    /** Path to the thread that may still be creating files under it, in the order listed. */
+    private static final Map<Path, Thread> LIVE = java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
+    private static volatile boolean exiting;
 
     static {
         Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("phoenix-temp-cleanup").unstarted(TempFiles::deleteAll));
@@ -59,11 +68,31 @@ final class TempFiles {
         return ok;
     }
 
+    /** Whether the JVM is ending with listed paths still live (Ctrl-C): errors that follow are its echo. */
+    static boolean exiting() {
+        return exiting;
+    }
+
     private static void deleteAll() {
-        for (Map.Entry<Path, Thread> e : LIVE.entrySet()) {
-            Thread writer = e.getValue();
-            // only a daemon helper is waited for: the main thread is still inside the command,
-            // and unlinking a file it writes is harmless (the data goes to an orphaned inode)
+        List<Map.Entry<Path, Thread>> live;
+        synchronized (LIVE) {
+            live = new ArrayList<>(LIVE.entrySet());
+        }
+        if (live.isEmpty()) {
+            return;
+        }
+        exiting = true;
+        Set<Thread> writers = new LinkedHashSet<>();
+        live.forEach(e -> writers.add(e.getValue()));
+        for (Thread w : writers) {
+            if (w != Thread.currentThread()) {
+                w.interrupt();
+            }
+        }
+        for (Thread writer : writers) {
+            // only a daemon helper is waited for: the main thread is still inside the command (or
+            // blocked in System.exit), and unlinking a file it writes is harmless (the data goes to
+            // an orphaned inode)
             if (writer.isDaemon() && writer.isAlive()) {
                 try {
                     writer.join(WRITER_WAIT_MILLIS);
@@ -71,7 +100,25 @@ final class TempFiles {
                     // delete what we can
                 }
             }
-            deleteTree(e.getKey());
+        }
+        List<Path> dirs = new ArrayList<>();
+        for (Map.Entry<Path, Thread> e : live) {
+            if (Files.isDirectory(e.getKey(), java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                dirs.add(e.getKey());
+            } else {
+                deleteTree(e.getKey());
+            }
+        }
+        // a directory that other threads of the command still write into (kv bench's I/O
+        // threads) can gain a file between the walk and its rmdir: try again, briefly
+        for (Path d : dirs) {
+            for (int attempt = 0; attempt < 40 && (!deleteTree(d) || Files.exists(d, java.nio.file.LinkOption.NOFOLLOW_LINKS)); attempt++) {
+                try {
+                    Thread.sleep(25);
+                } catch (InterruptedException e) {
+                    break;
+                }
+            }
         }
     }
 

@@ -3,12 +3,9 @@ package io.phxfs.cli;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.Writer;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.stream.Stream;
 import picocli.CommandLine.Command;
 
 /**
@@ -25,7 +22,8 @@ import picocli.CommandLine.Command;
 final class TrainStartupCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
-        Path dir = Files.createTempDirectory("phoenix-train");
+        // listed: Ctrl-C while the launcher records the cache must not leave the model behind
+        Path dir = TempFiles.createDirectory("phoenix-train");
         PrintWriter sink = new PrintWriter(Writer.nullWriter());
         try {
             String model = dir.resolve("model").toString();
@@ -51,9 +49,7 @@ final class TrainStartupCommand implements Callable<Integer> {
             }
             return 0;
         } finally {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                walk.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            }
+            TempFiles.delete(dir);
         }
     }
 }

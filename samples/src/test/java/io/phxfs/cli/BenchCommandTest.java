@@ -60,7 +60,10 @@ class BenchCommandTest {
         String target = r.json().get("target").asText();
         if (noAccelerator) {
             assertTrue(target.startsWith("host memory"), target);
-            assertEquals(1, r.err().lines().filter(l -> l.contains("no accelerator")).count(), r.err());
+            // said once, and only without --quiet (which silences every notice)
+            assertEquals(0, r.err().lines().filter(l -> l.contains("no accelerator")).count(), r.err());
+            Cli loud = Cli.run("bench", "--size", "1m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1", "--json");
+            assertEquals(1, loud.err().lines().filter(l -> l.contains("no accelerator")).count(), loud.err());
         } else {
             assertTrue(target.startsWith("device 0"), target);
             assertFalse(r.err().contains("no accelerator"), r.err());
@@ -138,6 +141,55 @@ class BenchCommandTest {
         // picocli's first line, then the usage
         assertTrue(r.err().lines().findFirst().orElseThrow().startsWith("Invalid value for option '--sizes'")
                 && r.err().contains("'foo'"), r.err());
+    }
+
+    @Test
+    void theTableEndsWithAVerdictAndEachSweepPointSaysWhetherItIsNoisy() {
+        Cli r = Cli.run("bench", "--host", "--size", "64m", "--dir", dir.toString(), "--sizes", "64k,1m", "--depths", "1",
+                "--sweep-bytes", "16m", "--repeat", "3", "--quiet");
+        assertEquals(0, r.exit(), r.toString());
+        String verdict = r.out().lines().filter(l -> l.startsWith("verdict: ")).findFirst().orElse("");
+        assertTrue(verdict.matches("verdict: phoenix (is|reads at|reaches) .*"), r.out());
+        assertTrue(r.out().lines().anyMatch(l -> l.startsWith("sweep: phoenix ") || l.startsWith("sweep: every point")), r.out());
+        Cli j = Cli.run("bench", "--host", "--size", "64m", "--dir", dir.toString(), "--sizes", "64k", "--depths", "1",
+                "--sweep-bytes", "16m", "--repeat", "1", "--json", "--quiet");
+        JsonNode json = j.json();
+        assertTrue(json.get("verdict").asText().contains("fewer than 3 runs"), j.out());
+        assertTrue(json.get("sweep").get(0).has("noisy") && json.get("sweep").get(0).get("spread").asDouble() >= 0, j.out());
+        assertTrue(json.get("whole_file").has("noisy"), j.out());
+    }
+
+    @Test
+    void verdictsSayWhatToConclude() {
+        double[] steady = {1.0, 1.0, 1.0};
+        assertTrue(BenchCommand.verdict(1.05, 1.0, steady, steady, true, null).startsWith("phoenix reads at the CPU-copy ceiling"));
+        assertTrue(BenchCommand.verdict(1.9, 1.0, steady, steady, true, null).contains("not a hard limit"));
+        assertTrue(BenchCommand.verdict(0.5, 1.0, steady, steady, true, null).startsWith("phoenix reaches only 0.50x"));
+        assertTrue(BenchCommand.verdict(1.0, 1.0, new double[] {0.5, 1.0, 1.5}, steady, true, null).contains("100% apart"));
+        assertTrue(BenchCommand.verdict(1.0, 1.0, steady, steady, false, null).startsWith("none: the file is too small"));
+        var points = java.util.List.of(new BenchCommand.Point(4096, 1, 0.4, 1, 1.0, 1, 0.05),
+                new BenchCommand.Point(1 << 20, 1, 0.95, 1, 1.0, 1, 0.05), new BenchCommand.Point(8 << 20, 1, 0.2, 1, 1.0, 1, 0.9));
+        String v = BenchCommand.sweepVerdict(points);
+        assertTrue(v.startsWith("phoenix keeps up (>= 0.90x) from 1 MiB requests; below that (worst 0.40x)"), v);
+        assertTrue(v.endsWith("1 of 3 points are noisy (marked) and left out"), v);
+    }
+
+    @Test
+    void aMissingFileIsNamedWithTheOsReasonAndQuietSilencesTheHostNotice() {
+        Cli r = Cli.run("bench", "--file", dir.resolve("missing").toString(), "--dir", dir.toString(), "--no-sweep", "--quiet");
+        assertEquals(2, r.exit(), r.toString());
+        assertEquals("phoenix: error: --file " + dir.resolve("missing") + ": ENOENT (No such file or directory)", r.err().strip());
+        Cli q = Cli.run("bench", "--size", "1m", "--dir", dir.toString(), "--no-sweep", "--repeat", "1", "--quiet");
+        assertEquals(0, q.exit(), q.toString());
+        assertFalse(q.err().contains("no accelerator"), "--quiet: " + q.err());
+    }
+
+    @Test
+    void aUsageErrorIsTwoLinesNotTheWholeUsage() {
+        Cli r = Cli.run("bench", "--size", "12q");
+        assertEquals(2, r.exit(), r.toString());
+        assertEquals(2, r.err().lines().count(), r.err());
+        assertEquals("Try 'phoenix bench --help' for the options.", r.err().lines().toList().get(1));
     }
 
     @Test

@@ -115,6 +115,81 @@ class CleanupTest {
         assertEquals(List.of(), leftInTmp());
     }
 
+    /** Starts {@code args}, waits until {@code started} holds, then sends {@code signal}; returns stderr. */
+    private String interruptWhen(String signal, java.util.function.BooleanSupplier started, String... args) throws Exception {
+        Path err = work.resolve("stderr-" + System.nanoTime());
+        Process p = cli(args).redirectError(err.toFile()).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (!started.getAsBoolean() && p.isAlive() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertTrue(p.isAlive(), String.join(" ", args) + " ended before it could be interrupted: " + Files.readString(err));
+            assertTrue(started.getAsBoolean(), String.join(" ", args) + " never reached the point to interrupt: "
+                    + Files.readString(err));
+            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(p.pid())).start();
+            assertEquals(0, kill.waitFor());
+            assertTrue(p.waitFor(60, TimeUnit.SECONDS), "SIG" + signal + " did not end " + String.join(" ", args));
+            if (!signal.equals("KILL")) {
+                assertEquals(130, p.exitValue(), "exit status after SIG" + signal + "; stderr: " + Files.readString(err));
+            }
+        } finally {
+            p.destroyForcibly();
+        }
+        return Files.readString(err);
+    }
+
+    private static boolean anyFile(Path dir, java.util.function.Predicate<Path> what) {
+        try (Stream<Path> s = Files.walk(dir)) {
+            return s.anyMatch(what);
+        } catch (IOException e) {
+            return false; // not there yet, or deleted under the walk
+        }
+    }
+
+    private static List<Path> contents(Path dir) throws IOException {
+        try (Stream<Path> s = Files.walk(dir)) {
+            return s.filter(q -> !q.equals(dir)).toList();
+        }
+    }
+
+    @Test
+    void ctrlCDuringGenModelLeavesNeitherItsFilesNorTheDirectoryItMade() throws Exception {
+        // a directory gen-model creates goes with it; one that existed keeps only what was there before
+        Path made = work.resolve("new-model");
+        Path existing = Files.createDirectory(work.resolve("existing"));
+        Path mine = Files.writeString(existing.resolve("notes.txt"), "the user's");
+        for (Path target : List.of(made, existing)) {
+            String err = interruptWhen("INT", () -> anyFile(target, f -> f.toString().endsWith(".tmp") && f.toFile().length() > (16 << 20)),
+                    "gen-model", target.toString(), "--size", "3g", "--shards", "2");
+            assertTrue(err.contains("interrupted"), err);
+            if (target == made) {
+                assertFalse(Files.exists(made), "the directory gen-model made is still there: " + err);
+            } else {
+                assertEquals(List.of(mine), contents(existing), "gen-model left files behind: " + err);
+            }
+        }
+        assertEquals(List.of(), leftInTmp());
+    }
+
+    @Test
+    void ctrlCDuringKvBenchLeavesNoWorkDirectory() throws Exception {
+        Path dir = work.resolve("kv"); // missing: kv bench creates it (and keeps it: the user named it)
+        String err = interruptWhen("INT", () -> anyFile(dir, f -> f.toString().endsWith(".kv")),
+                "kv", "bench", "--host", "--dir", dir.toString(), "--chunks", "64", "--fsync", "none");
+        assertEquals(List.of(), contents(dir), "kv bench left files behind: " + err);
+        assertEquals(List.of(), leftInTmp());
+    }
+
+    @Test
+    void sigkillLeavesNoExtractedLibraryBehind() throws Exception {
+        // the library is unlinked once loaded, so even a JVM that runs no hook leaves nothing in java.io.tmpdir
+        Path dir = Files.createDirectory(work.resolve("kv-killed"));
+        interruptWhen("KILL", () -> anyFile(dir, f -> f.toString().endsWith(".kv")), "kv", "bench", "--host", "--dir",
+                dir.toString(), "--chunks", "64", "--fsync", "none");
+        assertEquals(List.of(), leftInTmp(), "a killed JVM left its extracted libphoenix behind");
+    }
+
     @Test
     void benchRefusesAMissingDirInsteadOfCreatingIt() throws Exception {
         Path missing = work.resolve("no-such-dir");

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code phoenix gen-model}: Llama names and shapes, layers as the size allows, shards with an index. */
@@ -102,6 +103,40 @@ class GenModelCommandTest {
         assertTrue(SafetensorsWriter.dataBytes(t) <= 4L << 30);
         assertEquals("[1024, 4096]", java.util.Arrays.toString(t.stream()
                 .filter(s -> s.name().equals("model.layers.0.self_attn.k_proj.weight")).findFirst().orElseThrow().shape()));
+    }
+
+    @Test
+    void aSizeWithoutRoomForALayerIsRefusedWithTheWayForward() {
+        // at the defaults the embeddings and head are 500 MiB and a layer 416 MiB: 256m holds neither,
+        // 600m the embeddings but no layer (it used to write a model of 0 layers)
+        for (String size : new String[] {"256m", "600m"}) {
+            Path out = dir.resolve("m" + size);
+            Cli r = Cli.run("gen-model", out.toString(), "--size", size);
+            assertEquals(2, r.exit(), r.toString());
+            assertTrue(r.err().contains("use --size 917 MiB or more (one layer)"), r.err());
+            String hint = r.err().substring(r.err().indexOf("e.g. ") + 5, r.err().indexOf(" (", r.err().indexOf("e.g. ")));
+            assertTrue(r.err().contains(size.equals("256m") ? "smaller than the embeddings and LM head alone"
+                    : "but not one layer"), r.err());
+            assertTrue(!Files.exists(out), "nothing written for a refused size");
+            if (size.equals("600m")) {
+                continue; // one written suggestion is enough (256 MiB of disk)
+            }
+            // the suggested dimensions work at the size asked for, with at least one layer
+            List<String> a = new java.util.ArrayList<>(List.of("gen-model", out.toString(), "--size", size));
+            a.addAll(List.of(hint.split(" ")));
+            Cli ok = Cli.run(a.toArray(String[]::new));
+            assertEquals(0, ok.exit(), hint + ": " + ok);
+            assertTrue(!ok.out().contains(": 0 layers"), ok.out());
+        }
+        // the minimum it names is enough for one layer, and a MiB less is not
+        GenModelCommand g = new GenModelCommand();
+        g.hidden = 4096;
+        g.intermediate = 14336;
+        g.vocab = 32000;
+        g.heads = 32;
+        g.kvHeads = 8;
+        assertEquals(1, g.layout(917L << 20).stream().filter(t -> t.name().endsWith(".input_layernorm.weight")).count());
+        assertThrows(IllegalArgumentException.class, () -> g.layout(916L << 20));
     }
 
     @Test

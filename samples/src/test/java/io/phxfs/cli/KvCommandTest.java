@@ -65,6 +65,45 @@ class KvCommandTest {
     }
 
     @Test
+    void benchCreatesItsDirKeepsChunksForStatsOnAskingAndPrintsSizesInMiB() throws Exception {
+        Path missing = dir.resolve("a/b"); // as gen-model does, a missing --dir is made
+        Run r = run("kv", "bench", "--layout", "tiny-llama", "--chunks", "3", "--repeat", "2", "--host", "--dir",
+                missing.toString(), "--keep");
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(r.out().contains("3 chunks, 192.00 KiB"), r.out());
+        List<Path> work;
+        try (var s = Files.list(missing)) {
+            work = s.toList();
+        }
+        assertEquals(1, work.size(), work.toString());
+        Path tier = work.get(0).resolve("tier");
+        assertTrue(r.err().contains("phoenix kv stats " + tier), r.err());
+        // the last run's chunks, not the warm-up's, and nothing but the tier
+        try (var s = Files.list(work.get(0))) {
+            assertEquals(List.of(tier), s.toList());
+        }
+        Run stats = run("kv", "stats", tier.toString(), "--json");
+        assertEquals(3, new ObjectMapper().readTree(stats.out()).get("chunks").asInt(), stats.out());
+        // pointed at the bench's folder, stats says where the chunks are instead of a bare 0
+        Run up = run("kv", "stats", work.get(0).toString());
+        assertTrue(up.out().contains("0 chunks, 0 B") && up.out().contains("phoenix kv stats " + tier), up.out());
+        // llama-3.1-8b's 32 MiB chunks print in MiB, not as 32768 KiB
+        Run big = run("kv", "bench", "--chunks", "1", "--repeat", "1", "--host", "--dir", dir.toString(), "--json");
+        assertEquals(0, big.exit(), big.err());
+        assertTrue(big.err().contains("1 chunks of 32.00 MiB"), big.err());
+        assertTrue(big.out().startsWith("{\n") || big.out().startsWith("{\r\n") || big.out().startsWith("{ "),
+                "pretty-printed as load and bench print JSON: " + big.out());
+    }
+
+    @Test
+    void kvHelpListsWholeSentences() {
+        Run r = run("kv", "--help");
+        String bench = r.out().lines().dropWhile(l -> !l.strip().startsWith("bench")).takeWhile(l -> !l.strip().startsWith("stats"))
+                .map(String::strip).reduce("", (a, b) -> a + " " + b).strip();
+        assertTrue(bench.endsWith("."), "kv --help cuts the bench description off: " + bench);
+    }
+
+    @Test
     void badInputIsExitTwoWithOneLine() {
         Run r = run("kv", "stats", dir.resolve("missing").toString());
         assertEquals(2, r.exit());

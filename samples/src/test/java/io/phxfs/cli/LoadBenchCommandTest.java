@@ -54,9 +54,28 @@ class LoadBenchCommandTest {
     }
 
     @Test
+    void defaultsToTheTargetLoadDefaultsToAlignsItsTableAndExplainsItsMemory() {
+        Path model = dir.resolve("d");
+        assertEquals(0, Cli.run("gen-model", model.toString(), "--size", "3m", "--hidden", "256", "--intermediate", "512",
+                "--vocab", "1000", "--heads", "4", "--kv-heads", "2").exit());
+        Cli load = Cli.run("load", model.toString(), "--json");
+        Cli bench = Cli.run("load-bench", model.toString(), "--repeat", "1", "--json", "--quiet", "--no-dd");
+        assertEquals(0, bench.exit(), bench.toString());
+        boolean loadOnHost = load.json().path("mode").asText().equals("host");
+        assertEquals(loadOnHost, bench.json().path("target").asText().startsWith("host"), load.out() + bench.out());
+        assertTrue(bench.json().path("memory").has("rss_anon_growth_during_load_bytes"), bench.out());
+        assertTrue(bench.json().path("memory").has("rss_file_growth_during_load_bytes"), bench.out());
+        Cli text = Cli.run("load-bench", model.toString(), "--host", "--repeat", "1", "--quiet", "--no-dd");
+        // every rate in one column, whatever the label's length
+        List<Integer> columns = text.out().lines().filter(l -> l.contains(" GB/s")).map(l -> l.indexOf(" GB/s")).distinct().toList();
+        assertEquals(1, columns.size(), text.out());
+        assertTrue(text.out().contains("of file pages mapped (the page cache, shared: no extra memory)"), text.out());
+    }
+
+    @Test
     void acceptsWhatLoadAccepts() {
         Path model = dir.resolve("sharded");
-        Cli g = Cli.run("gen-model", model.toString(), "--size", "2m", "--hidden", "256", "--intermediate", "512",
+        Cli g = Cli.run("gen-model", model.toString(), "--size", "4m", "--hidden", "256", "--intermediate", "512",
                 "--vocab", "1000", "--heads", "4", "--kv-heads", "2", "--shards", "2");
         assertEquals(0, g.exit(), g.toString());
         for (Path p : new Path[] {model, model.resolve("model.safetensors.index.json")}) {
