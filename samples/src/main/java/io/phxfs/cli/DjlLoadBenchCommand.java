@@ -33,7 +33,9 @@ import picocli.CommandLine.Spec;
 @Command(name = "djl-load-bench", mixinStandardHelpOptions = true,
         description = {"Loads a safetensors file into DJL NDArrays with Phoenix (SafetensorsNDList) and with DJL's"
                         + " NDList.decode, each round in fresh JVMs, and prints the time and peak RSS of each.",
-                "NDList.decode takes files under 2 GiB of F32/F16/integer tensors only (bf16 terminates its JVM)."})
+                "NDList.decode takes files under 2 GiB of F32/F16/integer tensors only (bf16 terminates its JVM).",
+                "The rounds' JVMs keep their stderr to themselves unless -v (DJL's informational log) or -vv (its"
+                        + " debug log too) is given, or a -Dorg.slf4j.simpleLogger.* setting, which they inherit."})
 final class DjlLoadBenchCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "FILE", description = "A .safetensors file (under 2 GiB, for decode).")
     Path file;
@@ -45,6 +47,10 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
     @Option(names = "--rounds", defaultValue = "2", description = "Rounds of (phoenix, decode) (default: ${DEFAULT-VALUE}).")
     int rounds;
 
+    @Option(names = {"-v", "--verbose"}, description = "The rounds' stderr, with DJL's informational log; -vv its"
+            + " debug log too.")
+    boolean[] verbose = new boolean[0];
+
     @Option(names = "--child", hidden = true, description = "Internal: run one path in this JVM (phoenix or decode).")
     String child;
 
@@ -54,6 +60,7 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         DjlRunCommand.requireDjl("djl-load-bench");
+        DjlRunCommand.logLevel(verbose.length);
         PrintWriter out = spec.commandLine().getOut();
         if (child != null) {
             out.println(DjlBenchChild.run(child, file));
@@ -67,7 +74,17 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
         warm(file);
         List<String> java = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "-Xmx" + Math.max(1024, 2 * (size >> 20) + 512) + "m",
-                "-cp", System.getProperty("java.class.path"), PhoenixCli.class.getName(), "djl-load-bench"));
+                "-cp", System.getProperty("java.class.path")));
+        // the logging settings of this JVM (-v, or -D...simpleLogger...) hold in the rounds' too
+        boolean logging = false;
+        for (String key : System.getProperties().stringPropertyNames()) {
+            if (key.startsWith("org.slf4j.simpleLogger.")) {
+                java.add("-D" + key + "=" + System.getProperty(key));
+                logging = true;
+            }
+        }
+        java.addAll(List.of(PhoenixCli.class.getName(), "djl-load-bench"));
+        ProcessBuilder.Redirect childErr = logging ? ProcessBuilder.Redirect.INHERIT : ProcessBuilder.Redirect.DISCARD;
         out.printf(Locale.ROOT, "file %s: %,d bytes%n", file, size);
         out.println("round path     seconds  GB/s   RSS after engine start  peak RSS   peak - start  tensors  checksum");
         double[] best = {Double.MAX_VALUE, Double.MAX_VALUE};
@@ -79,7 +96,7 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
                 String path = p == 0 ? "phoenix" : "decode";
                 List<String> cmd = new ArrayList<>(java);
                 cmd.addAll(List.of("--child", path, file.toString()));
-                Process proc = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+                Process proc = new ProcessBuilder(cmd).redirectError(childErr).start();
                 String line;
                 try (BufferedReader rd = new BufferedReader(new InputStreamReader(proc.getInputStream(), StandardCharsets.UTF_8))) {
                     line = rd.lines().filter(l -> l.startsWith("result ")).findFirst().orElse(null);
@@ -142,14 +159,23 @@ final class DjlLoadBenchCommand implements Callable<Integer> {
         }
         Files.createDirectories(file.toAbsolutePath().getParent());
         SplittableRandom rnd = new SplittableRandom(1);
-        SafetensorsWriter.write(file, Map.of("format", "pt"), specs, (t, off, dst) -> {
-            while (dst.remaining() >= 4) {
-                dst.putFloat((float) rnd.nextGaussian());
+        // Ctrl-C before the file is complete and synced removes it (the temporary first)
+        Path tmp = TempFiles.track(file.resolveSibling(file.getFileName() + ".tmp"), Thread.currentThread());
+        TempFiles.track(file, Thread.currentThread());
+        try {
+            SafetensorsWriter.write(file, Map.of("format", "pt"), specs, (t, off, dst) -> {
+                while (dst.remaining() >= 4) {
+                    dst.putFloat((float) rnd.nextGaussian());
+                }
+            });
+            // written back before any round, so that no round competes with the writeback
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                ch.force(true);
             }
-        });
-        // written back before any round, so that no round competes with the writeback
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
-            ch.force(true);
+        } finally {
+            // the writer removed its temporary on failure; a complete file stays for the rounds
+            TempFiles.untrack(tmp);
+            TempFiles.untrack(file);
         }
     }
 }

@@ -69,9 +69,8 @@ public final class PhoenixCli {
         });
         cli.setExecutionExceptionHandler((e0, cmd, parsed) -> {
             if (TempFiles.exiting()) {
-                // Ctrl-C: the command's files are being deleted under it; its error is the echo
-                cmd.getErr().println("phoenix: interrupted; removed what this command had not finished writing");
-                cmd.getErr().flush();
+                // Ctrl-C: the command's files are being deleted under it (TempFiles said so); its
+                // error is only the echo of that
                 return 130;
             }
             Exception e = describe(e0);

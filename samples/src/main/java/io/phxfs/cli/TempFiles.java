@@ -81,9 +81,17 @@ final class TempFiles {
         if (live.isEmpty()) {
             return;
         }
-        exiting = true;
         Set<Thread> writers = new LinkedHashSet<>();
         live.forEach(e -> writers.add(e.getValue()));
+        // a command's own thread still writing means the JVM is ending under it (Ctrl-C, SIGTERM);
+        // a daemon helper alone (the parser warm-up) is only a command that finished first
+        if (writers.stream().anyMatch(w -> !w.isDaemon() && w.isAlive())) {
+            exiting = true;
+            // said here, not by the command: the JVM halts as soon as the hooks end, often before
+            // the interrupted command gets as far as reporting anything
+            System.err.println("phoenix: interrupted; removing what the command had not finished writing");
+            System.err.flush();
+        }
         for (Thread w : writers) {
             if (w != Thread.currentThread()) {
                 w.interrupt();

@@ -1,13 +1,17 @@
 package io.phxfs.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.phxfs.safetensors.Fixtures;
 import java.io.File;
+import java.util.List;
 import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+import picocli.CommandLine.Model.OptionSpec;
 
 /** {@code phoenix djl-run}: the logits transformers computed, greedy tokens, the JSON contract, bad input. */
 class DjlRunCommandTest {
@@ -43,6 +47,7 @@ class DjlRunCommandTest {
         assertEquals(0, r.exit(), r::toString);
         assertTrue(r.out().contains("gpt2, 2 layers, vocab 512"), r::toString);
         assertTrue(r.out().contains("tokens/s"), r::toString);
+        assertTrue(r.out().lines().anyMatch(l -> l.startsWith("speed") && l.contains("median of")), r::toString);
         assertEquals(5 + 4, r.out().strip().split("\n").length, r::toString);
     }
 
@@ -60,5 +65,81 @@ class DjlRunCommandTest {
         assertTrue(noConfig.err().contains("config.json"), noConfig::toString);
         Cli notNumber = Cli.run("djl-run", Fixtures.file("tiny-gpt2").toString(), "--ids", "1,x");
         assertEquals(2, notNumber.exit(), notNumber::toString);
+        Cli noRepeat = Cli.run("djl-run", Fixtures.file("tiny-gpt2").toString(), "--ids", "1", "--repeat", "-1");
+        assertEquals(2, noRepeat.exit(), noRepeat::toString);
+        assertTrue(noRepeat.err().contains("--repeat"), noRepeat::toString);
+    }
+
+    /** The usage's synopsis: the lines from "Usage:" to the description. */
+    private static String synopsis(String usage) {
+        String s = usage.substring(usage.indexOf("Usage:"));
+        return s.substring(0, s.indexOf("Runs a Hugging Face checkpoint"));
+    }
+
+    @Test
+    void usageNamesIdsOnceAndEveryOption() {
+        Cli r = Cli.run("djl-run", "--help");
+        assertEquals(0, r.exit(), r::toString);
+        String synopsis = synopsis(r.out());
+        assertEquals(1, synopsis.split("--ids", -1).length - 1, () -> "--ids more than once in the synopsis:\n" + synopsis);
+        assertTrue(synopsis.contains("--ids=ID[,ID...]"), synopsis);
+        assertFalse(synopsis.contains("...]["), synopsis); // picocli's "ID[,ID...][,ID[,ID...]...]"
+        assertTrue(synopsis.strip().endsWith("MODEL_DIR"), synopsis);
+        // a hand-written synopsis must not fall behind the options
+        java.util.regex.Matcher cluster = java.util.regex.Pattern.compile("\\[-([A-Za-z]+)]").matcher(synopsis);
+        assertTrue(cluster.find(), synopsis);
+        String letters = cluster.group(1);
+        for (OptionSpec o : new CommandLine(new DjlRunCommand()).getCommandSpec().options()) {
+            String shortest = o.shortestName();
+            boolean there = shortest.length() == 2 ? letters.contains(shortest.substring(1))
+                    : synopsis.contains(o.longestName());
+            assertTrue(there, () -> o.longestName() + " missing from the synopsis:\n" + synopsis);
+        }
+        // the option list names --ids once too
+        List<String> idsRows = r.out().substring(r.out().indexOf(synopsis) + synopsis.length()).lines().filter(l -> l.strip().startsWith("--ids=")).toList();
+        assertEquals(1, idsRows.size(), r::toString);
+        assertTrue(idsRows.get(0).strip().startsWith("--ids=ID[,ID...] "), r::toString);
+    }
+
+    @Test
+    void speedIsTheMedianOfTimedRunsAndSaysHowReliableItIs() {
+        Cli r = Cli.run("djl-run", Fixtures.file("tiny-gpt2").toString(), "--ids", "1,7,42", "--json");
+        assertEquals(0, r.exit(), r::toString);
+        JsonNode j = r.json();
+        assertTrue(j.get("reliable").isBoolean(), r::toString);
+        int runs = j.get("timed_runs").asInt();
+        double seconds = j.get("timed_seconds").asDouble();
+        // by default: at least 5 runs and 1 s of them (a tiny model's forward pass takes milliseconds)
+        assertTrue(runs >= 5 && seconds >= 1.0, r::toString);
+        double median = j.get("tokens_per_s").asDouble();
+        assertTrue(j.get("tokens_per_s_min").asDouble() <= j.get("tokens_per_s_p25").asDouble()
+                && j.get("tokens_per_s_p25").asDouble() <= median
+                && median <= j.get("tokens_per_s_p75").asDouble()
+                && j.get("tokens_per_s_p75").asDouble() <= j.get("tokens_per_s_max").asDouble(), r::toString);
+        assertTrue(j.get("tokens_per_s_spread").asDouble() >= 0, r::toString);
+        boolean warned = r.err().contains("phoenix: djl-run: warning:");
+        assertEquals(!j.get("reliable").asBoolean(), warned, r::toString);
+        assertEquals(!j.get("reliable").asBoolean(), j.has("unreliable_because"), r::toString);
+    }
+
+    @Test
+    void oneShortRunIsFlaggedUnreliable() {
+        Cli r = Cli.run("djl-run", Fixtures.file("tiny-gpt2").toString(), "--ids", "1,7,42", "--repeat", "1", "--json");
+        assertEquals(0, r.exit(), r::toString);
+        JsonNode j = r.json();
+        assertFalse(j.get("reliable").asBoolean(), r::toString);
+        assertEquals(1, j.get("timed_runs").asInt(), r::toString);
+        assertTrue(j.get("unreliable_because").asText().contains("1 timed run"), r::toString);
+        assertTrue(j.get("tokens_per_s").asDouble() > 0, r::toString);
+        List<String> err = r.err().lines().toList();
+        assertEquals(1, err.size(), r::toString);
+        assertTrue(err.get(0).startsWith("phoenix: djl-run: warning: tokens/s is unreliable"), r::toString);
+
+        Cli text = Cli.run("djl-run", Fixtures.file("tiny-gpt2").toString(), "--ids", "1,7,42", "--generate", "2",
+                "--repeat", "1");
+        assertEquals(0, text.exit(), text::toString);
+        String speed = text.out().lines().filter(l -> l.startsWith("speed")).findFirst().orElseThrow();
+        assertTrue(speed.contains("UNRELIABLE"), text::toString);
+        assertTrue(text.err().contains("unreliable"), text::toString);
     }
 }
