@@ -74,6 +74,33 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   "$logs/phxfile-asan.log" run_phxfile_ctest build/phxfile-asan -DPHX_SANITIZE=ON
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   step "cuFile-compatible library tests (ThreadSanitizer)" "$logs/phxfile-tsan.log" run_phxfile_ctest build/phxfile-tsan -DPHX_TSAN=ON
+# Every CMake build type builds with -Wall -Wextra -Werror: what gcc warns about changes with
+# the optimisation level (-O0 for none and Debug, -O2, -Os). RelWithDebInfo is built above;
+# here the other four, libphoenix and phxfile-abi in full, and the libraries (libphoenix's
+# and the shim's sources) under each sanitizer. Build trees are kept, so a rerun is incremental.
+# step runs this where set -e does not hold: each failure returns explicitly.
+build_types() {
+  local bt proj san
+  for bt in "" Debug Release MinSizeRel; do
+    for proj in phoenix-native phxfile-abi; do
+      echo "== $proj, build type '${bt:-none}'"
+      cmake -S "$proj" -B "build/types/$proj-${bt:-none}" -DCMAKE_BUILD_TYPE="$bt" >/dev/null &&
+        cmake --build "build/types/$proj-${bt:-none}" -j "$jobs" >/dev/null || return
+    done
+    for san in SANITIZE TSAN; do
+      echo "== phxfile-abi libraries, build type '${bt:-none}', PHX_$san=ON"
+      cmake -S phxfile-abi -B "build/types/phxfile-abi-${bt:-none}-$san" -DCMAKE_BUILD_TYPE="$bt" -DPHX_$san=ON >/dev/null &&
+        cmake --build "build/types/phxfile-abi-${bt:-none}-$san" -j "$jobs" --target cufile phxfile >/dev/null || return
+    done
+  done
+}
+step "every build type builds with -Werror (none, Debug, Release, MinSizeRel; plain and sanitized)" \
+  "$logs/build-types.log" build_types
+# The READMEs' cuFile build, test and sample lines, as written, in a fresh scratch root: the
+# build with no build type, the tests, the sample against our library, over the fake driver
+# and with NVIDIA's command lines (see the script).
+step "README lines for the cuFile library and its sample, run as written" "$logs/readme-lines.log" \
+  phxfile-abi/tests/readme_lines.sh build/readme-lines
 # The phxfs kernel module end to end: Debian's 6.1 and 6.12 kernels booted under QEMU (TCG)
 # with an NVMe disk and an ivshmem "GPU"; downloads and builds are cached under build/kmod.
 step "phxfs kernel module in QEMU guests (Debian 6.1 and 6.12)" "$logs/kmod.log" kmod/test/run.sh
@@ -82,6 +109,7 @@ step "phxfs kernel module in QEMU guests (Debian 6.1 and 6.12)" "$logs/kmod.log"
 rm -rf ./*/target/surefire-reports*
 step "Java build and tests" "$logs/maven.log" mvn -B -q -ntp -Dstyle.color=never install
 step "a user's minimal pom against the installed artifacts" "$logs/user-pom.log" scripts/check-user-pom.sh
+step "the ./phoenix launcher: Ctrl-C while it records the start-up cache" "$logs/launcher.log" scripts/check-launcher.sh
 
 # One <testsuite tests= failures= errors= skipped=> line per test class and surefire execution.
 java_counts=$(cat ./*/target/surefire-reports*/TEST-*.xml | grep -o '<testsuite [^>]*>' | awk '

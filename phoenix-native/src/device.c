@@ -10,7 +10,13 @@
 
 const phx_connector_t *phx_conn;
 static int dev_count;
-static char conn_why[256];
+/* Why the connector and the module offered no faster mode: each a part of a device's why,
+ * which joins them with "; " and is copied whole into phxfs_device_info's 512 bytes; sized
+ * so the joined text always fits there. */
+#define PHX_REASON_BYTES 255
+_Static_assert(2 * (PHX_REASON_BYTES - 1) + 2 < sizeof ((phx_device_t *)0)->why, "a device's why holds both reasons");
+_Static_assert(sizeof ((phx_device_t *)0)->why <= sizeof ((phxfs_device_info_t *)0)->why, "phxfs_device_info holds a device's why");
+static char conn_why[PHX_REASON_BYTES];
 static phx_params_t params;
 static phx_device_t devices[PHX_MAX_DEVICES];
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER; /* serialises open and close */
@@ -141,7 +147,7 @@ static int probe_module(phx_device_t *d, char *why, size_t n)
 
 static int choose_mode(phx_device_t *d)
 {
-    char mod_why[256] = "";
+    char mod_why[PHX_REASON_BYTES] = "";
     int forced = phx_params_mode();
     int offered = phx_conn->is_accelerator && forced != PHXFS_MODE_BOUNCE && forced != PHXFS_MODE_HOST
                       ? probe_module(d, mod_why, sizeof mod_why) : -1;

@@ -356,9 +356,11 @@ static void open_locked(void)
     load_config_locked();
     /* CUFILE_LOGGING_LEVEL=INFO shows that this library, not NVIDIA's, answered */
     Dl_info self;
-    cf_log(CF_LOG_INFO, "Phoenix cuFile-compatible library %s (cuFile API %d.%d, libphoenix %d), configuration: %s",
+    /* the libphoenix actually loaded, which may not be the one this library was built with */
+    int phx = phxfs_version();
+    cf_log(CF_LOG_INFO, "Phoenix cuFile-compatible library %s (cuFile API %d.%d, libphoenix %d.%d.%d), configuration: %s",
            dladdr((void *)cuFileDriverOpen, &self) && self.dli_fname ? self.dli_fname : "?", CF_VERSION / 1000,
-           CF_VERSION % 1000 / 10, phxfs_version(), config_used);
+           CF_VERSION % 1000 / 10, phx / 10000, phx / 100 % 100, phx % 100, config_used);
     /* registered at the first open, so it runs before the exit handlers of CUDA and of the
      * frameworks that opened us earlier: a close after it only drops the count */
     if (!atexit_done) atexit_done = atexit(at_exit) == 0;
@@ -725,7 +727,10 @@ CF_API CUfileError_t cuFileSetParameterString(CUFileStringConfigParameter_t para
     int rc = set_begin((unsigned)param, N_STRING, string_ok, (unsigned)param < N_STRING ? names[param] : "");
     if (rc) return cf_status((CUfileOpError)rc);
     int l = param == CUFILE_PARAM_LOGGING_LEVEL ? level_of(desc_str) : 0;
-    if (l < 0 || strlen(desc_str) >= sizeof cfg.str[param]) rc = CU_FILE_INVALID_VALUE;
+    /* set_begin refused a param out of range already; tested again here because gcc 13 (ASan,
+     * _FORTIFY_SOURCE) does not carry that range past the call and fails the build with a
+     * write past cfg.str */
+    if (l < 0 || (unsigned)param >= N_STRING || strlen(desc_str) >= sizeof cfg.str[param]) rc = CU_FILE_INVALID_VALUE;
     else {
         if (param == CUFILE_PARAM_LOGGING_LEVEL) atomic_store(&log_level, l);
         snprintf(cfg.str[param], sizeof cfg.str[param], "%s", desc_str);
