@@ -1,6 +1,7 @@
 package io.phxfs.djl;
 
 import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
@@ -124,6 +125,53 @@ public abstract class CausalLmBlock extends AbstractBlock {
     }
 
     /**
+     * A cache over preallocated arrays, one key and one value array per layer, each
+     * {@code [kv_heads, capacity, head_dim]} float32 in this block's device memory (the
+     * caller's: it may be a view over memory a KV tier reads and writes). Each forward writes
+     * its positions into them in place.
+     *
+     * @param keys per layer, {@code [kvHeads(), capacity, headDim()]}
+     * @param values per layer, the same shapes
+     * @return a new, empty cache; closing it leaves the arrays to their owner
+     * @throws IllegalArgumentException when the count or shapes do not fit this model
+     */
+    public KvCache newCache(NDArray[] keys, NDArray[] values) {
+        checkOpen();
+        if (keys.length != layers) {
+            throw new IllegalArgumentException(keys.length + " key arrays for a model of " + layers + " layers");
+        }
+        for (NDArray k : keys) {
+            if (k.getShape().dimension() != 3 || k.getShape().get(0) != kvHeads() || k.getShape().get(2) != headDim()
+                    || k.getDataType() != DataType.FLOAT32) {
+                throw new IllegalArgumentException("cache array " + k.getShape() + " " + k.getDataType() + ": expected [" + kvHeads()
+                        + ", capacity, " + headDim() + "] float32");
+            }
+        }
+        return new KvCache(manager, keys, values);
+    }
+
+    /**
+     * Key/value heads per layer (the cache's first dimension).
+     *
+     * @return the number of key/value heads
+     */
+    public abstract int kvHeads();
+
+    /**
+     * The size of one head (the cache's last dimension).
+     *
+     * @return the head dimension
+     */
+    public abstract int headDim();
+
+    /**
+     * The longest sequence the model takes (its position embeddings).
+     *
+     * @return the context length in tokens
+     */
+    public abstract int contextLength();
+
+    /**
      * The logits of {@code ids} following the positions already in {@code cache} (none when
      * null), whose keys and values are appended to the cache.
      *
@@ -158,6 +206,80 @@ public abstract class CausalLmBlock extends AbstractBlock {
             scope.suppressNotUsedWarning();
             return logits;
         }
+    }
+
+    /**
+     * One decode step of several sequences at once: the next token of each, at the position
+     * after what its cache holds, computed as one batch (the projections and the MLP are one
+     * matrix product for all rows, the attention runs per sequence over its own cache), and
+     * appended to the caches. This is what makes continuous batching pay: a step of eight
+     * sequences reads the weights once, not eight times.
+     *
+     * @param out the manager the logits are created in
+     * @param ids one token id per sequence
+     * @param caches the sequences' caches, in the same order
+     * @return the logits {@code [B, vocab]}, float32, in {@code out}
+     * @throws IllegalStateException when the model was closed
+     * @throws IllegalArgumentException when an id is outside the vocabulary, the counts differ or a cache is full
+     */
+    public NDArray decode(NDManager out, long[] ids, KvCache[] caches) {
+        checkOpen();
+        if (ids.length == 0 || ids.length != caches.length) {
+            throw new IllegalArgumentException(ids.length + " ids for " + caches.length + " caches");
+        }
+        int[] past = new int[ids.length];
+        for (int r = 0; r < ids.length; r++) {
+            if (ids[r] < 0 || ids[r] >= vocab) {
+                throw new IllegalArgumentException("token id " + ids[r] + " outside the vocabulary [0, " + vocab + ")");
+            }
+            past[r] = caches[r].length();
+        }
+        try (NDScope scope = new NDScope()) {
+            NDArray logits = computeDecode(out.create(ids), past, caches);
+            for (KvCache c : caches) {
+                c.advance(1);
+            }
+            NDScope.unregister(logits);
+            logits.attach(out);
+            scope.suppressNotUsedWarning();
+            return logits;
+        }
+    }
+
+    /**
+     * A decode step of B sequences ({@link #decode}).
+     *
+     * @param ids token ids, INT64 {@code [B]}
+     * @param past each sequence's cached positions
+     * @param caches the caches, which each layer appends to
+     * @return the logits {@code [B, vocab]}
+     */
+    protected abstract NDArray computeDecode(NDArray ids, int[] past, KvCache[] caches);
+
+    /**
+     * Attention of one new position per sequence over its cache, for {@link #computeDecode}:
+     * {@code q [B, Hq, d]} and the new {@code k, v [B, Hkv, d]}; row r's key and value are
+     * appended to {@code caches[r]} at {@code layer}.
+     *
+     * @param q queries of the step
+     * @param k keys of the step
+     * @param v values of the step
+     * @param caches the sequences' caches
+     * @param layer the layer
+     * @return {@code [B, Hq * d]}
+     */
+    protected static NDArray stepAttention(NDArray q, NDArray k, NDArray v, KvCache[] caches, int layer) {
+        int b = caches.length;
+        long hq = q.getShape().get(1);
+        long hkv = k.getShape().get(1);
+        long d = q.getShape().get(2);
+        NDList rows = new NDList(b);
+        for (int r = 0; r < b; r++) {
+            NDArray[] kv = caches[r].append(layer, k.get(r).reshape(hkv, 1, d), v.get(r).reshape(hkv, 1, d));
+            NDArray mask = q.getManager().zeros(new Shape(1, kv[0].getShape().get(1)));
+            rows.add(attention(q.get(r).reshape(hq, 1, d), kv[0], kv[1], mask).reshape(1, hq * d));
+        }
+        return b == 1 ? rows.get(0) : NDArrays.concat(rows, 0);
     }
 
     /**

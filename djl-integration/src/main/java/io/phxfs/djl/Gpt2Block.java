@@ -78,6 +78,21 @@ public final class Gpt2Block extends CausalLmBlock {
         head.attach(this.manager);
     }
 
+    @Override
+    public int kvHeads() {
+        return heads;
+    }
+
+    @Override
+    public int headDim() {
+        return width / heads;
+    }
+
+    @Override
+    public int contextLength() {
+        return positions;
+    }
+
     private NDArray layerNorm(NDArray x, NDArray w, NDArray b) {
         NDArray mean = x.mean(new int[] {-1}, true);
         NDArray c = x.sub(mean);
@@ -92,6 +107,35 @@ public final class Gpt2Block extends CausalLmBlock {
         // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         NDArray inner = x.add(x.pow(3).mul(0.044715)).mul(Math.sqrt(2 / Math.PI));
         return x.mul(0.5).mul(inner.tanh().add(1));
+    }
+
+    @Override
+    protected NDArray computeDecode(NDArray ids, int[] past, KvCache[] caches) {
+        int b = past.length;
+        long[] pos = new long[b];
+        for (int r = 0; r < b; r++) {
+            if (past[r] + 1 > positions) {
+                throw new IllegalArgumentException(past[r] + 1 + " positions: GPT-2 " + config.file()
+                        + " has n_positions " + positions);
+            }
+            pos[r] = past[r];
+        }
+        NDManager m = ids.getManager();
+        int hd = width / heads;
+        NDArray x = wte.get(ids).add(wpe.get(m.create(pos)));
+        for (int i = 0; i < layer.length; i++) {
+            Layer l = layer[i];
+            NDArray h = layerNorm(x, l.ln1W, l.ln1B);
+            NDList qkv = h.matMul(l.attnW).add(l.attnB).split(3, 1);
+            NDArray q = qkv.get(0).reshape(b, heads, hd);
+            NDArray k = qkv.get(1).reshape(b, heads, hd);
+            NDArray v = qkv.get(2).reshape(b, heads, hd);
+            NDArray a = stepAttention(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i);
+            x = x.add(a.matMul(l.projW).add(l.projB));
+            h = layerNorm(x, l.ln2W, l.ln2B);
+            x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));
+        }
+        return layerNorm(x, lnfW, lnfB).matMul(head);
     }
 
     @Override
@@ -113,11 +157,9 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray k = qkv.get(1).reshape(tokens, heads, hd).transpose(1, 0, 2);
             NDArray v = qkv.get(2).reshape(tokens, heads, hd).transpose(1, 0, 2);
             if (cache != null) {
-                if (cache.key(i) != null) {
-                    k = cache.key(i).concat(k, 1);
-                    v = cache.value(i).concat(v, 1);
-                }
-                cache.set(i, k, v);
+                NDArray[] kv = cache.append(i, k, v);
+                k = kv[0];
+                v = kv[1];
             }
             // attention() divides by sqrt(d); scale_attn_weights=false means no scaling at all
             NDArray a = attention(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, mask).transpose(1, 0, 2)

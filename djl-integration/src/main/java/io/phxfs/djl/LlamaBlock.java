@@ -109,6 +109,21 @@ public final class LlamaBlock extends CausalLmBlock {
         head = tied ? transposed(embed) : linear("lm_head.weight");
     }
 
+    @Override
+    public int kvHeads() {
+        return kvHeads;
+    }
+
+    @Override
+    public int headDim() {
+        return headDim;
+    }
+
+    @Override
+    public int contextLength() {
+        return positions;
+    }
+
     /** A Linear weight {@code [out, in]} as {@code [in, out]} for x.matMul (a view). */
     private NDArray linear(String name) {
         return transposed(weight(name, Parameter.Type.WEIGHT));
@@ -135,6 +150,44 @@ public final class LlamaBlock extends CausalLmBlock {
         NDList parts = x.split(new long[] {half}, 2);
         NDArray rotated = parts.get(1).neg().concat(parts.get(0), 2);
         return x.mul(cos).add(rotated.mul(sin));
+    }
+
+    @Override
+    protected NDArray computeDecode(NDArray ids, int[] past, KvCache[] caches) {
+        int b = past.length;
+        float[] cos = new float[b * headDim];
+        float[] sin = new float[b * headDim];
+        int half = headDim / 2;
+        for (int r = 0; r < b; r++) {
+            if (past[r] + 1 > positions) {
+                throw new IllegalArgumentException(past[r] + 1 + " positions: " + config.file()
+                        + " has max_position_embeddings " + positions);
+            }
+            for (int i = 0; i < half; i++) {
+                float angle = (float) past[r] * invFreq[i];
+                float c = (float) Math.cos(angle);
+                float s = (float) Math.sin(angle);
+                cos[r * headDim + i] = c;
+                cos[r * headDim + half + i] = c;
+                sin[r * headDim + i] = s;
+                sin[r * headDim + half + i] = s;
+            }
+        }
+        NDManager m = ids.getManager();
+        NDArray cosA = m.create(cos, new Shape(b, 1, headDim));
+        NDArray sinA = m.create(sin, new Shape(b, 1, headDim));
+        NDArray x = embed.get(ids);
+        for (int i = 0; i < layer.length; i++) {
+            Layer l = layer[i];
+            NDArray h = rmsNorm(x, l.inNorm);
+            NDArray q = rope(h.matMul(l.q).reshape(b, heads, headDim), cosA, sinA);
+            NDArray k = rope(h.matMul(l.k).reshape(b, kvHeads, headDim), cosA, sinA);
+            NDArray v = h.matMul(l.v).reshape(b, kvHeads, headDim);
+            x = x.add(stepAttention(q, k, v, caches, i).matMul(l.o));
+            h = rmsNorm(x, l.postNorm);
+            x = x.add(silu(h.matMul(l.gate)).mul(h.matMul(l.up)).matMul(l.down));
+        }
+        return rmsNorm(x, normW).matMul(head);
     }
 
     @Override
@@ -169,11 +222,9 @@ public final class LlamaBlock extends CausalLmBlock {
             NDArray k = rope(h.matMul(l.k).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2), cosA, sinA);
             NDArray v = h.matMul(l.v).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
             if (cache != null) {
-                if (cache.key(i) != null) {
-                    k = cache.key(i).concat(k, 1);
-                    v = cache.value(i).concat(v, 1);
-                }
-                cache.set(i, k, v);
+                NDArray[] kv = cache.append(i, k, v);
+                k = kv[0];
+                v = kv[1];
             }
             NDArray a = attention(q, k, v, mask).transpose(1, 0, 2).reshape(tokens, (long) heads * headDim);
             x = x.add(a.matMul(l.o));
