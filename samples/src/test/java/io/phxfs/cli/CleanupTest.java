@@ -32,8 +32,25 @@ class CleanupTest {
 
     private record Run(int exit, String out, String err) {}
 
+    /**
+     * A JVM started under a shell's background job (nohup, a CI runner's) inherits SIGINT
+     * ignored, and the JVM then leaves it ignored: Ctrl-C could not be tested there. coreutils'
+     * env restores the default disposition, as a terminal's foreground job has it.
+     */
+    private static final List<String> DEFAULT_SIGINT = defaultSigint();
+
+    private static List<String> defaultSigint() {
+        try {
+            Process p = new ProcessBuilder("env", "--default-signal=INT", "true").redirectErrorStream(true).start();
+            return p.waitFor() == 0 ? List.of("env", "--default-signal=INT") : List.of();
+        } catch (IOException | InterruptedException e) {
+            return List.of();
+        }
+    }
+
     private ProcessBuilder cli(String... args) {
-        List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        List<String> cmd = new ArrayList<>(DEFAULT_SIGINT);
+        cmd.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "-Djava.io.tmpdir=" + tmp, "-cp", System.getProperty("java.class.path"),
                 "io.phxfs.cli.PhoenixCli"));
         cmd.addAll(List.of(args));
