@@ -12,6 +12,9 @@ command -v mvn >/dev/null || { need+=(maven); why+=("maven: builds the Java modu
   || { need+=(liburing-dev); why+=("liburing-dev: libphoenix's io_uring engine, linked statically"); }
 command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] \
   || { need+=(redis-server); why+=("redis-server: kvcache-tier's Redis tests (where no Docker engine answers)"); }
+# the serve tests drive the server with the official OpenAI SDK (npm) and curl
+command -v npm >/dev/null || { need+=(nodejs npm); why+=("nodejs, npm: the serve tests' OpenAI SDK client"); }
+command -v curl >/dev/null || { need+=(curl); why+=("curl: the serve tests' raw HTTP client"); }
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   # said before anything runs: sudo may ask for a password, and a user should know what for

@@ -66,6 +66,21 @@ final class GenModelCommand implements Callable<Integer> {
                     + " of small tensors (default: ${DEFAULT-VALUE}, a dense Llama MLP)."})
     int experts;
 
+    @Option(names = "--dtype", defaultValue = "bf16", paramLabel = "bf16|f32", description = {
+            "Weight type (default: ${DEFAULT-VALUE}). f32 weights are drawn from a normal distribution (std 0.02, norms 1),"
+                    + " so that the model computes sensibly (phoenix serve, djl-run); bf16 weights are random bytes, for"
+                    + " loading benchmarks."})
+    String dtype;
+
+    @Option(names = "--context", defaultValue = "2048", paramLabel = "N",
+            description = "max_position_embeddings written to config.json (default: ${DEFAULT-VALUE}).")
+    int context;
+
+    @Option(names = "--tokenizer", paramLabel = "DIR", description = {
+            "Copy tokenizer.json, tokenizer_config.json, chat_template.jinja and special_tokens_map.json (those present)"
+                    + " from DIR: with config.json, a checkpoint phoenix serve runs. Every id of the tokenizer must be below --vocab."})
+    Path tokenizer;
+
     @Option(names = "--expert-intermediate", paramLabel = "N", description = {
             "MLP size of one expert (default with --experts: 1 MiB of bf16 per expert matrix, 512 for --hidden 1024,"
                     + " 128 for 4096)."})
@@ -87,6 +102,18 @@ final class GenModelCommand implements Callable<Integer> {
         if (expertIntermediate != null && (expertIntermediate < 1 || experts == 0)) {
             throw new IllegalArgumentException(experts == 0 ? "--expert-intermediate needs --experts N"
                     : "--expert-intermediate must be > 0, was " + expertIntermediate);
+        }
+        Dtype weightType = switch (dtype.toLowerCase(java.util.Locale.ROOT)) {
+            case "bf16", "bfloat16" -> Dtype.BF16;
+            case "f32", "float32", "fp32" -> Dtype.F32;
+            default -> throw new IllegalArgumentException("--dtype " + dtype + ": use bf16 or f32");
+        };
+        this.type = weightType;
+        if (context < 1) {
+            throw new IllegalArgumentException("--context " + context + ": must be >= 1");
+        }
+        if (tokenizer != null) {
+            checkTokenizer(tokenizer, vocab);
         }
         List<SafetensorsWriter.Spec> tensors = layout(target);
         if (shards < 1 || shards > tensors.size()) {
@@ -116,7 +143,7 @@ final class GenModelCommand implements Callable<Integer> {
                 TempFiles.track(dir.resolve(name + ".tmp"), Thread.currentThread());
                 TempFiles.track(dir.resolve(name), Thread.currentThread());
                 long fileBytes = SafetensorsWriter.write(dir.resolve(name), Map.of("format", "pt"), parts.get(i),
-                        (t, off, dst) -> fill(random, t, off, dst));
+                        type == Dtype.F32 ? (t, off, dst) -> fillNormal(t, off, dst, seed) : (t, off, dst) -> fill(random, t, off, dst));
                 bytes += fileBytes;
                 for (SafetensorsWriter.Spec t : parts.get(i)) {
                     weightMap.put(t.name(), name);
@@ -129,6 +156,13 @@ final class GenModelCommand implements Callable<Integer> {
                 written.add(dir.resolve(ModelFiles.INDEX_FILE));
                 TempFiles.track(dir.resolve(ModelFiles.INDEX_FILE), Thread.currentThread());
                 writeIndex(dir.resolve(ModelFiles.INDEX_FILE), total, weightMap);
+            }
+            if (experts == 0) {
+                // config.json (and the tokenizer's files): a checkpoint the DJL blocks and serve run
+                for (String f : writeConfig(dir, layers(tensors))) {
+                    written.add(dir.resolve(f));
+                    TempFiles.track(dir.resolve(f), Thread.currentThread());
+                }
             }
             // finished: the model is the user's now
             for (Path w : written) {
@@ -160,6 +194,105 @@ final class GenModelCommand implements Callable<Integer> {
                 LoadCommand.human(bytes));
         out.flush();
         return 0;
+    }
+
+    private Dtype type = Dtype.BF16;
+
+    /** The tokenizer's largest id must fit the embedding: a model cannot embed a token past its vocabulary. */
+    private static void checkTokenizer(Path from, long vocab) throws IOException {
+        Path tj = from.resolve("tokenizer.json");
+        if (!Files.isRegularFile(tj)) {
+            throw new java.nio.file.NoSuchFileException(tj.toString(), null, "--tokenizer: no tokenizer.json there");
+        }
+        com.fasterxml.jackson.databind.JsonNode root = new com.fasterxml.jackson.databind.ObjectMapper().readTree(tj.toFile());
+        long maxId = -1;
+        for (com.fasterxml.jackson.databind.JsonNode v : root.path("model").path("vocab")) {
+            maxId = Math.max(maxId, v.asLong(-1));
+        }
+        for (com.fasterxml.jackson.databind.JsonNode t : root.path("added_tokens")) {
+            maxId = Math.max(maxId, t.path("id").asLong(-1));
+        }
+        if (maxId >= vocab) {
+            throw new IllegalArgumentException("--tokenizer " + from + ": its ids go up to " + maxId + ", past --vocab " + vocab
+                    + ": use --vocab " + (maxId + 1) + " or more");
+        }
+    }
+
+    /** Writes config.json, generation_config.json and the tokenizer's files; returns their names. */
+    private List<String> writeConfig(Path out, long layerCount) throws IOException {
+        List<String> names = new ArrayList<>();
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode c = json.createObjectNode();
+        c.putArray("architectures").add("LlamaForCausalLM");
+        c.put("model_type", "llama");
+        c.put("hidden_size", hidden);
+        c.put("intermediate_size", intermediate);
+        c.put("num_hidden_layers", layerCount);
+        c.put("num_attention_heads", heads);
+        c.put("num_key_value_heads", kvHeads);
+        c.put("head_dim", hidden / heads);
+        c.put("vocab_size", vocab);
+        c.put("max_position_embeddings", context);
+        c.put("rms_norm_eps", 1e-5);
+        c.put("hidden_act", "silu");
+        c.putObject("rope_parameters").put("rope_theta", 10000.0).put("rope_type", "default");
+        c.put("tie_word_embeddings", false);
+        c.put("dtype", type == Dtype.F32 ? "float32" : "bfloat16");
+        com.fasterxml.jackson.databind.node.ObjectNode g = json.createObjectNode();
+        if (tokenizer != null) {
+            for (String f : new String[] {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"}) {
+                if (Files.isRegularFile(tokenizer.resolve(f))) {
+                    Files.copy(tokenizer.resolve(f), out.resolve(f), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+                    names.add(f);
+                }
+            }
+            // the EOS ids the tokenizer's own model used, where it says
+            Path gen = tokenizer.resolve("generation_config.json");
+            if (Files.isRegularFile(gen)) {
+                com.fasterxml.jackson.databind.JsonNode eos = json.readTree(gen.toFile()).path("eos_token_id");
+                if (!eos.isMissingNode()) {
+                    g.set("eos_token_id", eos);
+                    c.set("eos_token_id", eos);
+                }
+            }
+        }
+        json.writerWithDefaultPrettyPrinter().writeValue(out.resolve("config.json").toFile(), c);
+        names.add("config.json");
+        if (!g.isEmpty()) {
+            json.writerWithDefaultPrettyPrinter().writeValue(out.resolve("generation_config.json").toFile(), g);
+            names.add("generation_config.json");
+        }
+        return names;
+    }
+
+    /** Normal weights (std 0.02; norm weights 1), the same for a tensor whatever the shard or chunk. */
+    private static void fillNormal(SafetensorsWriter.Spec t, long offset, ByteBuffer dst, long seed) {
+        boolean norm = t.name().endsWith("norm.weight");
+        java.nio.ByteOrder order = dst.order();
+        dst.order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        long index = offset / 4;
+        while (dst.remaining() >= 4) {
+            float v;
+            if (norm) {
+                v = 1f;
+            } else {
+                // counter-based (Box-Muller over two hashes of the element's index): element i of a
+                // tensor is the same whichever buffer, shard or chunk asks for it
+                long base = seed * 0x9E3779B97F4A7C15L + t.name().hashCode() * 0xBF58476D1CE4E5B9L;
+                double u1 = ((mix(base + 2 * index) >>> 11) + 1) * 0x1.0p-53;
+                double u2 = (mix(base + 2 * index + 1) >>> 11) * 0x1.0p-53;
+                v = (float) (Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2) * 0.02);
+            }
+            dst.putFloat(v);
+            index++;
+        }
+        dst.order(order);
+    }
+
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
     }
 
     /** Embeddings, LM head and final norm, then whole layers while the size allows. */
@@ -202,6 +335,7 @@ final class GenModelCommand implements Callable<Integer> {
     /** A command-line fragment with dimensions a quarter, a sixteenth, ... as large whose model has a layer at {@code target}. */
     private String smallerDims(long target) {
         GenModelCommand c = new GenModelCommand();
+        c.type = type;
         c.experts = experts;
         c.expertIntermediate = expertIntermediate;
         for (long div = 4; div <= 1 << 12; div *= 4) {
@@ -255,8 +389,8 @@ final class GenModelCommand implements Callable<Integer> {
         return tensors.stream().filter(t -> t.name().endsWith(".input_layernorm.weight")).count();
     }
 
-    private static SafetensorsWriter.Spec spec(String name, long... shape) {
-        return new SafetensorsWriter.Spec(name, Dtype.BF16, shape);
+    private SafetensorsWriter.Spec spec(String name, long... shape) {
+        return new SafetensorsWriter.Spec(name, type, shape);
     }
 
     /** Consecutive runs of about equal bytes, each at least one tensor. */

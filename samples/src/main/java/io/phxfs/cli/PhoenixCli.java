@@ -16,7 +16,7 @@ import picocli.CommandLine.Command;
         description = "Moves file data into GPU and host memory with libphoenix.",
         subcommands = {InfoCommand.class, BenchCommand.class, LoadCommand.class, LoadBenchCommand.class,
                 GenModelCommand.class, TrainStartupCommand.class, KvCommand.class, DjlRunCommand.class,
-                DjlLoadBenchCommand.class, CommandLine.HelpCommand.class})
+                DjlLoadBenchCommand.class, io.phxfs.cli.serve.ServeCommand.class, ServeBenchCommand.class, CommandLine.HelpCommand.class})
 public final class PhoenixCli {
     /** Exit code for invalid input (bad arguments, malformed files). */
     public static final int EXIT_INVALID = 2;

@@ -140,6 +140,32 @@ class GenModelCommandTest {
     }
 
     @Test
+    void float32WithATokenizerIsACheckpointTheBlocksRun() throws Exception {
+        Path tok = io.phxfs.safetensors.Fixtures.file("tiny-chat-llama");
+        Path out = dir.resolve("served");
+        Cli r = Cli.run("gen-model", out.toString(), "--size", "2m", "--dtype", "f32", "--tokenizer", tok.toString(),
+                "--hidden", "64", "--intermediate", "128", "--vocab", "1024", "--heads", "4", "--kv-heads", "2", "--context", "512");
+        assertEquals(0, r.exit(), r.toString());
+        for (String f : new String[] {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                "chat_template.jinja", "model.safetensors"}) {
+            assertTrue(Files.isRegularFile(out.resolve(f)), f);
+        }
+        JsonNode config = new com.fasterxml.jackson.databind.ObjectMapper().readTree(out.resolve("config.json").toFile());
+        assertEquals("llama", config.path("model_type").asText());
+        assertEquals(512, config.path("max_position_embeddings").asInt());
+        assertEquals(1024, config.path("vocab_size").asInt());
+        assertEquals("[4,1]", config.path("eos_token_id").toString(), "the tokenizer's model's EOS ids");
+        JsonNode load = Cli.run("load", out.toString(), "--host", "--json").json();
+        assertEquals("F32", load.path("tensors").path("model.layers.0.self_attn.q_proj.weight").path("dtype").asText());
+        // a tokenizer whose ids do not fit the vocabulary is refused with the way out
+        Cli small = Cli.run("gen-model", dir.resolve("x").toString(), "--size", "2m", "--dtype", "f32", "--tokenizer",
+                tok.toString(), "--hidden", "64", "--intermediate", "128", "--vocab", "100", "--heads", "4", "--kv-heads", "2");
+        assertEquals(2, small.exit(), small.toString());
+        assertTrue(small.err().contains("use --vocab 1024 or more"), small.err());
+        assertEquals(2, Cli.run("gen-model", dir.resolve("y").toString(), "--dtype", "f8").exit());
+    }
+
+    @Test
     void tooSmallASizeIsInvalid() {
         Cli r = Cli.run(args("gen-model", dir.resolve("x").toString(), "--size", "1k"));
         assertEquals(2, r.exit(), r.toString());

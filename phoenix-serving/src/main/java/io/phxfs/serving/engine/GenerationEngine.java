@@ -1,0 +1,238 @@
+package io.phxfs.serving.engine;
+
+import ai.djl.MalformedModelException;
+import ai.djl.repository.zoo.Criteria;
+import ai.djl.repository.zoo.ModelNotFoundException;
+import ai.djl.repository.zoo.ZooModel;
+import io.phxfs.djl.CausalLmBlock;
+import io.phxfs.djl.DjlRuntime;
+import io.phxfs.kvcache.KvLayout;
+import io.phxfs.kvcache.KvMetrics;
+import io.phxfs.serving.text.ChatTemplate;
+import io.phxfs.serving.text.HfTokenizer;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Serves one checkpoint: requests in token ids, text out, with continuous batching, sampling
+ * and prefix KV reuse through kvcache-tier. The API server's one dependency: it tokenizes and
+ * renders chat templates with {@link #tokenizer()} and {@link #chatTemplate()}, then
+ * {@link #submit}s.
+ *
+ * <pre>{@code
+ * try (GenerationEngine engine = GenerationEngine.open(EngineConfig.of(Path.of("models/llama")))) {
+ *     int[] ids = engine.tokenizer().encode("The capital of France is", true);
+ *     engine.submit(new GenerationRequest("r1", ids, SamplingParams.greedy(16), null), listener);
+ * }
+ * }</pre>
+ */
+public final class GenerationEngine implements AutoCloseable {
+    private final EngineConfig config;
+    private final ZooModel<long[], float[][]> model;
+    private final CausalLmBlock block;
+    private final HfTokenizer tokenizer;
+    private final ChatTemplate template;
+    private final PrefixCache prefix;
+    private final Scheduler scheduler;
+    private final Thread thread;
+    private final ModelCard card;
+    private volatile boolean closed;
+
+    private GenerationEngine(EngineConfig config, ZooModel<long[], float[][]> model, HfTokenizer tokenizer,
+                             ChatTemplate template, String identity, Set<Integer> eos) {
+        this.config = config;
+        this.model = model;
+        this.block = (CausalLmBlock) model.getBlock();
+        this.tokenizer = tokenizer;
+        this.template = template;
+        KvLayout layout = new KvLayout(block.layers(), block.kvHeads(), block.headDim(), KvLayout.DType.FLOAT32,
+                KvLayout.Kind.KV_2LTD);
+        this.prefix = config.kvCache() == null ? null : new PrefixCache(config.kvCache(), layout, identity);
+        this.card = new ModelCard(config.modelDir(), block.config().modelType(), block.contextLength(), block.vocabSize(),
+                identity, System.currentTimeMillis() / 1000);
+        this.scheduler = new Scheduler(block, model.getNDManager(), tokenizer, eos, prefix, layout, config);
+        this.thread = Thread.ofPlatform().name("phoenix-engine").daemon(false).start(scheduler);
+    }
+
+    /**
+     * Loads the checkpoint (weights through Phoenix into DJL, the tokenizer, the chat template)
+     * and starts the engine's thread.
+     *
+     * @param config what to serve
+     * @return the running engine; close it
+     * @throws IOException when a file cannot be read; the message names it
+     * @throws IllegalArgumentException for a checkpoint the engine cannot serve (no tokenizer.json,
+     *         an unsupported model type, a malformed file)
+     * @throws UnsupportedOperationException for a device: generation computes on the CPU in this release
+     */
+    public static GenerationEngine open(EngineConfig config) throws IOException {
+        Path dir = config.modelDir().toAbsolutePath().normalize();
+        if (!Files.isDirectory(dir)) {
+            if (Files.exists(dir)) {
+                throw new IllegalArgumentException(dir + ": not a directory (serve takes a checkpoint directory)");
+            }
+            throw new NoSuchFileException(dir.toString(), null, "no such checkpoint directory");
+        }
+        if (config.device() != null) {
+            throw new UnsupportedOperationException("generation on device " + config.device() + " is not available yet:"
+                    + " DJL's GPU path has not run (issue djl-gpu); serve computes on the CPU");
+        }
+        HfTokenizer tokenizer = HfTokenizer.open(dir);
+        try {
+            ChatTemplate template = ChatTemplate.load(dir, tokenizer.specialTokens()).orElse(null);
+            Set<Integer> eos = StopTokens.of(dir, tokenizer);
+            String identity = ModelIdentity.of(dir);
+            DjlRuntime.preferOffline();
+            DjlRuntime.pytorch();
+            Criteria<long[], float[][]> criteria = Criteria.builder().setTypes(long[].class, float[][].class)
+                    .optModelUrls("phoenix://" + dir).build();
+            ZooModel<long[], float[][]> model;
+            try {
+                model = criteria.loadModel();
+            } catch (ModelNotFoundException | MalformedModelException e) {
+                throw new IllegalArgumentException(dir + ": " + e.getMessage(), e);
+            }
+            if (!(model.getBlock() instanceof CausalLmBlock)) {
+                model.close();
+                throw new IllegalArgumentException(dir + ": not a causal language model the engine can run");
+            }
+            return new GenerationEngine(config.withDevice(null), model, tokenizer, template, identity, eos);
+        } catch (IOException | RuntimeException e) {
+            tokenizer.close();
+            throw e;
+        }
+    }
+
+    /**
+     * What is served.
+     *
+     * @return the model's card
+     */
+    public ModelCard model() {
+        return card;
+    }
+
+    /**
+     * The checkpoint's tokenizer.
+     *
+     * @return the tokenizer (owned by the engine)
+     */
+    public HfTokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    /**
+     * The checkpoint's chat template, if it has one.
+     *
+     * @return the template
+     */
+    public Optional<ChatTemplate> chatTemplate() {
+        return Optional.ofNullable(template);
+    }
+
+    /**
+     * Queues a request; the listener hears of it on the engine's thread.
+     *
+     * @param request the prompt and how to continue it
+     * @param listener where its text and end go
+     * @return the request's handle, to cancel it
+     * @throws QueueFullException when as many requests run and wait as the configuration allows
+     * @throws IllegalArgumentException when the prompt and max_tokens do not fit the context, or an id is outside the vocabulary
+     * @throws IllegalStateException after {@link #close}
+     */
+    public GenerationHandle submit(GenerationRequest request, GenerationListener listener) {
+        if (closed) {
+            throw new IllegalStateException("the engine is closed");
+        }
+        int[] ids = request.promptIds();
+        int vocab = block.vocabSize();
+        for (int id : ids) {
+            if (id < 0 || id >= vocab) {
+                throw new IllegalArgumentException("prompt: token id " + id + " is outside the vocabulary [0, " + vocab + ")");
+            }
+        }
+        int max = request.sampling().maxTokens();
+        if ((long) ids.length + max > card.contextLength()) {
+            throw new IllegalArgumentException("prompt: " + ids.length + " tokens plus max_tokens " + max + " is "
+                    + ((long) ids.length + max) + ", past the model's context of " + card.contextLength()
+                    + " tokens; shorten the prompt or lower max_tokens");
+        }
+        Sequence s = new Sequence(request, java.util.Objects.requireNonNull(listener, "listener"));
+        scheduler.submit(s);
+        return s;
+    }
+
+    /**
+     * Requests in the running batch.
+     *
+     * @return how many are being decoded
+     */
+    public int running() {
+        return scheduler.running();
+    }
+
+    /**
+     * Requests queued behind the batch.
+     *
+     * @return how many wait
+     */
+    public int waiting() {
+        return scheduler.waiting();
+    }
+
+    /**
+     * The prefix cache's counters, when there is one.
+     *
+     * @return the KV tier's metrics
+     */
+    public Optional<KvMetrics> tierMetrics() {
+        return prefix == null ? Optional.empty() : Optional.of(prefix.metrics());
+    }
+
+    /**
+     * The configuration the engine runs with.
+     *
+     * @return the configuration
+     */
+    public EngineConfig config() {
+        return config;
+    }
+
+    /**
+     * Drains and stops: refuses new requests, finishes the queued and running ones, then frees
+     * the caches, the KV tier (its write-behind flushed), the model and the tokenizer. Calling
+     * it again does nothing.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        scheduler.shutdown();
+        boolean interrupted = false;
+        while (thread.isAlive()) {
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        try {
+            if (prefix != null) {
+                prefix.close();
+            }
+        } finally {
+            scheduler.releaseMemory();
+            model.close();
+            tokenizer.close();
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

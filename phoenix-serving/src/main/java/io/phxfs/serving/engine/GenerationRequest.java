@@ -1,0 +1,29 @@
+package io.phxfs.serving.engine;
+
+import java.util.Objects;
+
+/**
+ * One prompt to continue.
+ *
+ * @param id the request's id, for logs and metrics
+ * @param promptIds the prompt as token ids, at least one
+ * @param sampling how to choose tokens and when to stop
+ * @param cacheSalt mixed into the prefix-cache keys (vLLM's {@code cache_salt}): prompts with
+ *        different salts never share cached KV; null or empty for none
+ */
+public record GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt) {
+    /**
+     * Checks the fields.
+     *
+     * @throws IllegalArgumentException for an empty prompt
+     * @throws NullPointerException for a missing id, prompt or sampling
+     */
+    public GenerationRequest {
+        Objects.requireNonNull(id, "id");
+        Objects.requireNonNull(sampling, "sampling");
+        promptIds = Objects.requireNonNull(promptIds, "promptIds").clone();
+        if (promptIds.length == 0) {
+            throw new IllegalArgumentException("prompt: empty; at least one token is needed");
+        }
+    }
+}

@@ -1,0 +1,59 @@
+package io.phxfs.serving.engine;
+
+import io.phxfs.serving.text.HfTokenizer;
+import io.phxfs.serving.text.IncrementalDetokenizer;
+
+/**
+ * A request on its way through the engine: its cache, its sampler, its text so far, its
+ * timings. Touched only by the engine's thread, but for {@link #cancel}.
+ */
+final class Sequence implements GenerationHandle {
+    final GenerationRequest request;
+    final GenerationListener listener;
+    final long arrivedNanos = System.nanoTime();
+    final Sampler sampler;
+    final StopStrings stops;
+    private volatile boolean cancelled;
+    IncrementalDetokenizer detokenizer;
+    SequenceKv kv;
+    int cachedTokens;
+    int generated;
+    int lastToken;
+    long scheduledNanos;
+    long firstTokenNanos;
+    long lastTokenNanos;
+    boolean done;
+
+    Sequence(GenerationRequest request, GenerationListener listener) {
+        this.request = request;
+        this.listener = listener;
+        this.sampler = new Sampler(request.sampling());
+        this.stops = new StopStrings(request.sampling().stop());
+    }
+
+    void startText(HfTokenizer tokenizer) {
+        detokenizer = new IncrementalDetokenizer(tokenizer, request.promptIds(), true);
+    }
+
+    @Override
+    public String id() {
+        return request.id();
+    }
+
+    @Override
+    public void cancel() {
+        cancelled = true;
+    }
+
+    boolean cancelled() {
+        return cancelled;
+    }
+
+    int promptTokens() {
+        return request.promptIds().length;
+    }
+
+    Usage usage() {
+        return new Usage(promptTokens(), generated, cachedTokens);
+    }
+}

@@ -1,0 +1,47 @@
+package io.phxfs.serving.text;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Set;
+
+/**
+ * What incremental decoding must know about tokenizer.json's decoder. Most decoders (ByteLevel,
+ * Metaspace, Replace, ByteFallback, Fuse, Strip from the start, WordPiece, CTC, none) are local:
+ * the text of a token depends only on its neighbours within a window that starts at a settled
+ * point, so decoding a window reproduces the full decode's continuation. Two things break that:
+ * a ByteFallback decoder turns a run of {@code <0xAB>} tokens into text only as a whole (an
+ * incomplete run decodes to one U+FFFD per byte, even bytes that later become a valid
+ * character), and some decoders rewrite the last token (BPEDecoder's suffix, Strip from the
+ * end, unknown kinds), so that token's text stays open until the next one arrives.
+ *
+ * @param byteFallback a ByteFallback step is present
+ * @param lastTokenOpen the last token's text may still change when another token follows
+ */
+record DecoderTraits(boolean byteFallback, boolean lastTokenOpen) {
+    private static final Set<String> LOCAL = Set.of("ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse",
+            "WordPiece", "CTC", "Sequence", "Strip");
+
+    static DecoderTraits of(JsonNode decoder) {
+        if (decoder == null || decoder.isNull()) {
+            return new DecoderTraits(false, false);
+        }
+        boolean[] traits = new boolean[2];
+        visit(decoder, traits);
+        return new DecoderTraits(traits[0], traits[1]);
+    }
+
+    private static void visit(JsonNode decoder, boolean[] traits) {
+        String type = decoder.path("type").asText("");
+        if (!LOCAL.contains(type)) {
+            traits[1] = true;
+        }
+        if (type.equals("ByteFallback")) {
+            traits[0] = true;
+        }
+        if (type.equals("Strip") && decoder.path("stop").asInt(0) > 0) {
+            traits[1] = true;
+        }
+        for (JsonNode child : decoder.path("decoders")) {
+            visit(child, traits);
+        }
+    }
+}

@@ -1,0 +1,17 @@
+/**
+ * Serving on top of the DJL blocks: a generation engine with continuous batching and sampling
+ * ({@code io.phxfs.serving.engine}), text in and out through a checkpoint's own tokenizer and
+ * chat template ({@code io.phxfs.serving.text}), and prefix KV reuse across requests through
+ * kvcache-tier. The HTTP layer (OpenAI's API) is the CLI's {@code phoenix serve}.
+ */
+@SuppressWarnings({"requires-automatic", "requires-transitive-automatic"}) // DJL's tokenizers and jinjava are automatic modules
+module io.phxfs.serving {
+    requires transitive io.phxfs.djl;
+    requires transitive io.phxfs.kvcache;
+    requires ai.djl.tokenizers;
+    requires jinjava;
+    requires com.fasterxml.jackson.databind;
+
+    exports io.phxfs.serving.engine;
+    exports io.phxfs.serving.text;
+}

@@ -1,0 +1,313 @@
+package io.phxfs.serving.engine;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.phxfs.kvcache.KvCacheConfig;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The engine against transformers' greedy generate (reference.json of the tiny-chat fixtures),
+ * alone and in a batch, with and without the prefix cache in each tier, and its limits.
+ */
+class GenerationEngineTest {
+    @TempDir
+    Path tmp;
+
+    private static int counter;
+
+    private static GenerationRequest greedy(int[] ids, int max) {
+        return new GenerationRequest("t" + counter++, ids, SamplingParams.greedy(max), null);
+    }
+
+    private static Collector.Result run(GenerationEngine e, GenerationRequest r) throws Exception {
+        Collector c = new Collector();
+        e.submit(r, c);
+        return c.await();
+    }
+
+    /** Every valid chat and completion of the reference, as transformers generated them. */
+    private static List<JsonNode> cases(JsonNode ref) {
+        List<JsonNode> out = new ArrayList<>();
+        ref.get("chats").forEach(c -> {
+            if (c.has("ids")) {
+                out.add(c);
+            }
+        });
+        ref.get("completions").forEach(out::add);
+        return out;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tiny-chat-llama", "tiny-chat-gpt2"})
+    void greedyTokensAndTextEqualTransformersAloneAndAllAtOnce(String fixture) throws Exception {
+        JsonNode ref = Fixtures.reference(fixture);
+        int max = ref.get("max_new_tokens").intValue();
+        List<JsonNode> cases = cases(ref);
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir(fixture)))) {
+            for (JsonNode c : cases) {
+                Collector.Result r = run(e, greedy(Fixtures.ints(c.get("ids")), max));
+                assertArrayEquals(Fixtures.ints(c.get("generated")), r.tokens(), fixture + ": " + c.get("ids").size() + " tokens");
+                assertEquals(c.get("generated_text").asText(), r.text(), fixture);
+                assertEquals(String.join("", r.pieces()), r.text());
+                assertEquals(new Usage(c.get("ids").size(), max, 0), r.usage());
+                assertEquals(FinishReason.LENGTH, r.reason());
+            }
+            // all together: the batch is decoded as one, and each stays exact
+            List<Collector> cs = new ArrayList<>();
+            for (JsonNode c : cases) {
+                Collector col = new Collector();
+                e.submit(greedy(Fixtures.ints(c.get("ids")), max), col);
+                cs.add(col);
+            }
+            for (int i = 0; i < cases.size(); i++) {
+                assertArrayEquals(Fixtures.ints(cases.get(i).get("generated")), cs.get(i).await().tokens(),
+                        fixture + " in a batch of " + cases.size() + ", case " + i);
+            }
+        }
+    }
+
+    private KvCacheConfig memoryTier() {
+        return KvCacheConfig.builder().localCpu(true).maxLocalCpuBytes(64L << 20).build();
+    }
+
+    private KvCacheConfig diskTier(Path dir) {
+        return KvCacheConfig.builder().localCpu(false).localDisk(dir).maxLocalDiskBytes(256L << 20).diskMinFreeBytes(0).build();
+    }
+
+    /** The reference's longest prompt: several 256-token chunks. */
+    private static JsonNode longest(JsonNode ref) {
+        return cases(ref).stream().max(java.util.Comparator.comparingInt(c -> c.get("ids").size())).orElseThrow();
+    }
+
+    @Test
+    void aMemoryTierHitGivesTheSameTokensAndSaysHowManyWereCached() throws Exception {
+        JsonNode ref = Fixtures.reference("tiny-chat-llama");
+        JsonNode c = longest(ref);
+        int[] ids = Fixtures.ints(c.get("ids"));
+        int max = ref.get("max_new_tokens").intValue();
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-llama")).withKvCache(memoryTier()))) {
+            Collector.Result miss = run(e, greedy(ids, max));
+            assertEquals(0, miss.usage().cachedTokens());
+            Collector.Result hit = run(e, greedy(ids, max));
+            assertEquals((ids.length - 1) / 256 * 256, hit.usage().cachedTokens(), "whole chunks, the last token left to the prefill");
+            assertTrue(hit.usage().cachedTokens() >= 1024, "a prompt of " + ids.length + " tokens");
+            assertArrayEquals(Fixtures.ints(c.get("generated")), hit.tokens());
+            assertArrayEquals(miss.tokens(), hit.tokens());
+            // a salt is another tenant: nothing shared
+            Collector.Result salted = run(e, new GenerationRequest("s", ids, SamplingParams.greedy(max), "tenant-b"));
+            assertEquals(0, salted.usage().cachedTokens());
+            assertArrayEquals(miss.tokens(), salted.tokens());
+            assertEquals((ids.length - 1) / 256 * 256,
+                    run(e, new GenerationRequest("s2", ids, SamplingParams.greedy(max), "tenant-b")).usage().cachedTokens());
+            // a prompt that shares only the first chunk reuses that chunk
+            int[] forked = ids.clone();
+            forked[300] = (forked[300] + 1) % 1000;
+            Collector.Result part = run(e, greedy(forked, max));
+            assertEquals(256, part.usage().cachedTokens());
+            assertTrue(e.tierMetrics().orElseThrow().retrievedTokens() > 0);
+        }
+    }
+
+    @Test
+    void aDiskTierHitAfterARestartGivesTheSameTokensAndCorruptChunksCostOnlyARecompute() throws Exception {
+        JsonNode ref = Fixtures.reference("tiny-chat-gpt2");
+        JsonNode c = longest(ref);
+        int[] ids = Fixtures.ints(c.get("ids"));
+        int max = ref.get("max_new_tokens").intValue();
+        Path disk = tmp.resolve("kv");
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-gpt2")).withKvCache(diskTier(disk)))) {
+            assertEquals(0, run(e, greedy(ids, max)).usage().cachedTokens());
+        } // close flushes the write-behind
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-gpt2")).withKvCache(diskTier(disk)))) {
+            Collector.Result hit = run(e, greedy(ids, max));
+            assertEquals((ids.length - 1) / 256 * 256, hit.usage().cachedTokens());
+            assertArrayEquals(Fixtures.ints(c.get("generated")), hit.tokens());
+        }
+        // damage every chunk file: flip bytes in the payload of one, truncate another
+        List<Path> chunks;
+        try (Stream<Path> s = Files.list(disk)) {
+            chunks = s.filter(p -> p.toString().endsWith(".kv")).sorted().toList();
+        }
+        assertTrue(chunks.size() >= 4, chunks.toString());
+        byte[] b = Files.readAllBytes(chunks.get(0));
+        b[b.length - 100] ^= 0x55;
+        Files.write(chunks.get(0), b);
+        Files.write(chunks.get(1), java.util.Arrays.copyOf(Files.readAllBytes(chunks.get(1)), 200));
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-gpt2")).withKvCache(diskTier(disk)))) {
+            Collector.Result r = run(e, greedy(ids, max));
+            assertArrayEquals(Fixtures.ints(c.get("generated")), r.tokens(), "damaged chunks must cost a recompute, not tokens");
+        }
+    }
+
+    @Test
+    void redisSharedByTwoEnginesAndStoppedMidRunCostsOnlyRecomputes() throws Exception {
+        JsonNode ref = Fixtures.reference("tiny-chat-llama");
+        JsonNode c = longest(ref);
+        int[] ids = Fixtures.ints(c.get("ids"));
+        int[] want = Fixtures.ints(c.get("generated"));
+        int max = ref.get("max_new_tokens").intValue();
+        try (LocalRedis redis = new LocalRedis(Files.createDirectories(tmp.resolve("redis")))) {
+            redis.start();
+            KvCacheConfig kv = KvCacheConfig.builder().localCpu(false).remoteUrl(redis.url()).build();
+            try (GenerationEngine a = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-llama")).withKvCache(kv))) {
+                assertEquals(0, run(a, greedy(ids, max)).usage().cachedTokens());
+            }
+            // another engine (another serving node) on the same server finds the chunks
+            try (GenerationEngine b = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-llama")).withKvCache(kv))) {
+                Collector.Result hit = run(b, greedy(ids, max));
+                assertEquals((ids.length - 1) / 256 * 256, hit.usage().cachedTokens());
+                assertArrayEquals(want, hit.tokens());
+                redis.stop();
+                Collector.Result away = run(b, greedy(ids, max));
+                assertEquals(0, away.usage().cachedTokens(), "Redis is away: a miss");
+                assertArrayEquals(want, away.tokens(), "Redis away must cost a recompute, not tokens");
+            }
+        }
+    }
+
+    @Test
+    void aChunkOfAnotherLayoutIsNeverServed() throws Exception {
+        // the same identity and tokens, another KV layout (another dtype): the keys differ, so a miss
+        io.phxfs.kvcache.KvLayout f32 = new io.phxfs.kvcache.KvLayout(2, 2, 16, io.phxfs.kvcache.KvLayout.DType.FLOAT32,
+                io.phxfs.kvcache.KvLayout.Kind.KV_2LTD);
+        io.phxfs.kvcache.KvLayout bf16 = new io.phxfs.kvcache.KvLayout(2, 2, 16, io.phxfs.kvcache.KvLayout.DType.BFLOAT16,
+                io.phxfs.kvcache.KvLayout.Kind.KV_2LTD);
+        Path disk = tmp.resolve("layouts");
+        int[] tokens = new int[600];
+        java.util.Arrays.setAll(tokens, i -> i % 500);
+        io.phxfs.core.Phoenix phx = io.phxfs.core.Phoenix.open();
+        try (PrefixCache a = new PrefixCache(diskTier(disk), f32, "same-model");
+             io.phxfs.core.RegisteredBuffer buf = phx.host().allocate(f32.bytesPerChunk(512))) {
+            io.phxfs.kvcache.ChunkedKv kv = new io.phxfs.kvcache.ChunkedKv(buf, f32, 256);
+            assertEquals(512, a.tierForTest().store(java.util.Arrays.copyOf(tokens, 512), a.extraForTest(null), kv));
+            assertEquals(512, a.tierForTest().lookup(java.util.Arrays.copyOf(tokens, 512), a.extraForTest(null)));
+        }
+        try (PrefixCache b = new PrefixCache(diskTier(disk), bf16, "same-model")) {
+            assertEquals(0, b.tierForTest().lookup(java.util.Arrays.copyOf(tokens, 512), b.extraForTest(null)));
+        }
+    }
+
+    @Test
+    void anotherModelNeverHitsAnotherModelsChunks() throws Exception {
+        // the same token ids through two checkpoints that share a disk tier
+        Path disk = tmp.resolve("shared");
+        JsonNode ref = Fixtures.reference("tiny-chat-gpt2");
+        int[] ids = Fixtures.ints(longest(ref).get("ids"));
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-gpt2")).withKvCache(diskTier(disk)))) {
+            run(e, greedy(ids, 4));
+        }
+        int[] inVocab = java.util.Arrays.stream(ids).map(i -> i % 900).toArray();
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-llama")).withKvCache(diskTier(disk)))) {
+            assertEquals(0, run(e, greedy(inVocab, 4)).usage().cachedTokens(), "KV of tiny-chat-gpt2 served to tiny-chat-llama");
+        }
+        // a copy of the checkpoint with one weight byte changed is another model too
+        Path copy = tmp.resolve("changed");
+        Files.createDirectories(copy);
+        try (Stream<Path> s = Files.list(Fixtures.dir("tiny-chat-gpt2"))) {
+            for (Path p : s.toList()) {
+                Files.copy(p, copy.resolve(p.getFileName()));
+            }
+        }
+        byte[] w = Files.readAllBytes(copy.resolve("model.safetensors"));
+        w[w.length - 10] ^= 1;
+        Files.write(copy.resolve("model.safetensors"), w);
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(copy).withKvCache(diskTier(disk)))) {
+            assertEquals(0, run(e, greedy(ids, 4)).usage().cachedTokens(), "a changed checkpoint reused KV");
+        }
+    }
+
+    @Test
+    void sampling() throws Exception {
+        JsonNode ref = Fixtures.reference("tiny-chat-llama");
+        int[] ids = Fixtures.ints(ref.get("completions").get(0).get("ids"));
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-llama")))) {
+            SamplingParams p = new SamplingParams(1.0, 0.95, 50, 1234L, 24, List.of(), true);
+            Collector.Result a = run(e, new GenerationRequest("a", ids, p, null));
+            Collector.Result b = run(e, new GenerationRequest("b", ids, p, null));
+            assertArrayEquals(a.tokens(), b.tokens(), "same seed, same tokens");
+            SamplingParams other = new SamplingParams(1.0, 0.95, 50, 99L, 24, List.of(), true);
+            assertNotEquals(java.util.Arrays.toString(a.tokens()), java.util.Arrays.toString(run(e, new GenerationRequest("c", ids, other, null)).tokens()));
+            // top_k 1 is greedy whatever the temperature
+            Collector.Result k1 = run(e, new GenerationRequest("d", ids, new SamplingParams(1.5, 1, 1, 7L, 16, List.of(), false), null));
+            assertArrayEquals(Fixtures.ints(ref.get("completions").get(0).get("generated")), k1.tokens());
+            // a seeded request gives the same tokens in a batch as alone
+            List<Collector> cs = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                Collector col = new Collector();
+                e.submit(new GenerationRequest("e" + i, ids, i == 0 ? p : new SamplingParams(1.0, 1, 0, (long) i, 24, List.of(), true), null), col);
+                cs.add(col);
+            }
+            assertArrayEquals(a.tokens(), cs.get(0).await().tokens());
+        }
+    }
+
+    @Test
+    void stopStringsEndTheTextBeforeThemAndPiecesNeverSplitCharacters() throws Exception {
+        JsonNode ref = Fixtures.reference("tiny-chat-llama");
+        JsonNode c = ref.get("completions").get(0);
+        String full = c.get("generated_text").asText();
+        String stop = full.substring(full.length() / 2, full.length() / 2 + 3);
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-llama")))) {
+            Collector.Result r = run(e, new GenerationRequest("s", Fixtures.ints(c.get("ids")),
+                    new SamplingParams(0, 1, 0, null, 16, List.of("never-there", stop), false), null));
+            assertEquals(full.substring(0, full.indexOf(stop)), r.text());
+            assertEquals(FinishReason.STOP, r.reason());
+            for (String piece : r.pieces()) {
+                assertTrue(piece.isEmpty() || !Character.isHighSurrogate(piece.charAt(piece.length() - 1)), piece);
+            }
+        }
+    }
+
+    @Test
+    void limitsAreRefusedWithTheReasonAndTheQueueIsBounded() throws Exception {
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-gpt2")).withLimits(1, 1))) {
+            int ctx = e.model().contextLength();
+            IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
+                    () -> e.submit(greedy(new int[ctx - 10], 11), new Collector()));
+            assertTrue(tooLong.getMessage().contains("past the model's context of " + ctx), tooLong.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> e.submit(greedy(new int[] {1, 5000}, 4), new Collector()));
+            assertThrows(IllegalArgumentException.class, () -> SamplingParams.greedy(0));
+            // one running, one waiting, the third refused
+            Collector a = new Collector();
+            Collector b = new Collector();
+            GenerationHandle ha = e.submit(greedy(new int[] {1, 2, 3}, 1500), a);
+            e.submit(greedy(new int[] {1, 2, 3}, 4), b);
+            assertThrows(QueueFullException.class, () -> e.submit(greedy(new int[] {1}, 4), new Collector()));
+            ha.cancel();
+            assertEquals(FinishReason.CANCELLED, a.await().reason());
+            assertEquals(FinishReason.LENGTH, b.await().reason());
+            assertEquals(4, b.await().usage().completionTokens());
+        }
+    }
+
+    @Test
+    void closeDrainsWhatIsQueued() throws Exception {
+        GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir("tiny-chat-gpt2")).withLimits(2, 8));
+        List<Collector> cs = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            Collector c = new Collector();
+            e.submit(greedy(new int[] {1, 2, 3 + i}, 8), c);
+            cs.add(c);
+        }
+        e.close();
+        e.close();
+        for (Collector c : cs) {
+            assertTrue(c.future().isDone());
+            assertEquals(8, c.await().usage().completionTokens());
+        }
+        assertThrows(IllegalStateException.class, () -> e.submit(greedy(new int[] {1}, 1), new Collector()));
+    }
+}

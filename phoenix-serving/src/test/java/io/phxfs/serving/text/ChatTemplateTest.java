@@ -1,0 +1,214 @@
+package io.phxfs.serving.text;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.core.type.TypeReference;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** ChatTemplate on the fixtures' own templates (as transformers 5.17 rendered them), loading, and errors. */
+class ChatTemplateTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final List<Map<String, Object>> HELLO = List.of(Map.of("role", "user", "content", "Hello!"));
+
+    private static List<Map<String, Object>> messages(JsonNode node) {
+        return JSON.convertValue(node, new TypeReference<List<Map<String, Object>>>() { });
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {TestFixtures.LLAMA, TestFixtures.GPT2})
+    void rendersEveryReferenceChat(String model) throws IOException {
+        JsonNode ref = TestFixtures.reference(model);
+        int rendered = 0;
+        int raised = 0;
+        try (HfTokenizer tokenizer = HfTokenizer.open(TestFixtures.model(model))) {
+            ChatTemplate template = ChatTemplate.load(TestFixtures.model(model), tokenizer.specialTokens()).orElseThrow();
+            for (JsonNode c : ref.get("chats")) {
+                List<Map<String, Object>> messages = messages(c.get("messages"));
+                if (c.has("text")) {
+                    String text = template.render(messages, true);
+                    assertEquals(c.get("text").asText(), text);
+                    assertArrayEquals(TestFixtures.ints(c.get("ids")), tokenizer.encode(text, false));
+                    rendered++;
+                } else {
+                    ChatTemplateException e = assertThrows(ChatTemplateException.class, () -> template.render(messages, true));
+                    assertEquals(c.get("error").asText(), e.getMessage());
+                    raised++;
+                }
+            }
+        }
+        assertTrue(rendered >= 5 && raised >= 1, rendered + " rendered, " + raised + " raised");
+    }
+
+    @Test
+    void templateSources() throws IOException {
+        assertTrue(ChatTemplate.load(TestFixtures.model(TestFixtures.LLAMA), Map.of()).orElseThrow().toString()
+                .contains("chat_template.jinja"));
+        assertTrue(ChatTemplate.load(TestFixtures.model(TestFixtures.GPT2), Map.of()).orElseThrow().toString()
+                .contains("tokenizer_config.json"));
+    }
+
+    @Test
+    void noTemplateIsEmpty(@TempDir Path dir) throws IOException {
+        assertEquals(Optional.empty(), ChatTemplate.load(dir, Map.of()));
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"eos_token\": \"</s>\"}");
+        assertEquals(Optional.empty(), ChatTemplate.load(dir, Map.of()));
+    }
+
+    @Test
+    void jinjaFileWinsOverTheConfig(@TempDir Path dir) throws IOException {
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": \"config\"}");
+        Files.writeString(dir.resolve("chat_template.jinja"), "file\n");
+        assertEquals("file", ChatTemplate.load(dir, Map.of()).orElseThrow().render(HELLO, false));
+    }
+
+    @Test
+    void namedTemplatesTakeTheDefault(@TempDir Path dir) throws IOException {
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": [{\"name\": \"tool_use\", \"template\":"
+                + " \"tools\"}, {\"name\": \"default\", \"template\": \"{{ bos_token }}{{ messages[0].content }}\"}]}");
+        assertEquals("<s>Hello!", ChatTemplate.load(dir, Map.of("bos_token", "<s>")).orElseThrow().render(HELLO, true));
+    }
+
+    @Test
+    void malformedFieldNamesTheFileAndField(@TempDir Path dir) throws IOException {
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": 42}");
+        IOException e = assertThrows(IOException.class, () -> ChatTemplate.load(dir, Map.of()));
+        assertTrue(e.getMessage().contains("tokenizer_config.json") && e.getMessage().contains("\"chat_template\""),
+                e.getMessage());
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": [{\"name\": \"other\", \"template\": \"x\"}]}");
+        e = assertThrows(IOException.class, () -> ChatTemplate.load(dir, Map.of()));
+        assertTrue(e.getMessage().contains("default"), e.getMessage());
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": [{\"name\": \"default\"}]}");
+        e = assertThrows(IOException.class, () -> ChatTemplate.load(dir, Map.of()));
+        assertTrue(e.getMessage().contains("chat_template[0]"), e.getMessage());
+    }
+
+    @Test
+    void syntaxErrorsNameTheTemplateAndTheLine(@TempDir Path dir) throws IOException {
+        Files.writeString(dir.resolve("chat_template.jinja"), "{% for m in messages %}\n{{ m.content }}\n{{ m.role + }}\n{% endfor %}\n");
+        ChatTemplateException e = assertThrows(ChatTemplateException.class, () -> ChatTemplate.load(dir, Map.of()));
+        assertTrue(e.getMessage().contains(dir.resolve("chat_template.jinja").toString()), e.getMessage());
+        assertTrue(e.getMessage().contains("line 3"), e.getMessage());
+
+        e = assertThrows(ChatTemplateException.class, () -> ChatTemplate.of("a\nb\n{% if x %}\nunclosed", Map.of()));
+        assertTrue(e.getMessage().contains("<template>") && e.getMessage().contains("line 3"), e.getMessage());
+
+        e = assertThrows(ChatTemplateException.class, () -> ChatTemplate.of("{% if x %}\n{% elif (y %}\n{% endif %}", Map.of()));
+        assertTrue(e.getMessage().contains("line 2"), e.getMessage());
+    }
+
+    @Test
+    void lineNumbersSurviveTrimmedNewlines() {
+        ChatTemplateException e = assertThrows(ChatTemplateException.class, () -> ChatTemplate.of(
+                "{% if true %}\n{# a\ncomment #}\n{%- if true -%}\n\n{% endif %}\n{% endif %}\n{{ 1 + }}", Map.of()));
+        assertTrue(e.getMessage().contains("line 8"), e.getMessage());
+    }
+
+    @Test
+    void undefinedRendersEmptyAndItsAttributesFail() {
+        ChatTemplate t = ChatTemplate.of("[{{ nothing }}][{{ messages[0].missing }}][{% if nothing %}x{% endif %}]"
+                + "[{{ nothing|default('d') }}][{{ messages[5] }}]", Map.of());
+        assertEquals("[][][][d][]", t.render(HELLO, false));
+        ChatTemplateException e = assertThrows(ChatTemplateException.class,
+                () -> ChatTemplate.of("{{ nothing.attr }}", Map.of()).render(HELLO, false));
+        assertTrue(e.getMessage().startsWith("chat template: ") && e.getMessage().contains("'nothing' is undefined"),
+                e.getMessage());
+    }
+
+    @Test
+    void renderErrorsAreNamed() {
+        ChatTemplateException e = assertThrows(ChatTemplateException.class,
+                () -> ChatTemplate.of("{{ messages[0].content + 1 }}", Map.of()).render(HELLO, false));
+        assertTrue(e.getMessage().startsWith("chat template: TypeError"), e.getMessage());
+        e = assertThrows(ChatTemplateException.class, () -> ChatTemplate.of("{{ x|nosuchfilter }}", Map.of()).render(HELLO, false));
+        assertTrue(e.getMessage().contains("No filter named 'nosuchfilter'"), e.getMessage());
+    }
+
+    @Test
+    void raiseExceptionStopsTheRenderWithItsMessage() {
+        ChatTemplate t = ChatTemplate.of("{% macro check(m) %}{% if m.role != 'user' %}{{ raise_exception('Bad role: '"
+                + " + m.role) }}{% endif %}{% endmacro %}{% for m in messages %}{{ check(m) }}{% if loop.index > 1 %}"
+                + "{{ raise_exception('second') }}{% endif %}{% endfor %}", Map.of());
+        ChatTemplateException e = assertThrows(ChatTemplateException.class,
+                () -> t.render(List.of(Map.of("role", "tool", "content", "x")), false));
+        assertEquals("Bad role: tool", e.getMessage());
+        e = assertThrows(ChatTemplateException.class, () -> t.render(List.of(Map.of("role", "user", "content", "a"),
+                Map.of("role", "user", "content", "b")), false));
+        assertEquals("second", e.getMessage());
+    }
+
+    @Test
+    void variables() {
+        ChatTemplate t = ChatTemplate.of("{{ bos_token }}|{{ tools is none }}|{{ documents is defined }}|{{ add_generation_prompt }}"
+                + "|{{ flag }}|{{ tools|length if tools else 0 }}", Map.of("bos_token", "<s>", "eos_token", "</s>"));
+        assertEquals("<s>|True|True|True||0", t.render(HELLO, true));
+        Map<String, Object> extra = new HashMap<>();
+        extra.put("bos_token", "[override]");
+        extra.put("flag", false);
+        extra.put("tools", List.of(Map.of("type", "function")));
+        assertEquals("[override]|False|True|False|False|1", t.render(HELLO, false, extra));
+    }
+
+    @Test
+    void strftimeNowReadsTheClock() {
+        Clock clock = Clock.fixed(LocalDateTime.parse("2025-01-02T03:04:05").toInstant(ZoneOffset.UTC), ZoneOffset.UTC);
+        ChatTemplate t = ChatTemplate.of("{{ strftime_now('%d %b %Y %H:%M') }}", Map.of()).withClock(clock);
+        assertEquals("02 Jan 2025 03:04", t.render(HELLO, false));
+    }
+
+    @Test
+    void messageTextIsNeverTemplateSyntax() {
+        ChatTemplate t = ChatTemplate.of("{{ messages[0].content }}", Map.of());
+        String text = "{{ 7 * 7 }} {% if true %}x{% endif %} 'quoted' \"double\"  spaced  ";
+        assertEquals(text, t.render(List.of(Map.of("role", "user", "content", text)), false));
+    }
+
+    @Test
+    void concurrentRenders() throws Exception {
+        ChatTemplate t = ChatTemplate.of(
+                "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{{ m.content }}{% endfor %}{{ ns.n }}",
+                Map.of());
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<Boolean>> results = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {
+                int n = i % 7 + 1;
+                results.add(pool.submit(() -> {
+                    List<Map<String, Object>> messages = new ArrayList<>();
+                    StringBuilder expected = new StringBuilder();
+                    for (int k = 0; k < n; k++) {
+                        messages.add(Map.of("role", "user", "content", "m" + k));
+                        expected.append("m").append(k);
+                    }
+                    return t.render(messages, false).equals(expected.toString() + n);
+                }));
+            }
+            for (Future<Boolean> f : results) {
+                assertTrue(f.get());
+            }
+        } finally {
+            pool.shutdown();
+        }
+    }
+}

@@ -1,0 +1,63 @@
+package io.phxfs.cli.serve;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.phxfs.serving.engine.FinishReason;
+import io.phxfs.serving.engine.Usage;
+import io.phxfs.serving.text.ChatTemplate;
+import io.phxfs.serving.text.ChatTemplateException;
+
+/**
+ * {@code POST /v1/chat/completions}: the messages rendered by the model's chat template with the
+ * generation prompt, tokenized without adding special tokens (the template writes them), as
+ * transformers' {@code apply_chat_template} does; a template's {@code raise_exception} is a 400
+ * with its message. Without {@code max_tokens} (or {@code max_completion_tokens}) the
+ * completion may fill the context, as vLLM's.
+ */
+final class ChatCompletionsEndpoint extends GenerationEndpoint {
+    static final String OBJECT = "chat.completion.chunk";
+
+    ChatCompletionsEndpoint(ServeContext ctx) {
+        super(ctx);
+    }
+
+    @Override
+    Job prepare(ObjectNode body) {
+        OpenAiRequests.Chat c = OpenAiRequests.chat(body);
+        ChatTemplate template = ctx.engine().chatTemplate().orElseThrow(() -> ApiException.invalid("messages",
+                "The model `" + ctx.servedName() + "` has no chat template (neither chat_template.jinja nor a"
+                        + " chat_template in tokenizer_config.json); use /v1/completions with a prompt instead."));
+        String text;
+        try {
+            text = template.render(c.messages(), true);
+        } catch (ChatTemplateException e) {
+            throw ApiException.invalid("messages", StreamBridge.message(e));
+        }
+        int[] ids = ctx.engine().tokenizer().encode(text, false);
+        int room = Math.max(1, ctx.engine().model().contextLength() - ids.length);
+        OpenAiJson.Head head = new OpenAiJson.Head(newId("chatcmpl-"), now(), ctx.servedName());
+        boolean usage = c.includeUsage();
+        StreamBridge.Chunks chunks = new StreamBridge.Chunks() {
+            @Override
+            public byte[] first() {
+                return OpenAiJson.chatChunk(head, "assistant", "", null, usage);
+            }
+
+            @Override
+            public byte[] text(String piece) {
+                return OpenAiJson.chatChunk(head, null, piece, null, usage);
+            }
+
+            @Override
+            public byte[] last(FinishReason reason) {
+                return OpenAiJson.chatChunk(head, null, null, reason, usage);
+            }
+
+            @Override
+            public byte[] usage(Usage u) {
+                return usage ? OpenAiJson.usageChunk(head, OBJECT, u) : null;
+            }
+        };
+        return new Job(head, ids, c.sampling().params(room), c.cacheSalt(), c.stream(), chunks,
+                o -> OpenAiJson.chatCompletion(head, o.text(), o.reason(), o.usage()));
+    }
+}

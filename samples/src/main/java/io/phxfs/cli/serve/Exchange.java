@@ -1,0 +1,169 @@
+package io.phxfs.cli.serve;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.util.Blocker;
+import org.eclipse.jetty.util.Callback;
+
+/**
+ * One HTTP request and its response on Jetty's core API, for handlers that block (they run on
+ * virtual threads): read the body, answer once, or stream. Completes Jetty's callback exactly
+ * once, failed when a write fails (the client went away).
+ */
+final class Exchange {
+    /** JSON, as OpenAI answers it. */
+    static final String JSON = "application/json";
+    /** Server-sent events. */
+    static final String SSE = "text/event-stream; charset=utf-8";
+
+    private final Request request;
+    private final Response response;
+    private final Callback callback;
+    private final AtomicBoolean completed = new AtomicBoolean();
+
+    Exchange(Request request, Response response, Callback callback) {
+        this.request = request;
+        this.response = response;
+        this.callback = callback;
+    }
+
+    Request request() {
+        return request;
+    }
+
+    String method() {
+        return request.getMethod();
+    }
+
+    String path() {
+        return Request.getPathInContext(request);
+    }
+
+    String header(HttpHeader h) {
+        return request.getHeaders().get(h);
+    }
+
+    boolean completed() {
+        return completed.get();
+    }
+
+    boolean committed() {
+        return response.isCommitted();
+    }
+
+    /**
+     * The whole body.
+     *
+     * @throws ApiException 413 past {@code limit} bytes
+     * @throws IOException when the client stops sending
+     */
+    byte[] body(int limit) throws IOException {
+        long declared = request.getLength();
+        if (declared > limit) {
+            throw new ApiException(413, ApiException.INVALID_REQUEST,
+                    "The request body has " + declared + " bytes, more than the " + limit + " this server takes.",
+                    null, null);
+        }
+        try (InputStream in = Request.asInputStream(request)) {
+            byte[] b = in.readNBytes(limit + 1);
+            if (b.length > limit) {
+                throw new ApiException(413, ApiException.INVALID_REQUEST,
+                        "The request body is larger than the " + limit + " bytes this server takes.", null, null);
+            }
+            return b;
+        }
+    }
+
+    /**
+     * Calls {@code onGone} when Jetty sees the request fail: a write failed, the connector
+     * stopped under it, the connection was reset where Jetty reads it. Jetty calls it on one of
+     * its own threads. Over HTTP/1.1 Jetty does not read the socket while a request is handled,
+     * so a client that closes while a non-streamed completion is computed is seen only when the
+     * answer is written (Jetty's maintainers, jetty.project#10916); a stream sees it at the next
+     * event it writes.
+     */
+    void onFailure(Consumer<Throwable> onGone) {
+        request.addFailureListener(onGone);
+        // a generation may be silent for longer than the idle timeout (a long non-streamed
+        // completion, a long queue): that is no failure of the client's
+        request.addIdleTimeoutListener(t -> false);
+    }
+
+    /** Answers with a whole body and completes. */
+    void send(int status, String contentType, byte[] body) {
+        if (completed.get()) {
+            return;
+        }
+        response.setStatus(status);
+        response.getHeaders().put(HttpHeader.CONTENT_TYPE, contentType);
+        response.getHeaders().put(HttpHeader.CONTENT_LENGTH, body.length);
+        try {
+            write(true, body);
+            succeed();
+        } catch (IOException e) {
+            fail(e);
+        }
+    }
+
+    void sendJson(int status, byte[] body) {
+        send(status, JSON, body);
+    }
+
+    /** Answers an error in OpenAI's shape (and Allow, Retry-After where they belong). */
+    void sendError(ApiException e) {
+        if (committed()) {
+            // a stream under way: the caller ends it with an error event instead
+            fail(e);
+            return;
+        }
+        if (e.status() == 429) {
+            response.getHeaders().put(HttpHeader.RETRY_AFTER, "1");
+        }
+        sendJson(e.status(), OpenAiJson.error(e));
+    }
+
+    /** Sets an extra response header before the response is sent. */
+    void header(HttpHeader h, String value) {
+        response.getHeaders().put(h, value);
+    }
+
+    /** Starts a 200 event stream; {@link #write} sends its events. */
+    void startStream() {
+        response.setStatus(200);
+        response.getHeaders().put(HttpHeader.CONTENT_TYPE, SSE);
+        response.getHeaders().put(HttpHeader.CACHE_CONTROL, "no-cache");
+        // nginx and other proxies: pass each event on as it comes
+        response.getHeaders().put("X-Accel-Buffering", "no");
+    }
+
+    /**
+     * Writes and waits until written.
+     *
+     * @param last whether this ends the response
+     * @throws IOException when the client is gone
+     */
+    void write(boolean last, byte[] bytes) throws IOException {
+        try (Blocker.Callback b = Blocker.callback()) {
+            response.write(last, ByteBuffer.wrap(bytes), b);
+            b.block();
+        }
+    }
+
+    void succeed() {
+        if (completed.compareAndSet(false, true)) {
+            callback.succeeded();
+        }
+    }
+
+    void fail(Throwable t) {
+        if (completed.compareAndSet(false, true)) {
+            callback.failed(t);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+package io.phxfs.cli.serve;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.phxfs.serving.engine.GenerationHandle;
+import io.phxfs.serving.engine.GenerationRequest;
+import io.phxfs.serving.engine.QueueFullException;
+import io.phxfs.serving.engine.SamplingParams;
+import java.util.HexFormat;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Function;
+
+/**
+ * What {@code /v1/completions} and {@code /v1/chat/completions} share: read and check the body,
+ * submit the prompt, then answer the whole completion or stream it. The engine's refusals
+ * become OpenAI's errors: 429 for a full queue, 400 for a prompt it will not take (past the
+ * context, ids outside the vocabulary), 503 while it shuts down.
+ */
+abstract class GenerationEndpoint implements Endpoint {
+    final ServeContext ctx;
+
+    GenerationEndpoint(ServeContext ctx) {
+        this.ctx = ctx;
+    }
+
+    /**
+     * A request ready for the engine.
+     *
+     * @param whole the response to a request that does not stream, from its outcome
+     */
+    record Job(OpenAiJson.Head head, int[] promptIds, SamplingParams sampling, String cacheSalt, boolean stream,
+               StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole) {
+    }
+
+    /** Reads the endpoint's fields (the model already checked), tokenizes, and says how to answer. */
+    abstract Job prepare(ObjectNode body);
+
+    @Override
+    public final void handle(Exchange ex) throws Exception {
+        ObjectNode body = OpenAiRequests.parse(ex.body(OpenAiRequests.MAX_BODY_BYTES));
+        OpenAiRequests.checkModel(body, ctx.servedName());
+        Job job = prepare(body);
+        GenerationRequest request;
+        try {
+            request = new GenerationRequest(job.head().id(), job.promptIds(), job.sampling(), job.cacheSalt());
+        } catch (IllegalArgumentException e) {
+            throw ApiException.fromEngine(e);
+        }
+        StreamBridge bridge = new StreamBridge();
+        // the client's connection failing (as far as Jetty sees it) cancels; registered first, so
+        // that no failure goes unseen between the submit and the wait
+        ex.onFailure(bridge::clientGone);
+        GenerationHandle handle;
+        try {
+            handle = ctx.engine().submit(request, bridge);
+        } catch (QueueFullException e) {
+            String m = StreamBridge.message(e);
+            throw new ApiException(429, ApiException.RATE_LIMIT, Character.toUpperCase(m.charAt(0)) + m.substring(1)
+                    + "; retry shortly.", null, ApiException.RATE_LIMIT);
+        } catch (IllegalArgumentException e) {
+            throw ApiException.fromEngine(e);
+        } catch (IllegalStateException e) {
+            throw new ApiException(503, ApiException.SERVER_ERROR, "The server is shutting down: "
+                    + StreamBridge.message(e), null, null);
+        }
+        if (job.stream()) {
+            bridge.stream(handle, ex, job.chunks(), t -> ctx.logError("generation " + job.head().id() + " failed", t));
+            return;
+        }
+        StreamBridge.Outcome o = bridge.collect(handle);
+        if (o.error() != null) {
+            ctx.logError("generation " + job.head().id() + " failed", o.error());
+            throw new ApiException(500, ApiException.SERVER_ERROR, "The generation failed: "
+                    + StreamBridge.message(o.error()), null, null);
+        }
+        ex.sendJson(200, job.whole().apply(o));
+    }
+
+    /** An id such as {@code cmpl-5f0c...}: the prefix and 24 random hex digits. */
+    static String newId(String prefix) {
+        byte[] b = new byte[12];
+        ThreadLocalRandom.current().nextBytes(b);
+        return prefix + HexFormat.of().formatHex(b);
+    }
+
+    static long now() {
+        return System.currentTimeMillis() / 1000;
+    }
+}

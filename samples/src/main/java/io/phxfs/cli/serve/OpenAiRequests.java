@@ -1,0 +1,431 @@
+package io.phxfs.cli.serve;
+
+import com.fasterxml.jackson.core.JacksonException;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.phxfs.serving.engine.SamplingParams;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The bodies of {@code POST /v1/completions} and {@code POST /v1/chat/completions}, read and
+ * checked as OpenAI's API does: every field's type, the values this server supports, the
+ * defaults. Any fault is an {@link ApiException} naming the field ({@code param}); fields the
+ * API has and this server does not need ({@code user}, {@code metadata}, ...) are ignored.
+ */
+final class OpenAiRequests {
+    private OpenAiRequests() {
+    }
+
+    /** The most bytes a request body may have (a 2,048-token context is a few kilobytes of text). */
+    static final int MAX_BODY_BYTES = 16 << 20;
+
+    /** OpenAI's default {@code max_tokens} for completions. */
+    static final int DEFAULT_COMPLETION_TOKENS = 16;
+
+    private static final ObjectMapper JSON = JsonMapper.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .build();
+
+    /** How tokens are chosen; {@code maxTokens} null when the request left it to the server. */
+    record Sampling(double temperature, double topP, int topK, Long seed, Integer maxTokens, String maxTokensField,
+                    List<String> stop, boolean ignoreEos) {
+        /**
+         * The engine's parameters, with {@code maxTokens} where the request had none.
+         *
+         * @throws ApiException 400 naming the field SamplingParams refused
+         */
+        SamplingParams params(int defaultMaxTokens) {
+            int max = maxTokens != null ? maxTokens : defaultMaxTokens;
+            try {
+                return new SamplingParams(temperature, topP, topK, seed, max, stop, ignoreEos);
+            } catch (IllegalArgumentException e) {
+                ApiException a = ApiException.fromEngine(e);
+                // max_completion_tokens is the chat field SamplingParams calls max_tokens
+                throw "max_tokens".equals(a.param()) ? ApiException.invalid(maxTokensField, a.getMessage()) : a;
+            }
+        }
+    }
+
+    /**
+     * A completion request.
+     *
+     * @param text the prompt as text, or null when given as token ids
+     * @param ids the prompt as token ids, or null when given as text
+     */
+    record Completion(String text, int[] ids, Sampling sampling, boolean stream, boolean includeUsage,
+                      String cacheSalt) {
+    }
+
+    /**
+     * A chat completion request.
+     *
+     * @param messages the conversation as the chat template takes it: maps of role, content (text)
+     *        and whatever else the client sent (name, tool_calls) as plain Java values
+     */
+    record Chat(List<Map<String, Object>> messages, Sampling sampling, boolean stream, boolean includeUsage,
+                String cacheSalt) {
+    }
+
+    /**
+     * The body as a JSON object.
+     *
+     * @throws ApiException 400 for an empty body, malformed JSON or JSON that is not an object
+     */
+    static ObjectNode parse(byte[] body) {
+        if (body.length == 0) {
+            throw ApiException.invalid(null, "The request body is empty; expected a JSON object.");
+        }
+        JsonNode root;
+        try {
+            root = JSON.readTree(body);
+        } catch (JacksonException e) {
+            String why = e.getOriginalMessage() == null ? e.getMessage() : e.getOriginalMessage();
+            String where = e.getLocation() == null ? ""
+                    : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
+            throw ApiException.invalid(null, "We could not parse the JSON body of your request: "
+                    + why.lines().findFirst().orElse("") + where);
+        } catch (java.io.IOException e) {
+            throw ApiException.invalid(null, "We could not parse the JSON body of your request: " + e.getMessage());
+        }
+        if (root == null || root.isMissingNode()) {
+            throw ApiException.invalid(null, "The request body is empty; expected a JSON object.");
+        }
+        if (!(root instanceof ObjectNode o)) {
+            throw ApiException.invalid(null, "The request body must be a JSON object, not " + kind(root) + ".");
+        }
+        return o;
+    }
+
+    /**
+     * Checks {@code model} against the served name.
+     *
+     * @throws ApiException 400 when missing or not a string, 404 (model_not_found) when another model
+     */
+    static void checkModel(ObjectNode body, String served) {
+        JsonNode m = body.get("model");
+        if (m == null || m.isNull()) {
+            throw ApiException.invalid("model", "you must provide a model parameter");
+        }
+        if (!m.isTextual()) {
+            throw ApiException.invalid("model", "model must be a string, not " + kind(m));
+        }
+        if (!m.textValue().equals(served)) {
+            throw new ApiException(404, ApiException.INVALID_REQUEST, "The model `" + m.textValue()
+                    + "` does not exist. This server serves `" + served + "`.", "model", "model_not_found");
+        }
+    }
+
+    /** {@code POST /v1/completions}. */
+    static Completion completion(ObjectNode body) {
+        JsonNode p = body.get("prompt");
+        String text = null;
+        int[] ids = null;
+        if (p == null || p.isNull()) {
+            throw ApiException.invalid("prompt", "prompt: required (a string, or a list of token ids)");
+        } else if (p.isTextual()) {
+            text = p.textValue();
+        } else if (p.isArray()) {
+            if (p.isEmpty()) {
+                throw ApiException.invalid("prompt", "prompt: an empty list; give a string or at least one token id");
+            }
+            if (p.get(0).isTextual() || p.get(0).isArray()) {
+                // a batch: OpenAI takes several prompts; this server one per request
+                if (p.size() > 1) {
+                    throw ApiException.invalid("prompt", "prompt: a batch of " + p.size()
+                            + " prompts; this server takes one prompt per request");
+                }
+                JsonNode only = p.get(0);
+                if (only.isTextual()) {
+                    text = only.textValue();
+                } else {
+                    ids = tokenIds(only, "prompt[0]");
+                }
+            } else {
+                ids = tokenIds(p, "prompt");
+            }
+        } else {
+            throw ApiException.invalid("prompt", "prompt must be a string or a list of token ids, not " + kind(p));
+        }
+        Sampling s = sampling(body, false);
+        rejectUnless(body, "echo", n -> n.isBoolean() && !n.booleanValue(), "echo: only false is supported");
+        rejectUnless(body, "logprobs", n -> false, "logprobs: not supported; leave it out or null");
+        rejectUnless(body, "best_of", n -> n.canConvertToExactIntegral() && n.asInt() == 1,
+                "best_of: only 1 is supported");
+        rejectUnless(body, "suffix", n -> false, "suffix: not supported");
+        boolean stream = stream(body);
+        return new Completion(text, ids, s, stream, includeUsage(body, stream), cacheSalt(body));
+    }
+
+    /** {@code POST /v1/chat/completions}. */
+    static Chat chat(ObjectNode body) {
+        JsonNode ms = body.get("messages");
+        if (ms == null || ms.isNull()) {
+            throw ApiException.invalid("messages", "messages: required (a list of {role, content})");
+        }
+        if (!ms.isArray()) {
+            throw ApiException.invalid("messages", "messages must be a list, not " + kind(ms));
+        }
+        if (ms.isEmpty()) {
+            throw ApiException.invalid("messages", "messages: an empty list; at least one message is needed");
+        }
+        List<Map<String, Object>> messages = new ArrayList<>(ms.size());
+        for (int i = 0; i < ms.size(); i++) {
+            messages.add(message(ms.get(i), "messages[" + i + "]"));
+        }
+        Sampling s = sampling(body, true);
+        rejectUnless(body, "logprobs", n -> n.isBoolean() && !n.booleanValue(), "logprobs: not supported; leave it out or false");
+        rejectUnless(body, "top_logprobs", n -> false, "top_logprobs: not supported");
+        rejectUnless(body, "tools", n -> n.isArray() && n.isEmpty(), "tools: not supported");
+        rejectUnless(body, "tool_choice", n -> n.isTextual() && n.textValue().equals("none"),
+                "tool_choice: only \"none\" is supported");
+        rejectUnless(body, "response_format", n -> n.isObject() && "text".equals(n.path("type").asText()),
+                "response_format: only {\"type\": \"text\"} is supported");
+        boolean stream = stream(body);
+        return new Chat(messages, s, stream, includeUsage(body, stream), cacheSalt(body));
+    }
+
+    private static Map<String, Object> message(JsonNode m, String where) {
+        if (!m.isObject()) {
+            throw ApiException.invalid("messages", where + " must be an object {role, content}, not " + kind(m));
+        }
+        JsonNode role = m.get("role");
+        if (role == null || role.isNull()) {
+            throw ApiException.invalid("messages", where + ".role: required");
+        }
+        if (!role.isTextual()) {
+            throw ApiException.invalid("messages", where + ".role must be a string, not " + kind(role));
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (var e : m.properties()) {
+            out.put(e.getKey(), JSON.convertValue(e.getValue(), Object.class));
+        }
+        JsonNode c = m.get("content");
+        String content;
+        if (c == null || c.isNull()) {
+            content = ""; // an assistant turn that called tools has none
+        } else if (c.isTextual()) {
+            content = c.textValue();
+        } else if (c.isArray()) {
+            // text parts joined by newlines, as vLLM does for templates that take a string
+            List<String> texts = new ArrayList<>();
+            for (int j = 0; j < c.size(); j++) {
+                JsonNode part = c.get(j);
+                String pw = where + ".content[" + j + "]";
+                if (!part.isObject()) {
+                    throw ApiException.invalid("messages", pw + " must be an object {type, text}, not " + kind(part));
+                }
+                String type = part.path("type").asText(null);
+                if (!"text".equals(type)) {
+                    throw ApiException.invalid("messages", pw + ": only parts of type \"text\" are supported, not "
+                            + (type == null ? "a part without a type" : "\"" + type + "\""));
+                }
+                JsonNode t = part.get("text");
+                if (t == null || !t.isTextual()) {
+                    throw ApiException.invalid("messages", pw + ".text must be a string");
+                }
+                texts.add(t.textValue());
+            }
+            content = String.join("\n", texts);
+        } else {
+            throw ApiException.invalid("messages", where + ".content must be a string or a list of text parts, not "
+                    + kind(c));
+        }
+        out.put("content", content);
+        return out;
+    }
+
+    private static Sampling sampling(ObjectNode body, boolean chat) {
+        double temperature = number(body, "temperature", 1.0);
+        double topP = number(body, "top_p", 1.0);
+        Integer topK = integer(body, "top_k");
+        if (topK != null && topK == -1) {
+            topK = 0; // vLLM's "no limit"
+        }
+        Long seed = longInteger(body, "seed");
+        String field = "max_tokens";
+        Integer max = integer(body, "max_tokens");
+        if (chat) {
+            Integer mct = integer(body, "max_completion_tokens");
+            if (mct != null) {
+                max = mct;
+                field = "max_completion_tokens";
+            }
+        }
+        if (max != null && max < 1) {
+            throw ApiException.invalid(field, field + ": " + max + " must be at least 1");
+        }
+        rejectUnless(body, "n", n -> n.canConvertToExactIntegral() && n.asInt() == 1, "n: only 1 is supported");
+        rejectUnless(body, "presence_penalty", n -> n.isNumber() && n.doubleValue() == 0,
+                "presence_penalty: not supported; leave it out or 0");
+        rejectUnless(body, "frequency_penalty", n -> n.isNumber() && n.doubleValue() == 0,
+                "frequency_penalty: not supported; leave it out or 0");
+        rejectUnless(body, "logit_bias", n -> n.isObject() && n.isEmpty(), "logit_bias: not supported");
+        JsonNode ie = body.get("ignore_eos");
+        boolean ignoreEos = false;
+        if (ie != null && !ie.isNull()) {
+            if (!ie.isBoolean()) {
+                throw ApiException.invalid("ignore_eos", "ignore_eos must be a boolean, not " + kind(ie));
+            }
+            ignoreEos = ie.booleanValue();
+        }
+        Sampling s = new Sampling(temperature, topP, topK == null ? 0 : topK, seed, max, field, stop(body), ignoreEos);
+        s.params(1); // SamplingParams' own checks now, before anything is tokenized
+        return s;
+    }
+
+    private static List<String> stop(ObjectNode body) {
+        JsonNode s = body.get("stop");
+        if (s == null || s.isNull()) {
+            return List.of();
+        }
+        if (s.isTextual()) {
+            return List.of(s.textValue());
+        }
+        if (!s.isArray()) {
+            throw ApiException.invalid("stop", "stop must be a string or a list of strings, not " + kind(s));
+        }
+        List<String> out = new ArrayList<>();
+        for (JsonNode e : s) {
+            if (!e.isTextual()) {
+                throw ApiException.invalid("stop", "stop must be a string or a list of strings; found " + kind(e));
+            }
+            out.add(e.textValue());
+        }
+        return out;
+    }
+
+    private static boolean stream(ObjectNode body) {
+        JsonNode s = body.get("stream");
+        if (s == null || s.isNull()) {
+            return false;
+        }
+        if (!s.isBoolean()) {
+            throw ApiException.invalid("stream", "stream must be a boolean, not " + kind(s));
+        }
+        return s.booleanValue();
+    }
+
+    private static boolean includeUsage(ObjectNode body, boolean stream) {
+        JsonNode o = body.get("stream_options");
+        if (o == null || o.isNull()) {
+            return false;
+        }
+        if (!stream) {
+            throw ApiException.invalid("stream_options", "stream_options: only allowed when stream is true");
+        }
+        if (!o.isObject()) {
+            throw ApiException.invalid("stream_options", "stream_options must be an object, not " + kind(o));
+        }
+        JsonNode u = o.get("include_usage");
+        if (u == null || u.isNull()) {
+            return false;
+        }
+        if (!u.isBoolean()) {
+            throw ApiException.invalid("stream_options", "stream_options.include_usage must be a boolean, not " + kind(u));
+        }
+        return u.booleanValue();
+    }
+
+    private static String cacheSalt(ObjectNode body) {
+        JsonNode s = body.get("cache_salt");
+        if (s == null || s.isNull()) {
+            return null;
+        }
+        if (!s.isTextual()) {
+            throw ApiException.invalid("cache_salt", "cache_salt must be a string, not " + kind(s));
+        }
+        return s.textValue().isEmpty() ? null : s.textValue();
+    }
+
+    private static int[] tokenIds(JsonNode list, String field) {
+        int[] ids = new int[list.size()];
+        for (int i = 0; i < ids.length; i++) {
+            JsonNode e = list.get(i);
+            if (!e.isIntegralNumber()) {
+                throw ApiException.invalid("prompt", field + " must be a string or a list of token ids (integers); "
+                        + field + "[" + i + "] is " + kind(e));
+            }
+            if (!e.canConvertToInt()) {
+                throw ApiException.invalid("prompt", field + "[" + i + "]: token id " + e.asText()
+                        + " is outside the vocabulary");
+            }
+            ids[i] = e.intValue();
+        }
+        if (ids.length == 0) {
+            throw ApiException.invalid("prompt", field + ": an empty list of token ids");
+        }
+        return ids;
+    }
+
+    private static double number(ObjectNode body, String field, double dflt) {
+        JsonNode n = body.get(field);
+        if (n == null || n.isNull()) {
+            return dflt;
+        }
+        if (!n.isNumber()) {
+            throw ApiException.invalid(field, field + " must be a number, not " + kind(n));
+        }
+        return n.doubleValue();
+    }
+
+    private static Integer integer(ObjectNode body, String field) {
+        JsonNode n = body.get(field);
+        if (n == null || n.isNull()) {
+            return null;
+        }
+        // 16.0 is an integer, as Python's (and OpenAI's) validation takes it; "16" and 16.5 are not
+        if (!n.isNumber() || !n.canConvertToExactIntegral()) {
+            throw ApiException.invalid(field, field + " must be an integer, not " + kind(n));
+        }
+        if (!n.canConvertToInt()) {
+            throw ApiException.invalid(field, field + ": " + n.asText() + " is out of range");
+        }
+        return n.asInt();
+    }
+
+    private static Long longInteger(ObjectNode body, String field) {
+        JsonNode n = body.get(field);
+        if (n == null || n.isNull()) {
+            return null;
+        }
+        if (!n.isNumber() || !n.canConvertToExactIntegral()) {
+            throw ApiException.invalid(field, field + " must be an integer, not " + kind(n));
+        }
+        if (!n.canConvertToLong()) {
+            throw ApiException.invalid(field, field + ": " + n.asText() + " is out of range");
+        }
+        return n.asLong();
+    }
+
+    /** 400 when the field is present, not null and fails the test. */
+    private static void rejectUnless(ObjectNode body, String field, java.util.function.Predicate<JsonNode> ok,
+                                     String message) {
+        JsonNode n = body.get(field);
+        if (n != null && !n.isNull() && !ok.test(n)) {
+            throw ApiException.invalid(field, message);
+        }
+    }
+
+    /** A JSON value's kind in words, for messages: "a string (\"16\")", "a boolean", ... */
+    static String kind(JsonNode n) {
+        return switch (n.getNodeType()) {
+            case STRING -> "a string (" + abbreviate(n.toString()) + ")";
+            case NUMBER -> "a number (" + n.asText() + ")";
+            case BOOLEAN -> "a boolean (" + n.asText() + ")";
+            case ARRAY -> "a list";
+            case OBJECT -> "an object";
+            case NULL -> "null";
+            default -> n.getNodeType().toString().toLowerCase(java.util.Locale.ROOT);
+        };
+    }
+
+    private static String abbreviate(String s) {
+        return s.length() <= 40 ? s : s.substring(0, 37) + "...";
+    }
+}

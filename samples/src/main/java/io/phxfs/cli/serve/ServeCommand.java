@@ -1,0 +1,127 @@
+package io.phxfs.cli.serve;
+
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code phoenix serve MODEL_DIR}: an OpenAI-compatible HTTP server for a Hugging Face
+ * checkpoint. This class names no serving, DJL or Jetty type, so that the CLI runs as named
+ * modules without them (their modules are static requirements) and picocli's reflection over
+ * the commands loads none of them: {@link ApiServer} does the work.
+ */
+@Command(name = "serve", mixinStandardHelpOptions = true,
+        description = {"Serves a Hugging Face checkpoint (GPT-2 or Llama, with its tokenizer.json) over OpenAI's HTTP"
+                        + " API, so that OpenAI's SDKs and curl work unchanged: POST /v1/completions,"
+                        + " POST /v1/chat/completions (stream: true as server-sent events), GET /v1/models, GET /health,"
+                        + " GET /metrics (Prometheus, phoenix:* series after vLLM's).",
+                "Requests are decoded together (continuous batching); past --max-running they wait, past --max-waiting"
+                        + " they are answered 429. With --kv-config the prompts' KV is kept in the KV tier (memory, disk,"
+                        + " Redis) and reused by later prompts that share a prefix (usage.prompt_tokens_details"
+                        + ".cached_tokens).",
+                "Prints one line when listening. SIGTERM or Ctrl-C drains: no new requests, those under way finish"
+                        + " (for up to a minute), then exit status 0; a second signal exits at once.",
+                "Exit status: 0 stopped by a signal; 2 invalid input (no checkpoint, unsupported model, bad --kv-config);"
+                        + " 1 other failures (the port taken, say)."})
+public final class ServeCommand implements Callable<Integer> {
+    @Parameters(index = "0", paramLabel = "MODEL_DIR", description = "A Hugging Face checkpoint directory.")
+    Path dir;
+
+    @Option(names = "--bind", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
+            description = "The address to listen on (default: ${DEFAULT-VALUE}; 0.0.0.0 for every interface).")
+    String bind;
+
+    @Option(names = "--port", paramLabel = "PORT", defaultValue = "8000",
+            description = "The TCP port (default: ${DEFAULT-VALUE}; 0 for any free one, printed when listening).")
+    int port;
+
+    @Option(names = "--served-model-name", paramLabel = "NAME",
+            description = "The name clients give as \"model\" (default: the directory's name).")
+    String servedName;
+
+    @Option(names = "--kv-config", paramLabel = "FILE",
+            description = "The prefix cache's tiers in LMCache's YAML keys (chunk_size, local_cpu, max_local_cpu_size,"
+                    + " local_disk, max_local_disk_size, remote_url, ...); default: no prefix cache.")
+    Path kvConfig;
+
+    @Option(names = "--device", paramLabel = "N", description = "The GPU to compute on (default: the CPU).")
+    Integer device;
+
+    @Option(names = "--max-running", paramLabel = "N", defaultValue = "8",
+            description = "Requests decoded together (default: ${DEFAULT-VALUE}).")
+    int maxRunning;
+
+    @Option(names = "--max-waiting", paramLabel = "N", defaultValue = "64",
+            description = "Requests queued beyond those before new ones are answered 429 (default: ${DEFAULT-VALUE}).")
+    int maxWaiting;
+
+    @Spec
+    CommandSpec spec;
+
+    /** For picocli. */
+    public ServeCommand() {
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("--port " + port + ": must be 0 to 65535");
+        }
+        if (maxRunning < 1) {
+            throw new IllegalArgumentException("--max-running " + maxRunning + ": must be at least 1");
+        }
+        if (maxWaiting < 0) {
+            throw new IllegalArgumentException("--max-waiting " + maxWaiting + ": must be at least 0");
+        }
+        if (device != null && device < 0) {
+            throw new IllegalArgumentException("--device " + device + ": must be at least 0");
+        }
+        if (!Files.isDirectory(dir)) {
+            if (!Files.exists(dir)) {
+                throw new NoSuchFileException(dir.toString(), null, "no such checkpoint directory");
+            }
+            throw new IllegalArgumentException(dir + ": not a directory (serve takes a checkpoint directory)");
+        }
+        if (kvConfig != null && !Files.isRegularFile(kvConfig)) {
+            if (!Files.exists(kvConfig)) {
+                throw new NoSuchFileException(kvConfig.toString(), null, "no such --kv-config file");
+            }
+            throw new IllegalArgumentException(kvConfig + ": not a file (--kv-config takes LMCache's YAML)");
+        }
+        String name = servedName;
+        if (name == null) {
+            Path file = dir.toAbsolutePath().normalize().getFileName();
+            name = file == null ? "model" : file.toString();
+        }
+        if (name.isBlank()) {
+            throw new IllegalArgumentException("--served-model-name: must not be empty");
+        }
+        requireServing();
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        return ApiServer.run(new ServeOptions(dir, bind, port, name, kvConfig, device, maxRunning, maxWaiting), out, err);
+    }
+
+    /** A CLI built without the engine (phoenix-cli-nodjl.jar) says so, instead of a NoClassDefFoundError. */
+    static void requireServing() {
+        String[] needed = {"ai.djl.engine.Engine", "io.phxfs.serving.engine.GenerationEngine",
+            "org.eclipse.jetty.server.Server", "io.prometheus.metrics.core.metrics.Counter",
+            "com.fasterxml.jackson.databind.ObjectMapper"};
+        for (String c : needed) {
+            try {
+                Class.forName(c, false, ServeCommand.class.getClassLoader());
+            } catch (ClassNotFoundException | LinkageError e) {
+                throw new IllegalStateException("serve needs DJL, phoenix-serving, Jetty and Prometheus' client on the"
+                        + " class path (" + c + " is missing); this CLI was built without them"
+                        + " (phoenix-cli-nodjl.jar): run samples/target/phoenix-cli.jar");
+            }
+        }
+    }
+}

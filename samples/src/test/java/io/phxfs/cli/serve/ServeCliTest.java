@@ -1,0 +1,116 @@
+package io.phxfs.cli.serve;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code phoenix serve} as a process: the line it prints when listening, SIGTERM draining the
+ * stream under way to its end and exiting 0, and its refusals of a bad command line.
+ */
+class ServeCliTest {
+    private static final Pattern URL = Pattern.compile("listening on (http://127\\.0\\.0\\.1:(\\d+)/v1)");
+
+    /** This JVM's class path in a new JVM: the CLI with DJL, the engine, Jetty and the natives. */
+    static List<String> cli(String... args) {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), "io.phxfs.cli.PhoenixCli"));
+        cmd.addAll(List.of(args));
+        return cmd;
+    }
+
+    @Test
+    void sigtermDrainsTheStreamUnderWayAndExitsZero(@TempDir Path tmp) throws Exception {
+        Path err = tmp.resolve("stderr");
+        Process server = new ProcessBuilder(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                "--port", "0", "--served-model-name", "tiny")).redirectError(err.toFile()).start();
+        try {
+            BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+            String line = out.readLine();
+            assertTrue(line != null, "nothing printed; stderr:\n" + Files.readString(err));
+            Matcher m = URL.matcher(line);
+            assertTrue(m.find(), "the URL in: " + line);
+            String base = "http://127.0.0.1:" + m.group(2);
+            assertTrue(line.startsWith("phoenix serve: tiny listening on "), line);
+
+            // a stream of 2,000 tokens under way when SIGTERM comes
+            String body = "{\"model\": \"tiny\", \"prompt\": \"The quick brown fox\", \"max_tokens\": 2000,"
+                    + " \"ignore_eos\": true, \"stream\": true}";
+            Process client = new ProcessBuilder(ServeTesting.curl(), "-sS", "-N", "-H", "Content-Type: application/json",
+                    "--data-binary", body, base + "/v1/completions").start();
+            BufferedReader events = new BufferedReader(new InputStreamReader(client.getInputStream(),
+                    StandardCharsets.UTF_8));
+            String first;
+            do {
+                first = events.readLine();
+            } while (first != null && !first.startsWith("data: "));
+            assertTrue(first != null, "the stream began");
+            CompletableFuture<String> rest = CompletableFuture.supplyAsync(() -> {
+                StringBuilder b = new StringBuilder();
+                events.lines().forEach(l -> b.append(l).append('\n'));
+                return b.toString();
+            });
+            server.destroy(); // SIGTERM
+            assertTrue(server.waitFor(120, TimeUnit.SECONDS), "the server drained and exited");
+            assertEquals(0, server.exitValue(), "exit status after SIGTERM; stderr:\n" + Files.readString(err));
+            String tail = rest.get(30, TimeUnit.SECONDS);
+            assertTrue(tail.endsWith("data: [DONE]\n\n"), "the stream under way was finished, not cut: ..."
+                    + tail.substring(Math.max(0, tail.length() - 300)));
+            assertTrue(tail.contains("\"finish_reason\":\"length\""), "it ran to its max_tokens");
+            assertTrue(client.waitFor(10, TimeUnit.SECONDS));
+            assertEquals(0, client.exitValue());
+            String stderr = Files.readString(err);
+            assertTrue(stderr.contains("phoenix serve: stopping, finishing 1 request"), stderr);
+            assertTrue(stderr.contains("phoenix serve: stopped"), stderr);
+            // nothing listens any more
+            ServeTesting.Proc after = ServeTesting.run(List.of(ServeTesting.curl(), "-sS", base + "/health"), null,
+                    Duration.ofSeconds(30));
+            assertEquals(7, after.exit(), "curl: could not connect: " + after);
+        } finally {
+            server.destroyForcibly();
+        }
+    }
+
+    @Test
+    void badCommandLinesAreRefusedWithStatus2(@TempDir Path tmp) throws Exception {
+        ServeTesting.Proc missing = ServeTesting.run(cli("serve", tmp.resolve("nope").toString()), null,
+                Duration.ofMinutes(1));
+        assertEquals(2, missing.exit(), missing.toString());
+        assertTrue(missing.err().contains("nope") && missing.err().contains("ENOENT"),
+                missing.toString());
+
+        Path yaml = tmp.resolve("kv.yaml");
+        Files.writeString(yaml, "chunk_sizes: 256\n");
+        ServeTesting.Proc badKv = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                "--kv-config", yaml.toString(), "--port", "0"), null, Duration.ofMinutes(1));
+        assertEquals(2, badKv.exit(), badKv.toString());
+        assertTrue(badKv.err().contains("unknown setting 'chunk_sizes'"), badKv.toString());
+
+        ServeTesting.Proc badPort = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                "--port", "70000"), null, Duration.ofMinutes(1));
+        assertEquals(2, badPort.exit(), badPort.toString());
+        assertTrue(badPort.err().contains("--port 70000"), badPort.toString());
+
+        ServeTesting.Proc help = ServeTesting.run(cli("serve", "--help"), null, Duration.ofMinutes(1));
+        assertEquals(0, help.exit(), help.toString());
+        for (String option : List.of("--bind", "--port", "--served-model-name", "--kv-config", "--device",
+                "--max-running", "--max-waiting")) {
+            assertTrue(help.out().contains(option), option + " in\n" + help.out());
+        }
+    }
+}
