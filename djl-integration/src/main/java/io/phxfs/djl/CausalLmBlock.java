@@ -124,6 +124,68 @@ public abstract class CausalLmBlock extends AbstractBlock {
         return new KvCache(manager, layers);
     }
 
+    /** {@link #compute}'s head: the logits of every position. */
+    protected static final int ALL_ROWS = -1;
+    /** {@link #compute}'s head: the logits of the last position only, {@code [1, vocab]}. */
+    protected static final int LAST_ROW = 1;
+    /** {@link #compute}'s head: no logits (a prefill piece that is not the prompt's last). */
+    protected static final int NO_ROWS = 0;
+
+    /**
+     * A prefill of {@code ids} after the positions in {@code cache}, appended to it, with the
+     * LM head applied to the last position only (or not at all): a serving engine needs only
+     * the logits that choose the first new token, and the whole head over a long prompt would
+     * be {@code T x vocab} floats of work and memory thrown away.
+     *
+     * @param ids token ids, INT64, {@code [T]}
+     * @param cache the sequence's cache
+     * @param lastLogits whether to compute the last position's logits
+     * @return the last position's logits {@code [1, vocab]} in the manager of {@code ids}, or null
+     * @throws IllegalStateException when the model was closed
+     * @throws IllegalArgumentException when an id is outside the vocabulary or the sequence is too long
+     */
+    public NDArray prefill(NDArray ids, KvCache cache, boolean lastLogits) {
+        checkOpen();
+        long[] values = ids.toLongArray();
+        if (ids.getShape().dimension() != 1 || values.length == 0) {
+            throw new IllegalArgumentException("input ids: expected a non-empty [T] array, got " + ids.getShape());
+        }
+        for (long v : values) {
+            if (v < 0 || v >= vocab) {
+                throw new IllegalArgumentException("token id " + v + " outside the vocabulary [0, " + vocab + ")");
+            }
+        }
+        try (NDScope scope = new NDScope()) {
+            NDArray idx = ids.getDataType() == DataType.INT64 ? ids : ids.toType(DataType.INT64, false);
+            NDArray logits = compute(idx, values.length, cache.length(), cache, lastLogits ? LAST_ROW : NO_ROWS);
+            cache.advance(values.length);
+            scope.suppressNotUsedWarning();
+            if (logits == null) {
+                return null;
+            }
+            NDScope.unregister(logits);
+            logits.attach(ids.getManager());
+            return logits;
+        }
+    }
+
+    /**
+     * The final norm and the LM head over the rows {@code rows} asks for (the norm is per row).
+     *
+     * @param x the last layer's output {@code [T, width]}
+     * @param norm the final norm, applied per row
+     * @param head the LM head {@code [width, vocab]}
+     * @param rows {@link #ALL_ROWS}, {@link #LAST_ROW} or {@link #NO_ROWS}
+     * @return the logits, or null for {@link #NO_ROWS}
+     */
+    protected static NDArray lmHead(NDArray x, java.util.function.UnaryOperator<NDArray> norm, NDArray head, int rows) {
+        if (rows == NO_ROWS) {
+            return null;
+        }
+        NDArray rowsIn = rows == LAST_ROW ? x.get(x.getShape().get(0) - 1).reshape(1, -1) : x;
+        return norm.apply(rowsIn).matMul(head);
+    }
+
     /**
      * A cache over preallocated arrays, one key and one value array per layer, each
      * {@code [kv_heads, capacity, head_dim]} float32 in this block's device memory (the
@@ -197,7 +259,7 @@ public abstract class CausalLmBlock extends AbstractBlock {
         NDManager out = ids.getManager();
         try (NDScope scope = new NDScope()) {
             NDArray idx = flat.getDataType() == DataType.INT64 ? flat : flat.toType(DataType.INT64, false);
-            NDArray logits = compute(idx, values.length, past, cache);
+            NDArray logits = compute(idx, values.length, past, cache, ALL_ROWS);
             if (cache != null) {
                 cache.advance(values.length);
             }
@@ -273,13 +335,26 @@ public abstract class CausalLmBlock extends AbstractBlock {
         long hq = q.getShape().get(1);
         long hkv = k.getShape().get(1);
         long d = q.getShape().get(2);
+        // one split per tensor instead of an index op per row: on a CPU each DJL op costs tens of
+        // microseconds whatever its size, and these run B times per layer per step
+        NDList qs = b == 1 ? new NDList(q) : q.split(b, 0);
+        NDList ks = b == 1 ? new NDList(k) : k.split(b, 0);
+        NDList vs = b == 1 ? new NDList(v) : v.split(b, 0);
         NDList rows = new NDList(b);
         for (int r = 0; r < b; r++) {
-            NDArray[] kv = caches[r].append(layer, k.get(r).reshape(hkv, 1, d), v.get(r).reshape(hkv, 1, d));
-            NDArray mask = q.getManager().zeros(new Shape(1, kv[0].getShape().get(1)));
-            rows.add(attention(q.get(r).reshape(hq, 1, d), kv[0], kv[1], mask).reshape(1, hq * d));
+            NDArray[] kv = caches[r].append(layer, ks.get(r).reshape(hkv, 1, d), vs.get(r).reshape(hkv, 1, d));
+            rows.add(lastPositionAttention(qs.get(r).reshape(hkv, hq / hkv, d), kv[0], kv[1]).reshape(1, hq * d));
         }
         return b == 1 ? rows.get(0) : NDArrays.concat(rows, 0);
+    }
+
+    /**
+     * Attention of the newest position over every cached one (all visible, so no mask):
+     * {@code q [Hkv, group, d]} over {@code k, v [Hkv, S, d]}, {@code [Hkv, group, d]} out.
+     */
+    private static NDArray lastPositionAttention(NDArray q, NDArray k, NDArray v) {
+        long d = q.getShape().get(2);
+        return q.matMul(k.transpose(0, 2, 1)).div(Math.sqrt(d)).softmax(-1).matMul(v);
     }
 
     /**
@@ -289,9 +364,10 @@ public abstract class CausalLmBlock extends AbstractBlock {
      * @param tokens T
      * @param past positions already in the cache
      * @param cache the cache, or null
-     * @return the logits {@code [T, vocab]}
+     * @param rows which positions' logits: {@link #ALL_ROWS}, {@link #LAST_ROW} or {@link #NO_ROWS}
+     * @return the logits {@code [T, vocab]} (or {@code [1, vocab]}, or null)
      */
-    protected abstract NDArray compute(NDArray ids, int tokens, int past, KvCache cache);
+    protected abstract NDArray compute(NDArray ids, int tokens, int past, KvCache cache, int rows);
 
     /**
      * The causal mask of T new positions over past + T keys: 0 where visible, -inf above the diagonal.

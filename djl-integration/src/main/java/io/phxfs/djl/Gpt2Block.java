@@ -139,7 +139,7 @@ public final class Gpt2Block extends CausalLmBlock {
     }
 
     @Override
-    protected NDArray compute(NDArray ids, int tokens, int past, KvCache cache) {
+    protected NDArray compute(NDArray ids, int tokens, int past, KvCache cache, int rows) {
         if (past + tokens > positions) {
             throw new IllegalArgumentException(past + tokens + " positions: GPT-2 " + config.file()
                     + " has n_positions " + positions);
@@ -168,6 +168,6 @@ public final class Gpt2Block extends CausalLmBlock {
             h = layerNorm(x, l.ln2W, l.ln2B);
             x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));
         }
-        return layerNorm(x, lnfW, lnfB).matMul(head);
+        return lmHead(x, h -> layerNorm(h, lnfW, lnfB), head, rows);
     }
 }

@@ -125,10 +125,13 @@ public final class KvCache implements AutoCloseable {
         if (length + t > capacity) {
             throw new IllegalArgumentException(length + t + " positions: the cache holds " + capacity);
         }
-        fixedKeys[layer].set(new NDIndex(":, {}:{}, :", length, length + t), k);
-        fixedValues[layer].set(new NDIndex(":, {}:{}, :", length, length + t), v);
-        NDArray kk = fixedKeys[layer].get(new NDIndex(":, 0:{}, :", length + t));
-        NDArray vv = fixedValues[layer].get(new NDIndex(":, 0:{}, :", length + t));
+        // indices built, not parsed: this runs twice per layer per sequence per step
+        NDIndex write = new NDIndex().addAllDim().addSliceDim(length, length + t);
+        NDIndex valid = new NDIndex().addAllDim().addSliceDim(0, length + t);
+        fixedKeys[layer].set(write, k);
+        fixedValues[layer].set(write, v);
+        NDArray kk = fixedKeys[layer].get(valid);
+        NDArray vv = fixedValues[layer].get(valid);
         set(layer, kk, vv);
         return new NDArray[] {kk, vv};
     }

@@ -191,7 +191,7 @@ public final class LlamaBlock extends CausalLmBlock {
     }
 
     @Override
-    protected NDArray compute(NDArray ids, int tokens, int past, KvCache cache) {
+    protected NDArray compute(NDArray ids, int tokens, int past, KvCache cache, int rows) {
         if (past + tokens > positions) {
             throw new IllegalArgumentException(past + tokens + " positions: " + config.file()
                     + " has max_position_embeddings " + positions);
@@ -231,6 +231,6 @@ public final class LlamaBlock extends CausalLmBlock {
             h = rmsNorm(x, l.postNorm);
             x = x.add(silu(h.matMul(l.gate)).mul(h.matMul(l.up)).matMul(l.down));
         }
-        return rmsNorm(x, normW).matMul(head);
+        return lmHead(x, h -> rmsNorm(h, normW), head, rows);
     }
 }

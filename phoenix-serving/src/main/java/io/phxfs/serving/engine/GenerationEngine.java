@@ -100,10 +100,43 @@ public final class GenerationEngine implements AutoCloseable {
                 model.close();
                 throw new IllegalArgumentException(dir + ": not a causal language model the engine can run");
             }
-            return new GenerationEngine(config.withDevice(null), model, tokenizer, template, identity, eos);
+            warnAboutIgnoredSettings(dir);
+            try {
+                return new GenerationEngine(config.withDevice(null), model, tokenizer, template, identity, eos);
+            } catch (RuntimeException e) {
+                model.close(); // a tier that refused its directory, say
+                throw e;
+            }
         } catch (IOException | RuntimeException e) {
             tokenizer.close();
             throw e;
+        }
+    }
+
+    /**
+     * generation_config.json's logits processors change transformers' greedy output too; the
+     * engine applies none of them yet, so it says so rather than differ silently.
+     */
+    private static void warnAboutIgnoredSettings(Path dir) throws IOException {
+        Path f = dir.resolve("generation_config.json");
+        if (!Files.isRegularFile(f)) {
+            return;
+        }
+        com.fasterxml.jackson.databind.JsonNode g = new com.fasterxml.jackson.databind.ObjectMapper().readTree(f.toFile());
+        java.util.List<String> ignored = new java.util.ArrayList<>();
+        if (g.path("repetition_penalty").asDouble(1) != 1) {
+            ignored.add("repetition_penalty");
+        }
+        for (String k : new String[] {"no_repeat_ngram_size", "min_new_tokens", "min_length", "suppress_tokens",
+                "begin_suppress_tokens", "bad_words_ids"}) {
+            com.fasterxml.jackson.databind.JsonNode v = g.path(k);
+            if (!v.isMissingNode() && !v.isNull() && !(v.isNumber() && v.asInt() == 0) && !(v.isArray() && v.isEmpty())) {
+                ignored.add(k);
+            }
+        }
+        if (!ignored.isEmpty()) {
+            System.err.println("phoenix serve: warning: " + f + " sets " + String.join(", ", ignored)
+                    + ", which this engine does not apply: outputs may differ from transformers' generate");
         }
     }
 
@@ -164,6 +197,16 @@ public final class GenerationEngine implements AutoCloseable {
         Sequence s = new Sequence(request, java.util.Objects.requireNonNull(listener, "listener"));
         scheduler.submit(s);
         return s;
+    }
+
+    /**
+     * Whether the engine serves: false once its thread has stopped on an unexpected error (every
+     * request then fails at once instead of waiting forever) or it was closed.
+     *
+     * @return true while requests can be served
+     */
+    public boolean healthy() {
+        return !closed && scheduler.fatal() == null;
     }
 
     /**

@@ -15,13 +15,14 @@ import java.util.HexFormat;
 /**
  * The checkpoint's identity in the prefix-cache keys: KV computed by one model must never be
  * served to another (the most common defect in LMCache's tracker). A SHA-256 over config.json,
- * generation_config.json, tokenizer.json, every safetensors file's header, and samples of each
- * file's data (64 KiB at its start, middle and end): headers alone would not tell a fine-tune
- * from its base, which has the same names and shapes, while hashing every weight byte would
- * cost seconds per gigabyte at every start.
+ * generation_config.json, tokenizer.json, every safetensors file's header and size, and, for
+ * every tensor, 4 KiB at its start, middle and end: headers alone would not tell a fine-tune
+ * from its base (same names and shapes), and a merged adapter changes some tensors only, so
+ * every tensor is sampled; hashing every weight byte would cost seconds per gigabyte at each
+ * start. A change that spares all three samples of every tensor it touches goes unseen.
  */
 final class ModelIdentity {
-    private static final int SAMPLE = 64 << 10;
+    private static final int SAMPLE = 4 << 10;
 
     private ModelIdentity() {
     }
@@ -50,14 +51,29 @@ final class ModelIdentity {
                 long headerLen = len.remaining() == 8 ? len.getLong() : 0;
                 long dataStart = Math.min(size, 8 + Math.max(0, headerLen));
                 update(md, ch, 0, dataStart);
-                long data = size - dataStart;
-                update(md, ch, dataStart, Math.min(SAMPLE, data));
-                update(md, ch, dataStart + data / 2, Math.min(SAMPLE, data - data / 2));
-                update(md, ch, Math.max(dataStart, size - SAMPLE), Math.min(SAMPLE, data));
                 md.update(ByteBuffer.allocate(8).putLong(0, size).array());
+                for (long[] t : tensorRanges(f)) {
+                    long from = dataStart + t[0];
+                    long n = t[1] - t[0];
+                    update(md, ch, from, Math.min(SAMPLE, n));
+                    update(md, ch, from + n / 2, Math.min(SAMPLE, n - n / 2));
+                    update(md, ch, from + Math.max(0, n - SAMPLE), Math.min(SAMPLE, n));
+                }
             }
         }
         return HexFormat.of().formatHex(md.digest());
+    }
+
+    /** Each tensor's data offsets [begin, end) within the file's data, in file order. */
+    private static java.util.List<long[]> tensorRanges(Path f) throws IOException {
+        io.phxfs.safetensors.SafetensorsHeader h = io.phxfs.safetensors.SafetensorsParser.standard().parse(f);
+        java.util.List<long[]> out = new java.util.ArrayList<>();
+        for (io.phxfs.safetensors.TensorInfo t : h.tensors()) {
+            long begin = h.fileOffset(t) - h.dataStart();
+            out.add(new long[] {begin, begin + t.nbytes()});
+        }
+        out.sort(java.util.Comparator.comparingLong(r -> r[0]));
+        return out;
     }
 
     private static void update(MessageDigest md, FileChannel ch, long at, long n) throws IOException {

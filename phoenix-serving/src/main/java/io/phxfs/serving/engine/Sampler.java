@@ -1,6 +1,5 @@
 package io.phxfs.serving.engine;
 
-import java.util.Arrays;
 import java.util.SplittableRandom;
 
 /**
@@ -22,22 +21,35 @@ final class Sampler {
             return argmax(logits);
         }
         int n = logits.length;
-        Integer[] order = null;
-        int keep = n;
-        if (params.topK() > 0 && params.topK() < n) {
-            keep = params.topK();
+        double t = params.temperature();
+        float max = logits[argmax(logits)];
+        boolean all = (params.topK() == 0 || params.topK() >= n) && params.topP() >= 1;
+        if (all) {
+            // no truncation: draw from the whole tempered softmax, no sort
+            double[] p = new double[n];
+            double sum = 0;
+            for (int i = 0; i < n; i++) {
+                p[i] = Math.exp((logits[i] - max) / t);
+                sum += p[i];
+            }
+            return draw(p, n, sum, null);
         }
-        // the candidates, most likely first; a full sort is cheap next to a forward pass
-        order = new Integer[n];
+        // the candidates, most likely first (lowest id first on ties), as primitive keys: a boxed
+        // sort of a 128k vocabulary per token would cost milliseconds on the engine's one thread
+        long[] keys = new long[n];
         for (int i = 0; i < n; i++) {
-            order[i] = i;
+            int bits = Float.floatToIntBits(logits[i]);
+            int sortable = bits ^ ((bits >> 31) & 0x7fffffff); // ascending int order = ascending float order
+            keys[i] = ((long) ~sortable << 32) | (i & 0xffffffffL);
         }
-        Arrays.sort(order, (a, b) -> logits[b] != logits[a] ? Float.compare(logits[b], logits[a]) : Integer.compare(a, b));
-        double max = logits[order[0]];
+        java.util.Arrays.sort(keys);
+        int keep = params.topK() > 0 ? Math.min(params.topK(), n) : n;
+        int[] order = new int[keep];
         double[] p = new double[keep];
         double sum = 0;
         for (int i = 0; i < keep; i++) {
-            p[i] = Math.exp((logits[order[i]] - max) / params.temperature());
+            order[i] = (int) keys[i];
+            p[i] = Math.exp((logits[order[i]] - max) / t);
             sum += p[i];
         }
         // top-p: the smallest prefix of the sorted candidates whose probability reaches top_p
@@ -56,14 +68,18 @@ final class Sampler {
         for (int i = 0; i < cut; i++) {
             total += p[i];
         }
+        return draw(p, cut, total, order);
+    }
+
+    private int draw(double[] p, int n, double total, int[] order) {
         double u = random.nextDouble() * total;
-        for (int i = 0; i < cut; i++) {
+        for (int i = 0; i < n; i++) {
             u -= p[i];
             if (u < 0) {
-                return order[i];
+                return order == null ? i : order[i];
             }
         }
-        return order[cut - 1];
+        return order == null ? n - 1 : order[n - 1];
     }
 
     static int argmax(float[] row) {

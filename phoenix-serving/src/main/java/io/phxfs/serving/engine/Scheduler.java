@@ -20,8 +20,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * decode steps, waiting requests join the batch while there is room (their caches filled from
  * the prefix cache where it holds their prompt's start), finished or cancelled ones leave, one
  * piece of at most {@link #PREFILL_CHUNK} prompt tokens is prefilled (chunked prefill: a long
- * prompt delays the running requests' next token by one piece, not by its whole prefill; with
- * nothing running, a prompt is prefilled whole), then one decode step computes the next token of
+ * prompt delays the running requests' next token by one piece, not by its whole prefill), then
+ * one decode step computes the next token of
  * every running request together. One thread runs it all, so the model and the caches have one
  * owner.
  */
@@ -90,11 +90,15 @@ final class Scheduler implements Runnable {
             if (closing) {
                 throw new IllegalStateException("the engine is shutting down");
             }
+            if (fatal != null) {
+                throw new IllegalStateException("the engine stopped: " + fatal);
+            }
             if (active.get() >= maxRunning + maxWaiting) {
                 throw new QueueFullException("the server is busy: " + (active.get() - waiting.size()) + " requests running and "
                         + waiting.size() + " waiting (at most " + maxRunning + " and " + maxWaiting + "); retry later");
             }
             active.incrementAndGet();
+            s.onCancel = this::wake;
             waiting.add(s);
             waitingCount = waiting.size();
             work.signal();
@@ -114,10 +118,55 @@ final class Scheduler implements Runnable {
         }
     }
 
+    /** Wakes the loop: a waiting request was cancelled, and its slot should free now. */
+    void wake() {
+        lock.lock();
+        try {
+            work.signal();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Why the loop died, or null while it runs: submit refuses with it, health reports it. */
+    private volatile Throwable fatal;
+
+    Throwable fatal() {
+        return fatal;
+    }
+
     @Override
     public void run() {
+        try {
+            loop();
+        } catch (Throwable t) {
+            // a bug or an Error (out of memory) in the loop: nothing may hang waiting for a token
+            fatal = t;
+            System.err.println("phoenix serve: the engine stopped: " + t);
+            List<Sequence> all = new ArrayList<>(running);
+            all.addAll(prefilling);
+            lock.lock();
+            try {
+                closing = true;
+                all.addAll(waiting);
+                waiting.clear();
+                waitingCount = 0;
+            } finally {
+                lock.unlock();
+            }
+            running.clear();
+            prefilling.clear();
+            runningCount = 0;
+            for (Sequence s : all) {
+                fail(s, new IllegalStateException("the engine stopped: " + t, t));
+            }
+        }
+    }
+
+    private void loop() {
         while (true) {
             List<Sequence> admitted = new ArrayList<>();
+            List<Sequence> dropped = new ArrayList<>();
             lock.lock();
             try {
                 while (waiting.isEmpty() && running.isEmpty() && prefilling.isEmpty()) {
@@ -126,12 +175,25 @@ final class Scheduler implements Runnable {
                     }
                     work.awaitUninterruptibly();
                 }
+                // cancelled while waiting (their clients left): out of the queue at once, so
+                // that they hold no slot until a running request ends
+                for (Iterator<Sequence> it = waiting.iterator(); it.hasNext(); ) {
+                    Sequence w = it.next();
+                    if (w.cancelled()) {
+                        it.remove();
+                        dropped.add(w);
+                    }
+                }
                 while (!waiting.isEmpty() && running.size() + prefilling.size() + admitted.size() < maxRunning) {
                     admitted.add(waiting.poll());
                 }
                 waitingCount = waiting.size();
             } finally {
                 lock.unlock();
+            }
+            for (Sequence d : dropped) {
+                d.scheduledNanos = System.nanoTime();
+                finish(d, FinishReason.CANCELLED);
             }
             for (Sequence s : admitted) {
                 if (s.cancelled()) {
@@ -154,7 +216,7 @@ final class Scheduler implements Runnable {
     /** A new request's cache, partly filled from the prefix cache. */
     private void admit(Sequence s) {
         s.scheduledNanos = System.nanoTime();
-        observer.scheduled((s.scheduledNanos - s.arrivedNanos) / 1e9);
+        observe(() -> observer.scheduled((s.scheduledNanos - s.arrivedNanos) / 1e9));
         int[] prompt = s.request.promptIds();
         try {
             s.startText(tokenizer);
@@ -165,7 +227,7 @@ final class Scheduler implements Runnable {
             }
             s.cachedTokens = reused;
             if (prefix != null) {
-                observer.prefixCache(prompt.length, reused);
+                observe(() -> observer.prefixCache(prompt.length, reused));
             }
         } catch (RuntimeException e) {
             fail(s, e);
@@ -173,9 +235,8 @@ final class Scheduler implements Runnable {
     }
 
     /**
-     * Prefills the oldest prefilling request by one piece (its whole prompt when nothing is
-     * decoding); a request whose prompt is then complete gets its first token and joins the
-     * running batch.
+     * Prefills the oldest prefilling request by one piece; a request whose prompt is then
+     * complete gets its first token and joins the running batch.
      */
     private void prefillPiece() {
         Sequence s = prefilling.peek();
@@ -192,35 +253,42 @@ final class Scheduler implements Runnable {
         int[] prompt = s.request.promptIds();
         KvCache cache = s.kv.cache();
         int from = cache.length();
-        int to = running.isEmpty() ? prompt.length : Math.min(prompt.length, from + PREFILL_CHUNK);
+        // pieces end at multiples of PREFILL_CHUNK (the tier's chunk size), whatever else runs:
+        // a position's keys and values are then computed by the same products whether its chunk
+        // came from a tier or not and however loaded the server is, so the KV a tier holds is the
+        // KV a recompute would give (float sums depend on the product's shape)
+        int to = Math.min(prompt.length, (from / PREFILL_CHUNK + 1) * PREFILL_CHUNK);
         try {
-            float[] last = null;
+            float[] last;
             try (NDManager step = manager.newSubManager()) {
                 long[] piece = new long[to - from];
                 for (int i = 0; i < piece.length; i++) {
                     piece[i] = prompt[from + i];
                 }
-                NDArray logits = block.logits(step.create(piece), cache);
-                if (to == prompt.length) {
-                    last = logits.get(logits.getShape().get(0) - 1).toFloatArray();
-                }
+                boolean end = to == prompt.length;
+                // only the last position's logits are used: the LM head for the others (T x vocab
+                // floats) is neither computed nor held
+                NDArray logits = block.prefill(step.create(piece), cache, end);
+                last = end ? logits.get(0).toFloatArray() : null;
             }
             if (last == null) {
                 return; // more pieces to come
             }
-            prefilling.poll();
-            if (prefix != null) {
-                // write-behind: the tiers copy the prompt's chunks out while decoding goes on
-                s.kv.readBy(prefix.store(prompt, s.request.cacheSalt(), s.kv));
-            }
+            prefilling.remove(s);
             Sequence started = s;
             safely(started, () -> started.listener.onStart(prompt.length, started.cachedTokens));
             emit(started, started.sampler.next(last));
+            // after the first token, off its path: the tiers copy the prompt's chunks out while
+            // decoding goes on. Nothing to store when every whole chunk came from a tier.
+            int whole = prefix == null ? 0 : prompt.length / prefix.chunkSize() * prefix.chunkSize();
+            if (prefix != null && whole > started.cachedTokens && !started.kv.isClosed()) {
+                started.kv.readBy(prefix.store(prompt, started.request.cacheSalt(), started.kv));
+            }
             if (!started.done) {
                 running.add(started);
             }
         } catch (RuntimeException e) {
-            prefilling.poll();
+            prefilling.remove(s);
             fail(s, e);
         }
     }
@@ -260,7 +328,11 @@ final class Scheduler implements Runnable {
             Sequence s = running.get(r);
             float[] row = new float[vocab];
             System.arraycopy(all, r * vocab, row, 0, vocab);
-            emit(s, s.sampler.next(row));
+            try {
+                emit(s, s.sampler.next(row));
+            } catch (RuntimeException e) {
+                fail(s, e);
+            }
         }
         running.removeIf(s -> s.done);
     }
@@ -270,9 +342,10 @@ final class Scheduler implements Runnable {
         s.generated++;
         if (s.generated == 1) {
             s.firstTokenNanos = now;
-            observer.firstToken((now - s.arrivedNanos) / 1e9, (now - s.scheduledNanos) / 1e9);
+            observe(() -> observer.firstToken((now - s.arrivedNanos) / 1e9, (now - s.scheduledNanos) / 1e9));
         } else {
-            observer.token((now - s.lastTokenNanos) / 1e9);
+            long previous = s.lastTokenNanos;
+            observe(() -> observer.token((now - previous) / 1e9));
         }
         s.lastTokenNanos = now;
         s.lastToken = token;
@@ -305,8 +378,8 @@ final class Scheduler implements Runnable {
             s.kv.close();
         }
         long now = System.nanoTime();
-        observer.finished(reason, (now - s.arrivedNanos) / 1e9, s.firstTokenNanos == 0 ? 0 : (now - s.firstTokenNanos) / 1e9,
-                s.usage());
+        observe(() -> observer.finished(reason, (now - s.arrivedNanos) / 1e9,
+                s.firstTokenNanos == 0 ? 0 : (now - s.firstTokenNanos) / 1e9, s.usage()));
         try {
             s.listener.onFinish(reason, s.usage());
         } catch (RuntimeException e) {
@@ -327,6 +400,15 @@ final class Scheduler implements Runnable {
             s.listener.onError(e);
         } catch (RuntimeException ignored) {
             // nothing more to tell it
+        }
+    }
+
+    /** An observer that throws (a metrics bug) costs its figure, never the engine. */
+    private static void observe(Runnable call) {
+        try {
+            call.run();
+        } catch (RuntimeException e) {
+            // the figure is lost; the requests go on
         }
     }
 

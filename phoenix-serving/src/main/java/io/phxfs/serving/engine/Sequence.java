@@ -40,9 +40,15 @@ final class Sequence implements GenerationHandle {
         return request.id();
     }
 
+    /** Set by the scheduler: wakes its loop, so that a cancelled waiting request leaves the queue at once. */
+    volatile Runnable onCancel = () -> { };
+
     @Override
     public void cancel() {
-        cancelled = true;
+        if (!cancelled) {
+            cancelled = true;
+            onCancel.run();
+        }
     }
 
     boolean cancelled() {

@@ -82,6 +82,10 @@ final class SequenceKv implements AutoCloseable {
         readers = CompletableFuture.allOf(readers, f.handle((x, e) -> null));
     }
 
+    boolean isClosed() {
+        return closed;
+    }
+
     @Override
     public void close() {
         if (closed) {

@@ -77,7 +77,7 @@ final class ApiServer implements AutoCloseable {
                     new Router.Route("/v1/chat/completions", false, post, new ChatCompletionsEndpoint(ctx)),
                     new Router.Route("/v1/models", false, get, InfoEndpoints.models(ctx)),
                     new Router.Route(InfoEndpoints.MODEL_PREFIX, true, get, InfoEndpoints.model(ctx)),
-                    new Router.Route("/health", false, get, InfoEndpoints.health()),
+                    new Router.Route("/health", false, get, InfoEndpoints.health(ctx)),
                     new Router.Route("/metrics", false, get, ex -> {
                         ServeMetrics.Scrape s = metrics.scrape(ex.header(HttpHeader.ACCEPT));
                         ex.send(200, s.contentType(), s.body());

@@ -28,9 +28,15 @@ final class InfoEndpoints {
         };
     }
 
-    /** {@code GET /health}: 200 while the server takes requests. */
-    static Endpoint health() {
-        return ex -> ex.sendJson(200, OpenAiJson.health("ok"));
+    /** {@code GET /health}: 200 while the engine serves, 503 once its thread has stopped on an error. */
+    static Endpoint health(ServeContext ctx) {
+        return ex -> {
+            if (ctx.engine().healthy()) {
+                ex.sendJson(200, OpenAiJson.health("ok"));
+            } else {
+                throw new ApiException(503, ApiException.SERVER_ERROR, "the engine has stopped (see the server's log)", null, null);
+            }
+        };
     }
 
     private static long created(GenerationEngine engine) {

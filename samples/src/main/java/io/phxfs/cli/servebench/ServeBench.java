@@ -89,6 +89,9 @@ public final class ServeBench {
                         progress("%s: restarting the server, so that hits come from the tier", tier);
                         server.stop();
                         server = ServerProcess.start(o.model, kv, max(o.concurrency), o.requests, err, o.quiet);
+                        // the restarted JVM warms its JIT on a prompt of its own (no shared prefix), so
+                        // that the setting is measured as warm as the others
+                        Load.once(server.url(), tokens(new SplittableRandom(99), o.suffixTokens, vocab), o.maxTokens);
                     }
                     for (int c : o.concurrency) {
                         progress("%s: %d requests, %d concurrent, %d+%d prompt tokens, %d generated", tier, o.requests, c,

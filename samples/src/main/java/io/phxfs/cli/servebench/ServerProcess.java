@@ -116,7 +116,7 @@ final class ServerProcess {
             process.destroyForcibly();
             throw new IOException("phoenix serve did not stop within 60 s of SIGTERM");
         }
-        if (process.exitValue() != 0 && process.exitValue() != 143) {
+        if (process.exitValue() != 0) {
             throw new IOException("phoenix serve exited " + process.exitValue() + " after SIGTERM (want 0: drained)");
         }
     }
