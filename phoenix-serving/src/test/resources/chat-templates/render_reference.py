@@ -17,6 +17,7 @@ Inputs, next to this script:
 
 Output: expected.json (committed, so that the tests need no Python). Usage:
     python3 render_reference.py            (jinja2 3.1.x; rewrites expected.json)
+    python3 render_reference.py --out F    (writes F instead; ChatTemplateReferenceTest compares)
 """
 import datetime
 import json
@@ -61,9 +62,14 @@ def environment(now):
     return env
 
 
+_compiled = {}
+
+
 def render(env, source, variables):
     try:
-        return {"text": env.from_string(source).render(**variables)}
+        if source not in _compiled:
+            _compiled[source] = env.from_string(source)
+        return {"text": _compiled[source].render(**variables)}
     except Exception as e:  # the message is what ChatTemplateException must carry for raise_exception
         return {"error": str(e), "error_type": type(e).__name__}
 
@@ -83,11 +89,28 @@ def snippets():
     return out
 
 
+def dump(expected):
+    """One line per snippet and per render, so that a change shows as a small diff."""
+    line = lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True)
+    parts = ['{\n "jinja2": ' + line(expected["jinja2"]) + ',\n "snippets": {\n']
+    parts.append(",\n".join("  " + line(k) + ": " + line(v) for k, v in expected["snippets"].items()))
+    parts.append('\n },\n "templates": {\n')
+    parts.append(",\n".join("  " + line(k) + ": [\n" + ",\n".join("   " + line(r) for r in v) + "\n  ]"
+                           for k, v in expected["templates"].items()))
+    parts.append("\n }\n}\n")
+    return "".join(parts)
+
+
 def main():
+    out = os.path.join(HERE, "expected.json")
+    if len(sys.argv) == 3 and sys.argv[1] == "--out":
+        out = sys.argv[2]
+    elif len(sys.argv) != 1:
+        sys.exit("usage: render_reference.py [--out FILE]")
     with open(os.path.join(HERE, "cases.json"), encoding="utf-8") as f:
         cases = json.load(f)
     env = environment(datetime.datetime.fromisoformat(cases["now"]))
-    expected = {"jinja2": jinja2.__version__, "python": sys.version.split()[0], "snippets": {}, "templates": {}}
+    expected = {"jinja2": jinja2.__version__, "snippets": {}, "templates": {}}
     for name, source in snippets():
         if name in expected["snippets"]:
             sys.exit("duplicate snippet " + name)
@@ -106,9 +129,8 @@ def main():
                     results.append({"conversation": conversation, "extra": extra_index,
                                     "add_generation_prompt": add_generation_prompt, **render(env, source, variables)})
         expected["templates"][run["template"]] = results
-    with open(os.path.join(HERE, "expected.json"), "w", encoding="utf-8") as f:
-        json.dump(expected, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(dump(expected))
     print("snippets", len(expected["snippets"]), "template renders",
           sum(len(v) for v in expected["templates"].values()))
 

@@ -81,6 +81,11 @@ public final class GenerationEngine implements AutoCloseable {
             throw new UnsupportedOperationException("generation on device " + config.device() + " is not available yet:"
                     + " DJL's GPU path has not run (issue djl-gpu); serve computes on the CPU");
         }
+        // DJL's tokenizer pings a usage-tracking endpoint at first use unless told not to: a
+        // server must not reach out (and a closed network would stall its start)
+        if (System.getenv("OPT_OUT_TRACKING") == null && System.getProperty("OPT_OUT_TRACKING") == null) {
+            System.setProperty("OPT_OUT_TRACKING", "true");
+        }
         HfTokenizer tokenizer = HfTokenizer.open(dir);
         try {
             ChatTemplate template = ChatTemplate.load(dir, tokenizer.specialTokens()).orElse(null);

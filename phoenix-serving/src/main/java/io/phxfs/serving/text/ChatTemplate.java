@@ -8,7 +8,6 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,7 +17,7 @@ import java.util.Optional;
 /**
  * A checkpoint's chat template, rendered as transformers'
  * {@code apply_chat_template(messages, tokenize=False, add_generation_prompt=...)} renders it:
- * Jinja2 in transformers' environment ({@link JinjaEnvironment}) with the variables
+ * Jinja2 in transformers' environment (rebuilt on jinjava, see {@code JinjaEnvironment}) with the variables
  * {@code messages}, {@code add_generation_prompt}, {@code tools} and {@code documents} (None
  * unless given), the tokenizer's special tokens and any extra variables. Immutable and safe for
  * concurrent use; the template's syntax is checked when it is created.
@@ -192,8 +191,7 @@ public final class ChatTemplate {
     private static Object json(JsonNode n) {
         if (n.isObject()) {
             Map<String, Object> out = new LinkedHashMap<>();
-            for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext();) {
-                Map.Entry<String, JsonNode> e = it.next();
+            for (Map.Entry<String, JsonNode> e : n.properties()) {
                 out.put(e.getKey(), json(e.getValue()));
             }
             return out;

@@ -13,7 +13,7 @@ import java.util.Objects;
  * dropping a leading space, act on text already emitted) and what it decodes beyond that prefix
  * is the new text. Text stays held back while it ends in U+FFFD (bytes of a character still to
  * come), while it ends in a run of byte-fallback tokens (which decode as a whole), and, for
- * decoders that rewrite the last token, for the last token; see {@link DecoderTraits}. Not
+ * decoders that rewrite the last token, for the last token; see {@code DecoderTraits}. Not
  * thread-safe: one instance per sequence.
  */
 public final class IncrementalDetokenizer {
@@ -90,12 +90,14 @@ public final class IncrementalDetokenizer {
             return "";
         }
         flushed = true;
+        // the whole sequence once, so that the text ends exactly as decode ends it
         String full = tokenizer.decodeRaw(ids, 0, count, skipSpecialTokens);
         String rest;
         if (full.startsWith(raw.toString())) {
             rest = full.substring(raw.length());
         } else {
-            rest = windowText().substring(Math.min(emittedAfterPrefix, windowText().length()));
+            String window = windowText();
+            rest = window.substring(Math.min(emittedAfterPrefix, window.length()));
         }
         raw.append(rest);
         String out = cleanup == null ? rest : cleanup.push(rest) + cleanup.flush();

@@ -92,6 +92,7 @@ final class Jinja2Whitespace {
                     tag = endTag;
                 }
             }
+            tag = spaceBraces(tag, kind);
             boolean keepNewline = kind == '%' && tag.endsWith("+%}");
             boolean selfTrimming = tag.endsWith("-" + closing(kind));
             if (keepNewline) {
@@ -159,10 +160,14 @@ final class Jinja2Whitespace {
         return kind == '{' ? "}}" : kind + "}";
     }
 
-    /** The index after the tag that starts at {@code start}, skipping quoted strings in expressions; -1 if unclosed. */
+    /**
+     * The index after the tag that starts at {@code start}, skipping quoted strings and, as
+     * Jinja2's lexer does, closing braces of dict literals; -1 if unclosed.
+     */
     private static int tagEnd(String s, int start, char kind) {
         String close = closing(kind);
         char quote = 0;
+        int depth = 0;
         for (int k = start + 2; k < s.length(); k++) {
             char c = s.charAt(k);
             if (kind != '#') {
@@ -178,11 +183,48 @@ final class Jinja2Whitespace {
                     quote = c;
                     continue;
                 }
+                if (c == '{') {
+                    depth++;
+                    continue;
+                }
+                if (c == '}' && depth > 0) {
+                    depth--;
+                    continue;
+                }
             }
             if (s.startsWith(close, k)) {
                 return k + close.length();
             }
         }
         return -1;
+    }
+
+    /**
+     * {@code }}} inside an expression (nested dict literals) spaced apart: jinjava's scanner
+     * would end the tag there.
+     */
+    private static String spaceBraces(String tag, char kind) {
+        String inner = tag.substring(2, tag.length() - 2);
+        if (!inner.contains("}}")) {
+            return tag;
+        }
+        StringBuilder out = new StringBuilder(tag.length() + 4).append(tag, 0, 2);
+        char quote = 0;
+        for (int k = 0; k < inner.length(); k++) {
+            char c = inner.charAt(k);
+            out.append(c);
+            if (quote != 0) {
+                if (c == '\\' && k + 1 < inner.length()) {
+                    out.append(inner.charAt(++k));
+                } else if (c == quote) {
+                    quote = 0;
+                }
+            } else if (c == '\'' || c == '"') {
+                quote = c;
+            } else if (c == '}' && k + 1 < inner.length() && inner.charAt(k + 1) == '}') {
+                out.append(' ');
+            }
+        }
+        return out.append(tag, tag.length() - 2, tag.length()).toString();
     }
 }

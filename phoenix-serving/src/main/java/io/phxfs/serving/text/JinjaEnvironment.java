@@ -33,10 +33,11 @@ import jinjava.javax.el.ExpressionFactory;
  * The template environment transformers compiles chat templates in, rebuilt on jinjava:
  * Jinja2's ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols
  * extension and the generation tag, the globals raise_exception and strftime_now, and
- * transformers' tojson. jinjava supplies the template parser and the tags it gets right (set,
- * macro, call, raw, ...); the expression grammar ({@link PyParser}), every value operation
- * ({@link PyOperators}, {@link PyResolver}), printing ({@link PyOutput}), the filters and tests
- * Jinja2 has, and the if and for tags are Jinja2's. One shared instance; rendering is thread-safe.
+ * transformers' tojson. jinjava supplies the template parser and the tags it gets right (macro,
+ * raw); the whitespace rules ({@link Jinja2Whitespace}), the expression grammar
+ * ({@link PyParser}), every value operation ({@link PyOperators}, {@link PyResolver}), printing
+ * ({@link PyOutput}), the filters and tests, and the if, for, set, call, filter and with tags
+ * follow Jinja2. One shared instance; parsed templates render from any number of threads.
  */
 final class JinjaEnvironment {
     static final JinjaEnvironment INSTANCE = new JinjaEnvironment();
@@ -61,12 +62,11 @@ final class JinjaEnvironment {
                 .withMaxMacroRecursionDepth(MAX_MACRO_DEPTH)
                 .withElResolver(resolver)
                 .withLegacyOverrides(LegacyOverrides.newBuilder()
+                        // {key: v} evaluates key, as a Python dict display does
                         .withEvaluateMapKeys(true)
-                        .withIterateOverMapKeys(true)
-                        .withUseNaturalOperatorPrecedence(true)
+                        // "-" only as Jinja2 places it, and honoured on {{- -}} too
                         .withParseWhitespaceControlStrictly(true)
                         .withUseTrimmingForNotesAndExpressions(true)
-                        .withKeepNullableLoopValues(true)
                         .build())
                 .build();
         ExpressionFactory expressions = new ExpressionFactoryImpl(new TreeStore(syntax, new Cache(1000)),
@@ -98,6 +98,12 @@ final class JinjaEnvironment {
         }
         global.registerTag(new PyIfTag());
         global.registerTag(new PySetTag());
+        global.registerTag(new PyCallTag());
+        global.registerTag(new FilterBlockTag());
+        global.registerTag(new WithTag());
+        for (String tag : new String[] {"include", "import", "from", "extends"}) {
+            global.registerTag(new NoLoaderTag(tag));
+        }
         global.registerTag(new PyForTag());
         global.registerTag(new LoopControlTag("break"));
         global.registerTag(new LoopControlTag("continue"));
@@ -122,7 +128,7 @@ final class JinjaEnvironment {
      */
     Node parse(String name, String source) {
         JinjavaInterpreter interpreter = interpreter(Map.of(), new RenderState(Clock.systemUTC()));
-        try (var pushed = JinjavaInterpreter.closeablePushCurrent(interpreter).get()) {
+        try (var _ = JinjavaInterpreter.closeablePushCurrent(interpreter).get()) {
             Node root = interpreter.parse(source);
             for (TemplateError e : interpreter.getErrors()) {
                 if (e.getSeverity() == TemplateError.ErrorType.FATAL
@@ -199,7 +205,7 @@ final class JinjaEnvironment {
         RenderState state = new RenderState(clock);
         JinjavaInterpreter interpreter = interpreter(variables, state);
         String out;
-        try (var pushed = JinjavaInterpreter.closeablePushCurrent(interpreter).get()) {
+        try (var _ = JinjavaInterpreter.closeablePushCurrent(interpreter).get()) {
             try {
                 out = interpreter.render(template);
             } catch (RuntimeException e) {

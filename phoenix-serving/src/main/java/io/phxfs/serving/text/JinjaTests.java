@@ -11,7 +11,7 @@ import java.util.function.Predicate;
 /**
  * Jinja2's tests (the {@code is} operator and select/selectattr), with their aliases and
  * Python's types. defined, undefined and none are answered from the expression itself where
- * it is written ({@link CallNodes.PresenceTest}); the versions here see only a value.
+ * it is written ({@link FilterNodes.PresenceTest}); the versions here see only a value.
  */
 final class JinjaTests {
     private JinjaTests() {

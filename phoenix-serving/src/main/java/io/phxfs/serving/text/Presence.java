@@ -27,7 +27,7 @@ record Presence(boolean present, Object value) {
     private static final Presence ABSENT = new Presence(false, null);
 
     static Presence of(AstNode node, Bindings bindings, ELContext context) {
-        if (node instanceof CallNodes.Undefined) {
+        if (node instanceof LiteralNodes.Undefined) {
             return ABSENT;
         }
         if (node instanceof AstNested nested) {
@@ -40,11 +40,11 @@ record Presence(boolean present, Object value) {
         if (node instanceof AstIdentifier id) {
             return variable(id.getName(), node.eval(bindings, context));
         }
-        if (node instanceof CallNodes.Dot dot) {
+        if (node instanceof AccessNodes.Dot dot) {
             Object base = dot.base().eval(bindings, context);
             return member(base, dot.name(), node, bindings, context);
         }
-        if (node instanceof CallNodes.Bracket bracket) {
+        if (node instanceof AccessNodes.Bracket bracket) {
             Object base = bracket.base().eval(bindings, context);
             if (base == null) {
                 return ABSENT;
@@ -54,24 +54,41 @@ record Presence(boolean present, Object value) {
         return new Presence(true, node.eval(bindings, context));
     }
 
-    /** Fails as Jinja2 does when an attribute or item of an undefined value is looked up. */
+    /**
+     * Fails as Jinja2 does when an attribute or item is looked up on {@code base}, which gave
+     * null: an undefined variable, an attribute the owner lacks, or an item of None are errors
+     * (a None base itself just gives undefined, which the caller returns).
+     */
     static void requireDefined(AstNode base, Bindings bindings, ELContext context) {
-        if (base instanceof AstIdentifier id && !variable(id.getName(), null).present()) {
-            throw PyErrors.undefined("'" + id.getName() + "' is undefined");
-        }
-        if (base instanceof CallNodes.Dot dot && !of(base, bindings, context).present()) {
-            Object owner = dot.base().eval(bindings, context);
-            if (owner != null) {
-                throw PyErrors.undefined("'" + describe(owner) + "' has no attribute '" + dot.name() + "'");
+        if (base instanceof AstIdentifier id) {
+            if (!variable(id.getName(), null).present()) {
+                throw PyErrors.undefined("'" + id.getName() + "' is undefined");
             }
+            return;
         }
-        if (base instanceof CallNodes.Bracket bracket && !of(base, bindings, context).present()) {
-            Object owner = bracket.base().eval(bindings, context);
-            if (owner != null) {
-                throw PyErrors.undefined("'" + describe(owner) + "' has no attribute '"
-                        + PyRepr.str(bracket.key(bindings, context)) + "'");
-            }
+        AstNode ownerNode;
+        String key;
+        if (base instanceof AccessNodes.Dot dot) {
+            ownerNode = dot.base();
+            key = dot.name();
+        } else if (base instanceof AccessNodes.Bracket bracket) {
+            ownerNode = bracket.base();
+            key = PyRepr.str(bracket.key(bindings, context));
+        } else {
+            return;
         }
+        if (of(base, bindings, context).present()) {
+            return;
+        }
+        Object owner = ownerNode.eval(bindings, context);
+        if (owner != null) {
+            throw PyErrors.undefined("'" + describe(owner) + "' has no attribute '" + key + "'");
+        }
+        if (of(ownerNode, bindings, context).present()) {
+            throw PyErrors.undefined(base instanceof AccessNodes.Dot ? "'None' has no attribute '" + key + "'"
+                    : "None has no element " + key);
+        }
+        requireDefined(ownerNode, bindings, context);
     }
 
     private static String describe(Object owner) {

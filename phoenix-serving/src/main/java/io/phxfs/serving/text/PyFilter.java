@@ -10,7 +10,7 @@ import jinjava.de.odysseus.el.tree.impl.ast.AstNode;
 import jinjava.javax.el.ELContext;
 
 /**
- * A filter with Jinja2's semantics, called by {@link CallNodes.Filter} with Python-bound
+ * A filter with Jinja2's semantics, called by {@link FilterNodes.Filter} with Python-bound
  * arguments and, for the filters that care (default, string, tojson), a way to ask whether a
  * null input is None or undefined.
  */

@@ -66,7 +66,7 @@ final class PyForTag implements Tag {
         LoopContext loop = new LoopContext(items);
         for (int i = 0; i < items.size() && !loop.broken(); i++) {
             loop.moveTo(i);
-            try (InterpreterScopeClosable scope = interpreter.enterScope()) {
+            try (InterpreterScopeClosable _ = interpreter.enterScope()) {
                 bind(targets, items.get(i), interpreter);
                 interpreter.getContext().put("loop", loop);
                 render(body, interpreter, loop, out);
@@ -116,7 +116,7 @@ final class PyForTag implements Tag {
             JinjavaInterpreter interpreter) {
         List<Object> kept = new ArrayList<>();
         for (Object item : items) {
-            try (InterpreterScopeClosable scope = interpreter.enterScope()) {
+            try (InterpreterScopeClosable _ = interpreter.enterScope()) {
                 bind(targets, item, interpreter);
                 if (PyValues.truthy(interpreter.resolveELExpression(filter, tagNode.getLineNumber()))) {
                     kept.add(item);
@@ -146,6 +146,35 @@ final class PyForTag implements Tag {
         for (int i = 0; i < targets.size(); i++) {
             Scopes.set(interpreter, targets.get(i), values.get(i));
         }
+    }
+
+    /** {@code s} cut at {@code separator} where it is outside strings and brackets. */
+    static List<String> splitTopLevel(String s, char separator) {
+        List<String> parts = new ArrayList<>();
+        int depth = 0;
+        char quote = 0;
+        int start = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (quote != 0) {
+                if (c == '\\') {
+                    i++;
+                } else if (c == quote) {
+                    quote = 0;
+                }
+            } else if (c == '\'' || c == '"') {
+                quote = c;
+            } else if (c == '(' || c == '[' || c == '{') {
+                depth++;
+            } else if (c == ')' || c == ']' || c == '}') {
+                depth--;
+            } else if (c == separator && depth == 0) {
+                parts.add(s.substring(start, i));
+                start = i + 1;
+            }
+        }
+        parts.add(s.substring(start));
+        return parts;
     }
 
     /** Whether {@code s} has a comma outside strings and brackets (a tuple without parentheses). */

@@ -235,19 +235,33 @@ final class PyOperators {
         }
     };
 
-    static final Comparison IN = new Comparison("in") {
-        @Override
-        boolean test(Object a, Object b) {
-            return PyValues.contains(b, a);
-        }
-    };
+    static final Comparison IN = new Membership("in", false);
+    static final Comparison NOT_IN = new Membership("not in", true);
 
-    static final Comparison NOT_IN = new Comparison("not in") {
+    /** {@code in}: an undefined container holds nothing (Jinja2's Undefined iterates empty), None is an error. */
+    private static final class Membership extends Comparison {
+        private final boolean negated;
+
+        Membership(String symbol, boolean negated) {
+            super(symbol);
+            this.negated = negated;
+        }
+
+        @Override
+        public Object eval(Bindings bindings, ELContext context, AstNode left, AstNode right) {
+            Object item = left.eval(bindings, context);
+            Object container = right.eval(bindings, context);
+            if (container == null && !Presence.of(right, bindings, context).present()) {
+                return negated;
+            }
+            return test(item, container);
+        }
+
         @Override
         boolean test(Object a, Object b) {
-            return !PyValues.contains(b, a);
+            return PyValues.contains(b, a) != negated;
         }
-    };
+    }
 
     static final AstUnary.Operator NOT = new AstUnary.Operator() {
         @Override
@@ -311,5 +325,29 @@ final class PyOperators {
         }
         return PyErrors.type("unsupported operand type(s) for " + op + ": '" + PyValues.typeName(a) + "' and '"
                 + PyValues.typeName(b) + "'");
+    }
+
+    /** {@code a < b < c}: each comparison on the values of its neighbours, stopping at the first false. */
+    static final class Chain extends ExprNode {
+        private final List<AstNode> operands;
+        private final List<AstBinary.Operator> operators;
+
+        Chain(List<AstNode> operands, List<AstBinary.Operator> operators) {
+            this.operands = operands;
+            this.operators = operators;
+        }
+
+        @Override
+        public Object eval(Bindings bindings, ELContext context) {
+            Object left = operands.get(0).eval(bindings, context);
+            for (int i = 0; i < operators.size(); i++) {
+                Object right = operands.get(i + 1).eval(bindings, context);
+                if (!((PyOperators.Comparison) operators.get(i)).test(left, right)) {
+                    return false;
+                }
+                left = right;
+            }
+            return true;
+        }
     }
 }

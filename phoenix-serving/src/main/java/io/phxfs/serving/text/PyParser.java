@@ -20,6 +20,7 @@ import jinjava.de.odysseus.el.tree.impl.ast.AstBracket;
 import jinjava.de.odysseus.el.tree.impl.ast.AstDot;
 import jinjava.de.odysseus.el.tree.impl.ast.AstNode;
 import jinjava.de.odysseus.el.tree.impl.ast.AstNull;
+import jinjava.de.odysseus.el.tree.impl.ast.AstNumber;
 import jinjava.de.odysseus.el.tree.impl.ast.AstParameters;
 import jinjava.de.odysseus.el.tree.impl.ast.AstUnary;
 
@@ -29,7 +30,7 @@ import jinjava.de.odysseus.el.tree.impl.ast.AstUnary;
  * {@code not a == b}), comparisons chain, {@code ~} sits between {@code +} and {@code *},
  * filters and tests apply to the unary expression before them, slices take a step
  * ({@code messages[::-1]}), {@code none} is a literal, and every operator has Python's
- * semantics ({@link PyOperators}). Filters and tests become {@link CallNodes} looked up when they
+ * semantics ({@link PyOperators}). Filters and tests become {@link FilterNodes}, looked up when they
  * run.
  */
 final class PyParser extends ExtendedParser {
@@ -61,18 +62,13 @@ final class PyParser extends ExtendedParser {
     @Override
     protected AstNode expr(boolean required) throws Scanner.ScanException, ParseException {
         AstNode v = or(required);
-        if (v == null || getToken().getSymbol() != Symbol.QUESTION) {
+        // jinjava's scanner reads "if" as JUEL's "?"; JUEL's own "c ? a : b" is no Jinja2
+        if (v == null || getToken().getSymbol() != Symbol.QUESTION || !"if".equals(getToken().getImage())) {
             return v;
-        }
-        if (!"if".equals(getToken().getImage())) {
-            consumeToken();
-            AstNode yes = expr(true);
-            consumeToken(Symbol.COLON);
-            return createAstChoice(v, yes, expr(true));
         }
         consumeToken();
         AstNode condition = or(true);
-        AstNode otherwise = new CallNodes.Undefined();
+        AstNode otherwise = new LiteralNodes.Undefined();
         if (getToken().getSymbol() == Symbol.COLON && "else".equals(getToken().getImage())) {
             consumeToken();
             otherwise = expr(true);
@@ -125,13 +121,13 @@ final class PyParser extends ExtendedParser {
         if (operators.size() == 1) {
             return new AstBinary(operands.get(0), operands.get(1), operators.get(0));
         }
-        return new CallNodes.Chain(operands, operators);
+        return new PyOperators.Chain(operands, operators);
     }
 
     /** Consumes a comparison operator, or returns null when none comes next. */
     private AstBinary.Operator comparison() throws Scanner.ScanException, ParseException {
         Scanner.Token t = getToken();
-        AstBinary.Operator op = switch (t.getSymbol()) {
+        AstBinary.Operator op = wordImage(t) ? null : switch (t.getSymbol()) {
             case EQ -> PyOperators.EQ;
             case NE -> PyOperators.NE;
             case LT -> PyOperators.LT;
@@ -203,7 +199,7 @@ final class PyParser extends ExtendedParser {
         }
         while (true) {
             Scanner.Token t = getToken();
-            AstBinary.Operator op = switch (t.getSymbol()) {
+            AstBinary.Operator op = wordImage(t) ? null : switch (t.getSymbol()) {
                 case MUL -> PyOperators.MUL;
                 case DIV -> PyOperators.DIV;
                 case MOD -> PyOperators.MOD;
@@ -245,9 +241,26 @@ final class PyParser extends ExtendedParser {
                 return new AstUnary(unary(true), PyOperators.NOT);
             }
             default -> {
-                return super.unary(required);
+                AstNode v = value();
+                if (v == null && required) {
+                    fail("an expression");
+                }
+                return v;
             }
         }
+    }
+
+    /**
+     * Whether a token is one of JUEL's word operators or literals (eq, ne, lt, gt, le, ge, div,
+     * mod, empty, instanceof, null), which Jinja2 does not have: there they are names.
+     */
+    private static boolean wordImage(Scanner.Token t) {
+        String image = t.getImage();
+        return switch (t.getSymbol()) {
+            case EQ, NE, LT, GT, LE, GE, DIV, MOD, EMPTY, INSTANCEOF, NULL -> image != null && !image.isEmpty()
+                    && Character.isLetter(image.charAt(0));
+            default -> false;
+        };
     }
 
     /** Filters ({@code |name(args)}) and tests ({@code is [not] name arg}) after a unary expression. */
@@ -262,7 +275,7 @@ final class PyParser extends ExtendedParser {
             if ("|".equals(t.getImage()) && t.getSymbol() == Symbol.EXTENSION) {
                 consumeToken();
                 String name = name(consumeToken());
-                v = new CallNodes.Filter(v, name, getToken().getSymbol() == Symbol.LPAREN ? arguments() : List.of());
+                v = new FilterNodes.Filter(v, name, getToken().getSymbol() == Symbol.LPAREN ? arguments() : List.of());
             } else if (t.getSymbol() == Symbol.IDENTIFIER && "is".equals(t.getImage())) {
                 consumeToken();
                 boolean negated = false;
@@ -278,7 +291,7 @@ final class PyParser extends ExtendedParser {
                     AstNode arg = testArgument();
                     args = arg == null ? List.of() : List.of(arg);
                 }
-                v = CallNodes.test(v, name, negated, args);
+                v = FilterNodes.test(v, name, negated, args);
             } else {
                 return v;
             }
@@ -329,7 +342,13 @@ final class PyParser extends ExtendedParser {
                     break;
                 }
             }
-            if (getToken().getSymbol() == Symbol.IDENTIFIER && lookahead(0) == NamedParameterOperator.TOKEN) {
+            if (getToken().getSymbol() == Symbol.MUL) {
+                consumeToken();
+                args.add(new CallNodes.Unpack(expr(true), false));
+            } else if (getToken() == PowerOfOperator.TOKEN) {
+                consumeToken();
+                args.add(new CallNodes.Unpack(expr(true), true));
+            } else if (getToken().getSymbol() == Symbol.IDENTIFIER && lookahead(0) == NamedParameterOperator.TOKEN) {
                 String name = consumeToken().getImage();
                 consumeToken();
                 args.add(NamedParameterOperator.HANDLER.createAstNode(identifier(name), expr(true)));
@@ -344,12 +363,47 @@ final class PyParser extends ExtendedParser {
     @Override
     protected AstNode nonliteral() throws Scanner.ScanException, ParseException {
         Scanner.Token t = getToken();
+        if (t.getSymbol() == Symbol.LPAREN) {
+            return parenthesized();
+        }
+        if (wordImage(t)) {
+            String name = consumeToken().getImage();
+            return getToken().getSymbol() == Symbol.LPAREN ? function(name, params()) : identifier(name);
+        }
         if (t.getSymbol() == Symbol.IDENTIFIER && ("none".equals(t.getImage()) || "None".equals(t.getImage()))
                 && lookahead(0).getSymbol() != Symbol.LPAREN) {
             consumeToken();
             return new AstNull();
         }
         return super.nonliteral();
+    }
+
+    /**
+     * {@code (expr)}, {@code ()}, {@code (a,)} and {@code (a, b)}. jinjava decides tuple or not
+     * by a comma anywhere inside, so {@code ({"a": 1, "b": 2})} became a one-element tuple.
+     */
+    private AstNode parenthesized() throws Scanner.ScanException, ParseException {
+        consumeToken(Symbol.LPAREN);
+        List<AstNode> items = new ArrayList<>();
+        if (getToken().getSymbol() == Symbol.RPAREN) {
+            consumeToken();
+            return new LiteralNodes.Tuple(createAstParameters(items));
+        }
+        AstNode first = expr(true);
+        if (getToken().getSymbol() != Symbol.COMMA) {
+            consumeToken(Symbol.RPAREN);
+            return createAstNested(first);
+        }
+        items.add(first);
+        while (getToken().getSymbol() == Symbol.COMMA) {
+            consumeToken();
+            if (getToken().getSymbol() == Symbol.RPAREN) {
+                break;
+            }
+            items.add(expr(true));
+        }
+        consumeToken(Symbol.RPAREN);
+        return new LiteralNodes.Tuple(createAstParameters(items));
     }
 
     /** Adjacent string literals are one string, as in Python: {@code "a " "b"}. */
@@ -388,6 +442,15 @@ final class PyParser extends ExtendedParser {
                     consumeToken();
                     v = subscript(v, lvalue);
                 }
+                case FLOAT -> {
+                    // foo.0: Jinja2 reads an integer attribute as an index; the scanner saw the float ".0"
+                    String image = getToken().getImage();
+                    if (!image.matches("\\.\\d+")) {
+                        return v;
+                    }
+                    consumeToken();
+                    v = createAstBracket(v, new AstNumber(Long.parseLong(image.substring(1))), lvalue, true);
+                }
                 default -> {
                     return v;
                 }
@@ -400,7 +463,8 @@ final class PyParser extends ExtendedParser {
         if (getToken().getSymbol() == Symbol.RBRACK) {
             consumeToken();
             AstBracket bracket = createAstBracket(base, start, lvalue, true);
-            return getToken().getSymbol() == Symbol.LPAREN ? createAstMethod(bracket, params()) : bracket;
+            // x[i](...) calls the item, as in Jinja2 (a macro kept in a list or dict)
+            return getToken().getSymbol() == Symbol.LPAREN ? new CallNodes.Call(bracket, arguments()) : bracket;
         }
         consumeToken(Symbol.COLON);
         AstNode stop = null;
@@ -415,29 +479,34 @@ final class PyParser extends ExtendedParser {
             }
         }
         consumeToken(Symbol.RBRACK);
-        return new CallNodes.Slice(base, start, stop, step);
+        return new AccessNodes.Slice(base, start, stop, step);
     }
 
     @Override
     protected jinjava.de.odysseus.el.tree.impl.ast.AstFunction createAstFunction(String name, int index,
             AstParameters params) {
-        return new com.hubspot.jinjava.el.ext.AstMacroFunction(name, index, new CallNodes.NoneSafeParameters(params),
+        return new CallNodes.FunctionCall(name, index, new CallNodes.NoneSafeParameters(params),
                 context.isEnabled(Builder.Feature.VARARGS));
     }
 
     @Override
+    protected jinjava.de.odysseus.el.tree.impl.ast.AstIdentifier createAstIdentifier(String name, int index) {
+        return new CallNodes.Name(name, index);
+    }
+
+    @Override
     protected AstDot createAstDot(AstNode prefix, String name, boolean lvalue) {
-        return new CallNodes.Dot(prefix, name, lvalue);
+        return new AccessNodes.Dot(prefix, name, lvalue);
     }
 
     @Override
     protected AstBracket createAstBracket(AstNode prefix, AstNode property, boolean lvalue, boolean strict) {
-        return new CallNodes.Bracket(prefix, property, lvalue, strict);
+        return new AccessNodes.Bracket(prefix, property, lvalue, strict);
     }
 
     @Override
     protected com.hubspot.jinjava.el.ext.AstTuple createAstTuple(AstParameters parameters) {
-        return new CallNodes.Tuple(parameters);
+        return new LiteralNodes.Tuple(parameters);
     }
 
     @Override

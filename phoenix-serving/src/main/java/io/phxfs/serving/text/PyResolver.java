@@ -2,7 +2,6 @@ package io.phxfs.serving.text;
 
 import com.hubspot.jinjava.el.ext.NamedParameter;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -16,7 +15,8 @@ import jinjava.javax.el.ELResolver;
  * {@code startswith}): str methods ({@link PyStrings}), the dict methods {@code get},
  * {@code items}, {@code keys} and {@code values}, the list methods {@code index} and
  * {@code count}, the loop's {@code cycle} and {@code changed}, and indexing a string by code
- * point. Methods that would change a list or dict fail, as in Jinja2's immutable sandbox.
+ * point. Methods that would change a list or dict fail, as in Jinja2's immutable sandbox, and
+ * so does any other method name on those types: none of Java's methods are reachable on them.
  */
 final class PyResolver extends CompositeELResolver {
     /** Resolves what Python resolves, and hands everything else to {@code fallback}. */
@@ -44,19 +44,26 @@ final class PyResolver extends CompositeELResolver {
             context.setPropertyResolved(true);
             return g.attribute(name);
         }
+        if (b instanceof PyGenerator) {
+            // Jinja2's getitem turns the TypeError into undefined
+            context.setPropertyResolved(true);
+            return null;
+        }
         if (PyValues.isString(b) && property != null) {
+            // a str has characters and methods, no Java bean properties
+            context.setPropertyResolved(true);
             Long index = index(property);
-            if (index != null) {
-                context.setPropertyResolved(true);
-                String s = PyValues.string(b);
-                int n = s.codePointCount(0, s.length());
-                long i = index < 0 ? index + n : index;
-                if (i < 0 || i >= n) {
-                    return null;
-                }
-                int at = s.offsetByCodePoints(0, (int) i);
-                return new String(Character.toChars(s.codePointAt(at)));
+            if (index == null) {
+                return null;
             }
+            String s = PyValues.string(b);
+            int n = s.codePointCount(0, s.length());
+            long i = index < 0 ? index + n : index;
+            if (i < 0 || i >= n) {
+                return null;
+            }
+            int at = s.offsetByCodePoints(0, (int) i);
+            return new String(Character.toChars(s.codePointAt(at)));
         }
         return null;
     }
@@ -82,21 +89,27 @@ final class PyResolver extends CompositeELResolver {
         Object result;
         if (PyValues.isString(b)) {
             if (!PyStrings.has(name)) {
-                return null;
+                throw noAttribute("str", name);
             }
             result = PyStrings.call(PyValues.string(b), name, args);
         } else if (b instanceof LoopContext loop && (name.equals("cycle") || name.equals("changed"))) {
             result = name.equals("cycle") ? loop.cycle(args.positional()) : loop.changed(args.positional());
+        } else if (b instanceof Map<?, ?> map && PyValues.unwrap(map.get(name)) instanceof
+                com.hubspot.jinjava.lib.fn.MacroFunction macro) {
+            // d.key(...) where d holds a macro: Jinja2 calls the item
+            result = macro.evaluate(params == null ? new Object[0] : params);
         } else if (b instanceof Map<?, ?> map) {
             result = dictMethod(map, name, args);
             if (result == NOT_A_METHOD) {
-                return null;
+                throw noAttribute(b instanceof LoopContext ? "LoopContext" : "dict", name);
             }
         } else if (PyValues.isList(b)) {
             result = listMethod(PyValues.iterate(b), name, args);
             if (result == NOT_A_METHOD) {
-                return null;
+                throw noAttribute("list", name);
             }
+        } else if (b instanceof PyGenerator || b instanceof BoundMethod) {
+            throw noAttribute(PyValues.typeName(b), name);
         } else {
             return null;
         }
@@ -156,6 +169,15 @@ final class PyResolver extends CompositeELResolver {
                 return NOT_A_METHOD;
             }
         }
+    }
+
+    /**
+     * Calling anything but Python's methods on a str, dict or list: Java's would run otherwise
+     * ({@code d.put(...)} changing the caller's messages, {@code s.repeat(...)}), which Jinja2's
+     * sandbox has no equivalent of.
+     */
+    private static RuntimeException noAttribute(String type, String name) {
+        return PyErrors.undefined("'" + type + " object' has no attribute '" + name + "'");
     }
 
     private static RuntimeException unsafe(String name, String type) {

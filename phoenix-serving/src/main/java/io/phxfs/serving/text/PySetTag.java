@@ -80,7 +80,7 @@ final class PySetTag implements Tag, FlexibleTag {
         }
         Object value = text.toString();
         if (pipe >= 0) {
-            try (var scope = interpreter.enterScope()) {
+            try (var _ = interpreter.enterScope()) {
                 interpreter.getContext().put(BLOCK, value);
                 value = interpreter.resolveELExpression(BLOCK + helpers.substring(pipe), tagNode.getLineNumber());
             }

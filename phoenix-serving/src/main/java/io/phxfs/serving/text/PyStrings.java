@@ -13,6 +13,9 @@ final class PyStrings {
     private PyStrings() {
     }
 
+    /** The str methods that accept keyword arguments. */
+    private static final java.util.Set<String> KEYWORD_METHODS = java.util.Set.of("split", "rsplit", "splitlines", "format");
+
     /** The str methods templates may call; anything else is an undefined attribute, as in Jinja2. */
     static boolean has(String method) {
         return switch (method) {
@@ -26,6 +29,9 @@ final class PyStrings {
     }
 
     static Object call(String s, String method, Args a) {
+        if (!a.keywords().isEmpty() && !KEYWORD_METHODS.contains(method)) {
+            throw PyErrors.type("str." + method + "() takes no keyword arguments");
+        }
         return switch (method) {
             case "strip" -> strip(s, a.optString(0, "chars"), true, true);
             case "lstrip" -> strip(s, a.optString(0, "chars"), true, false);
@@ -122,7 +128,7 @@ final class PyStrings {
                     break;
                 }
                 if (maxsplit >= 0 && out.size() == maxsplit) {
-                    out.add(strip(s.substring(i), null, false, true));
+                    out.add(s.substring(i));
                     return out;
                 }
                 int j = i;
@@ -165,7 +171,7 @@ final class PyStrings {
                     break;
                 }
                 if (out.size() == maxsplit) {
-                    out.add(0, strip(s.substring(0, end), null, true, false));
+                    out.add(0, s.substring(0, end));
                     return out;
                 }
                 int start = end;

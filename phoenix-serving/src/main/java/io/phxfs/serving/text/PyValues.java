@@ -36,7 +36,8 @@ final class PyValues {
         return v;
     }
 
-    static boolean truthy(Object v) {
+    static boolean truthy(Object value) {
+        Object v = unwrap(value);
         if (v == null) {
             return false;
         }
@@ -60,6 +61,10 @@ final class PyValues {
         }
         if (v instanceof Collection<?> c) {
             return !c.isEmpty();
+        }
+        if (v instanceof com.hubspot.jinjava.objects.Namespace || v instanceof LoopContext) {
+            // objects to Python, not containers
+            return true;
         }
         if (v instanceof Map<?, ?> m) {
             return !m.isEmpty();
@@ -122,6 +127,9 @@ final class PyValues {
         }
         if (v instanceof Map<?, ?> m) {
             return new ArrayList<>(m.keySet());
+        }
+        if (v instanceof PyGenerator g) {
+            return g.drain();
         }
         if (v instanceof List<?> l) {
             return new ArrayList<>(l);
@@ -281,6 +289,9 @@ final class PyValues {
         }
         if (isList(v)) {
             return "list";
+        }
+        if (v instanceof PyGenerator g) {
+            return g.kind();
         }
         return v.getClass().getSimpleName();
     }

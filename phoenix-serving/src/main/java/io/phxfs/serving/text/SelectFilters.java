@@ -36,7 +36,7 @@ final class SelectFilters {
                 Presence p = Attributes.lookup(item, attribute);
                 out.add(p.present() ? p.value() : hasDefault ? a.keywords().get("default") : null);
             }
-            return out;
+            return new PyGenerator(out, "generator");
         }
         if (a.positional().isEmpty()) {
             throw PyErrors.fail("FilterArgumentError: map requires a filter argument");
@@ -52,7 +52,7 @@ final class SelectFilters {
             out.add(filter instanceof PyFilter py ? py.apply(item, rest, interpreter, null, null, null)
                     : filter.filter(item, interpreter, rest.positional().toArray(), rest.keywords()));
         }
-        return out;
+        return new PyGenerator(out, "generator");
     }
 
     private static Object select(Object v, Args a, PyFilter.Input in, boolean reject, boolean byAttribute) {
@@ -91,6 +91,6 @@ final class SelectFilters {
                 out.add(item);
             }
         }
-        return out;
+        return new PyGenerator(out, "generator");
     }
 }

@@ -27,6 +27,9 @@ final class SequenceFilters {
             return items.isEmpty() ? null : items.get(0);
         }));
         out.add(new PyFilter("last", (v, a, in) -> {
+            if (PyValues.unwrap(v) instanceof PyGenerator g) {
+                throw PyErrors.type("'" + g.kind() + "' object is not reversible");
+            }
             List<Object> items = items(v, in);
             return items.isEmpty() ? null : items.get(items.size() - 1);
         }));
@@ -36,9 +39,11 @@ final class SequenceFilters {
             if (PyValues.isString(v)) {
                 return new StringBuilder(PyValues.string(v)).reverse().toString();
             }
+            boolean iterator = PyValues.unwrap(v) instanceof PyGenerator;
             List<Object> items = items(v, in);
             Collections.reverse(items);
-            return items;
+            // reversed() of a list is an iterator; of a generator, jinja2 falls back to a reversed list
+            return iterator ? items : new PyGenerator(items, "list_reverseiterator");
         }));
         out.add(new PyFilter("sort", (v, a, in) -> {
             List<Object> items = items(v, in);
@@ -58,7 +63,7 @@ final class SequenceFilters {
                     kept.add(item);
                 }
             }
-            return kept;
+            return new PyGenerator(kept, "generator");
         }));
         out.add(new PyFilter("sum", (v, a, in) -> {
             Object attribute = a.opt(0, "attribute", null);
@@ -88,7 +93,7 @@ final class SequenceFilters {
                 }
                 rows.add(row);
             }
-            return rows;
+            return new PyGenerator(rows, "generator");
         }));
         out.add(new PyFilter("slice", (v, a, in) -> {
             List<Object> seq = items(v, in);
@@ -110,7 +115,7 @@ final class SequenceFilters {
                 }
                 out2.add(part);
             }
-            return out2;
+            return new PyGenerator(out2, "generator");
         }));
         out.add(new PyFilter("items", (v, a, in) -> {
             Object m = PyValues.unwrap(v);
@@ -120,7 +125,7 @@ final class SequenceFilters {
             if (!(m instanceof Map<?, ?> map)) {
                 throw PyErrors.type("Can only get item pairs from a mapping.");
             }
-            return pairs(map);
+            return new PyGenerator(pairs(map), "generator");
         }));
         out.add(new PyFilter("dictsort", (v, a, in) -> {
             Object m = PyValues.unwrap(v);
@@ -184,8 +189,9 @@ final class SequenceFilters {
         return (x, y) -> compare(key(x, caseSensitive, attribute), key(y, caseSensitive, attribute));
     }
 
+    /** As Jinja2's sort keys compare: equal values need no ordering (None with None is fine). */
     private static int compare(Object a, Object b) {
-        return PyValues.compare(a, b, "<");
+        return PyValues.eq(a, b) ? 0 : PyValues.compare(a, b, "<");
     }
 
     private static Object extreme(List<Object> items, Args a, boolean max) {

@@ -5,7 +5,6 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -139,8 +138,7 @@ final class TokenizerConfig {
             }
         } else if (node.isObject()) {
             // transformers 5 writes extra_special_tokens as a name -> token object
-            for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext();) {
-                Map.Entry<String, JsonNode> e = it.next();
+            for (Map.Entry<String, JsonNode> e : node.properties()) {
                 out.add(tokenText(file, field + "." + e.getKey(), e.getValue()));
             }
         } else {
@@ -158,8 +156,7 @@ final class TokenizerConfig {
             throw file.fieldError("added_tokens_decoder", "expected an object of id -> token, got " + JsonFile.describe(node));
         }
         List<DeclaredToken> out = new ArrayList<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext();) {
-            Map.Entry<String, JsonNode> e = it.next();
+        for (Map.Entry<String, JsonNode> e : node.properties()) {
             String field = "added_tokens_decoder." + e.getKey();
             int id;
             try {

@@ -8,7 +8,6 @@ import java.util.Arrays;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.Map;
 import java.util.OptionalInt;
 import java.util.Set;
@@ -133,8 +132,7 @@ final class Vocabulary {
             return ids;
         }
         if (vocab.isObject()) {
-            for (Iterator<Map.Entry<String, JsonNode>> it = vocab.fields(); it.hasNext();) {
-                Map.Entry<String, JsonNode> e = it.next();
+            for (Map.Entry<String, JsonNode> e : vocab.properties()) {
                 if (!e.getValue().canConvertToInt() || e.getValue().intValue() < 0) {
                     throw file.fieldError("model.vocab", "the id of " + e.getKey() + " is not a token id");
                 }

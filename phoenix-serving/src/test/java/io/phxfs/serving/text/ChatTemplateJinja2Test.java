@@ -16,7 +16,6 @@ import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -80,8 +79,7 @@ class ChatTemplateJinja2Test {
         Map<String, Object> variables = map(cases.get("snippet_variables"));
         Clock clock = clock(cases);
         List<DynamicTest> tests = new ArrayList<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = expected.fields(); it.hasNext();) {
-            Map.Entry<String, JsonNode> e = it.next();
+        for (Map.Entry<String, JsonNode> e : expected.properties()) {
             tests.add(dynamicTest(e.getKey(), () -> check(e.getValue(), () -> ChatTemplate
                     .of(e.getValue().get("template").asText(), Map.of()).withClock(clock).renderVariables(variables))));
         }
@@ -97,7 +95,7 @@ class ChatTemplateJinja2Test {
         for (JsonNode run : cases.get("template_runs")) {
             String file = run.get("template").asText();
             Map<String, String> tokens = new HashMap<>();
-            run.get("special_tokens").fields().forEachRemaining(t -> tokens.put(t.getKey(), t.getValue().asText()));
+            run.get("special_tokens").properties().forEach(t -> tokens.put(t.getKey(), t.getValue().asText()));
             ChatTemplate template = ChatTemplate.of(text("templates/" + file), tokens).withClock(clock);
             List<Map<String, Object>> extras = new ArrayList<>();
             if (run.has("extra")) {

@@ -185,6 +185,33 @@ class ChatTemplateTest {
     }
 
     @Test
+    void javaMethodsAreNotReachable() {
+        for (String expression : new String[] {"messages.append(1)", "messages[0].put('role', 'x')", "'ab'.repeat(3)",
+            "messages.size()", "messages.getClass()", "messages[0].clear()"}) {
+            ChatTemplateException e = assertThrows(ChatTemplateException.class,
+                    () -> ChatTemplate.of("{{ " + expression + " }}", Map.of()).render(HELLO, false), expression);
+            assertTrue(e.getMessage().startsWith("chat template: "), e.getMessage());
+        }
+        assertEquals("[]", ChatTemplate.of("[{{ 'ab'.bytes }}]", Map.of()).render(HELLO, false));
+    }
+
+    @Test
+    void windowsLineEndingsReadAsJinja2ReadsThem() {
+        String unix = "{% for m in messages %}\n  {{- m.content }}\n{% endfor %}\n";
+        String windows = unix.replace("\n", "\r\n");
+        assertEquals(ChatTemplate.of(unix, Map.of()).render(HELLO, false), ChatTemplate.of(windows, Map.of()).render(HELLO, false));
+        assertEquals("Hello!\n", ChatTemplate.of(windows, Map.of()).render(HELLO, false));
+    }
+
+    @Test
+    void strayEndTagsAndEmptyLoopsAreSyntaxErrors() {
+        for (String source : new String[] {"a\n{% endif %}", "{% for x in %}{% endfor %}", "{% set x = %}", "{{ x"}) {
+            ChatTemplateException e = assertThrows(ChatTemplateException.class, () -> ChatTemplate.of(source, Map.of()), source);
+            assertTrue(e.getMessage().startsWith("chat template <template>: line "), e.getMessage());
+        }
+    }
+
+    @Test
     void concurrentRenders() throws Exception {
         ChatTemplate t = ChatTemplate.of(
                 "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{{ m.content }}{% endfor %}{{ ns.n }}",
