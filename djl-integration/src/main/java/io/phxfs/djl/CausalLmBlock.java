@@ -335,26 +335,24 @@ public abstract class CausalLmBlock extends AbstractBlock {
         long hq = q.getShape().get(1);
         long hkv = k.getShape().get(1);
         long d = q.getShape().get(2);
-        // one split per tensor instead of an index op per row: on a CPU each DJL op costs tens of
-        // microseconds whatever its size, and these run B times per layer per step
-        NDList qs = b == 1 ? new NDList(q) : q.split(b, 0);
-        NDList ks = b == 1 ? new NDList(k) : k.split(b, 0);
-        NDList vs = b == 1 ? new NDList(v) : v.split(b, 0);
-        NDList rows = new NDList(b);
+        // Batched where it can be, one split per tensor where it cannot: on a CPU each DJL op
+        // costs tens of microseconds whatever its size, and the per-row ones run B times per layer
+        // per step. Queries are scaled once and grouped as [B, Hkv, group, d] (HF's repeat_kv
+        // order); keys and values go [Hkv, B, d], whose split gives each row's [Hkv, 1, d] as the
+        // cache takes it, with no reshape.
+        NDArray qs = q.mul(1 / Math.sqrt(d)).reshape(b, hkv, hq / hkv, d);
+        NDList qRows = b == 1 ? new NDList(qs) : qs.split(b, 0);
+        NDArray kt = k.transpose(1, 0, 2);
+        NDArray vt = v.transpose(1, 0, 2);
+        NDList kRows = b == 1 ? new NDList(kt) : kt.split(b, 1);
+        NDList vRows = b == 1 ? new NDList(vt) : vt.split(b, 1);
+        NDList out = new NDList(b);
         for (int r = 0; r < b; r++) {
-            NDArray[] kv = caches[r].append(layer, ks.get(r).reshape(hkv, 1, d), vs.get(r).reshape(hkv, 1, d));
-            rows.add(lastPositionAttention(qs.get(r).reshape(hkv, hq / hkv, d), kv[0], kv[1]).reshape(1, hq * d));
+            NDArray[] kv = caches[r].append(layer, kRows.get(r), vRows.get(r));
+            // [1, Hkv, g, d] x [Hkv, d, S] broadcasts to [1, Hkv, g, S]: the newest position sees all
+            out.add(qRows.get(r).matMul(kv[0].transpose(0, 2, 1)).softmax(-1).matMul(kv[1]));
         }
-        return b == 1 ? rows.get(0) : NDArrays.concat(rows, 0);
-    }
-
-    /**
-     * Attention of the newest position over every cached one (all visible, so no mask):
-     * {@code q [Hkv, group, d]} over {@code k, v [Hkv, S, d]}, {@code [Hkv, group, d]} out.
-     */
-    private static NDArray lastPositionAttention(NDArray q, NDArray k, NDArray v) {
-        long d = q.getShape().get(2);
-        return q.matMul(k.transpose(0, 2, 1)).div(Math.sqrt(d)).softmax(-1).matMul(v);
+        return (b == 1 ? out.get(0) : NDArrays.concat(out, 0)).reshape(b, hq * d);
     }
 
     /**
