@@ -1,7 +1,6 @@
 package io.phxfs.djl;
 
 import ai.djl.ndarray.NDArray;
-import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.NDScope;
@@ -11,7 +10,6 @@ import ai.djl.nn.AbstractBlock;
 import ai.djl.nn.Parameter;
 import ai.djl.training.ParameterStore;
 import ai.djl.util.PairList;
-import java.util.Arrays;
 
 /**
  * A decoder-only language model as a DJL block whose parameters are Phoenix-loaded tensors:
@@ -199,17 +197,56 @@ public abstract class CausalLmBlock extends AbstractBlock {
      */
     public KvCache newCache(NDArray[] keys, NDArray[] values) {
         checkOpen();
-        if (keys.length != layers) {
-            throw new IllegalArgumentException(keys.length + " key arrays for a model of " + layers + " layers");
+        checkCacheArrays(keys, values);
+        return new KvCache(manager, null, keys, values);
+    }
+
+    /**
+     * A prefix that caches can share ({@link KvPrefix}), over arrays its caller fills and owns:
+     * one key and one value array per layer, each {@code [kvHeads(), P, headDim()]} float32.
+     *
+     * @param keys per layer
+     * @param values per layer, the same shapes
+     * @return the prefix
+     * @throws IllegalArgumentException when the count or shapes do not fit this model
+     */
+    public KvPrefix newPrefix(NDArray[] keys, NDArray[] values) {
+        checkOpen();
+        checkCacheArrays(keys, values);
+        return new KvPrefix(keys, values);
+    }
+
+    /**
+     * A cache that continues a shared prefix: positions {@code [0, P)} are the prefix's, those
+     * from P on are written into {@code keys} and {@code values} (per layer
+     * {@code [kvHeads(), capacity, headDim()]}, index 0 being position P). It starts holding P
+     * positions.
+     *
+     * @param prefix the shared prefix, made by this block
+     * @param keys per layer, the cache's own positions
+     * @param values per layer, the same shapes
+     * @return the cache; closing it leaves the arrays and the prefix to their owners
+     */
+    public KvCache newCache(KvPrefix prefix, NDArray[] keys, NDArray[] values) {
+        checkOpen();
+        checkCacheArrays(keys, values);
+        return new KvCache(manager, prefix, keys, values);
+    }
+
+    private void checkCacheArrays(NDArray[] keys, NDArray[] values) {
+        if (keys.length != layers || values.length != layers) {
+            throw new IllegalArgumentException(keys.length + " key and " + values.length + " value arrays for a model of "
+                    + layers + " layers");
         }
-        for (NDArray k : keys) {
-            if (k.getShape().dimension() != 3 || k.getShape().get(0) != kvHeads() || k.getShape().get(2) != headDim()
-                    || k.getDataType() != DataType.FLOAT32) {
-                throw new IllegalArgumentException("cache array " + k.getShape() + " " + k.getDataType() + ": expected [" + kvHeads()
-                        + ", capacity, " + headDim() + "] float32");
+        for (NDArray[] arrays : new NDArray[][] {keys, values}) {
+            for (NDArray k : arrays) {
+                if (k.getShape().dimension() != 3 || k.getShape().get(0) != kvHeads() || k.getShape().get(2) != headDim()
+                        || k.getDataType() != DataType.FLOAT32) {
+                    throw new IllegalArgumentException("cache array " + k.getShape() + " " + k.getDataType() + ": expected ["
+                            + kvHeads() + ", positions, " + headDim() + "] float32");
+                }
             }
         }
-        return new KvCache(manager, keys, values);
     }
 
     /**
@@ -319,43 +356,6 @@ public abstract class CausalLmBlock extends AbstractBlock {
     protected abstract NDArray computeDecode(NDArray ids, int[] past, KvCache[] caches);
 
     /**
-     * Attention of one new position per sequence over its cache, for {@link #computeDecode}:
-     * {@code q [B, Hq, d]} and the new {@code k, v [B, Hkv, d]}; row r's key and value are
-     * appended to {@code caches[r]} at {@code layer}.
-     *
-     * @param q queries of the step
-     * @param k keys of the step
-     * @param v values of the step
-     * @param caches the sequences' caches
-     * @param layer the layer
-     * @return {@code [B, Hq * d]}
-     */
-    protected static NDArray stepAttention(NDArray q, NDArray k, NDArray v, KvCache[] caches, int layer) {
-        int b = caches.length;
-        long hq = q.getShape().get(1);
-        long hkv = k.getShape().get(1);
-        long d = q.getShape().get(2);
-        // Batched where it can be, one split per tensor where it cannot: on a CPU each DJL op
-        // costs tens of microseconds whatever its size, and the per-row ones run B times per layer
-        // per step. Queries are scaled once and grouped as [B, Hkv, group, d] (HF's repeat_kv
-        // order); keys and values go [Hkv, B, d], whose split gives each row's [Hkv, 1, d] as the
-        // cache takes it, with no reshape.
-        NDArray qs = q.mul(1 / Math.sqrt(d)).reshape(b, hkv, hq / hkv, d);
-        NDList qRows = b == 1 ? new NDList(qs) : qs.split(b, 0);
-        NDArray kt = k.transpose(1, 0, 2);
-        NDArray vt = v.transpose(1, 0, 2);
-        NDList kRows = b == 1 ? new NDList(kt) : kt.split(b, 1);
-        NDList vRows = b == 1 ? new NDList(vt) : vt.split(b, 1);
-        NDList out = new NDList(b);
-        for (int r = 0; r < b; r++) {
-            NDArray[] kv = caches[r].append(layer, kRows.get(r), vRows.get(r));
-            // [1, Hkv, g, d] x [Hkv, d, S] broadcasts to [1, Hkv, g, S]: the newest position sees all
-            out.add(qRows.get(r).matMul(kv[0].transpose(0, 2, 1)).softmax(-1).matMul(kv[1]));
-        }
-        return (b == 1 ? out.get(0) : NDArrays.concat(out, 0)).reshape(b, hq * d);
-    }
-
-    /**
      * The forward pass.
      *
      * @param ids token ids, INT64 {@code [T]}
@@ -366,46 +366,6 @@ public abstract class CausalLmBlock extends AbstractBlock {
      * @return the logits {@code [T, vocab]} (or {@code [1, vocab]}, or null)
      */
     protected abstract NDArray compute(NDArray ids, int tokens, int past, KvCache cache, int rows);
-
-    /**
-     * The causal mask of T new positions over past + T keys: 0 where visible, -inf above the diagonal.
-     *
-     * @param m the manager to create it in
-     * @param tokens T
-     * @param past positions before them
-     * @return the mask {@code [T, past + T]}
-     */
-    protected static NDArray causalMask(NDManager m, int tokens, int past) {
-        int s = past + tokens;
-        float[] mask = new float[tokens * s];
-        for (int i = 0; i < tokens; i++) {
-            Arrays.fill(mask, i * s + past + i + 1, (i + 1) * s, Float.NEGATIVE_INFINITY);
-        }
-        return m.create(mask, new Shape(tokens, s));
-    }
-
-    /**
-     * Scaled dot-product attention with grouped heads: {@code q [Hq, T, d]} over
-     * {@code k, v [Hkv, S, d]}, each key head serving {@code Hq / Hkv} query heads (Hugging
-     * Face's repeat_kv order).
-     *
-     * @param q queries
-     * @param k keys
-     * @param v values
-     * @param mask {@code [T, S]}
-     * @return {@code [Hq, T, d]}
-     */
-    protected static NDArray attention(NDArray q, NDArray k, NDArray v, NDArray mask) {
-        long hq = q.getShape().get(0);
-        long t = q.getShape().get(1);
-        long d = q.getShape().get(2);
-        long hkv = k.getShape().get(0);
-        NDArray qg = q.reshape(hkv, hq / hkv, t, d);
-        NDArray kg = k.expandDims(1);
-        NDArray vg = v.expandDims(1);
-        NDArray scores = qg.matMul(kg.transpose(0, 1, 3, 2)).div(Math.sqrt(d)).add(mask);
-        return scores.softmax(-1).matMul(vg).reshape(hq, t, d);
-    }
 
     /** Raises once the weights are closed. */
     protected void checkOpen() {

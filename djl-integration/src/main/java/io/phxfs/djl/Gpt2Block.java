@@ -130,7 +130,7 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray q = qkv.get(0).reshape(b, heads, hd);
             NDArray k = qkv.get(1).reshape(b, heads, hd);
             NDArray v = qkv.get(2).reshape(b, heads, hd);
-            NDArray a = stepAttention(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i);
+            NDArray a = Attention.step(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);
             x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));
@@ -148,7 +148,7 @@ public final class Gpt2Block extends CausalLmBlock {
         int hd = width / heads;
         NDArray pos = m.arange((long) past, (long) past + tokens);
         NDArray x = wte.get(ids).add(wpe.get(pos));
-        NDArray mask = causalMask(m, tokens, past);
+        NDArray mask = cache == null ? Attention.causalMask(m, tokens, 0) : null;
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
             NDArray h = layerNorm(x, l.ln1W, l.ln1B);
@@ -156,14 +156,10 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray q = qkv.get(0).reshape(tokens, heads, hd).transpose(1, 0, 2);
             NDArray k = qkv.get(1).reshape(tokens, heads, hd).transpose(1, 0, 2);
             NDArray v = qkv.get(2).reshape(tokens, heads, hd).transpose(1, 0, 2);
-            if (cache != null) {
-                NDArray[] kv = cache.append(i, k, v);
-                k = kv[0];
-                v = kv[1];
-            }
-            // attention() divides by sqrt(d); scale_attn_weights=false means no scaling at all
-            NDArray a = attention(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, mask).transpose(1, 0, 2)
-                    .reshape(tokens, width);
+            // attention divides by sqrt(d); scale_attn_weights=false means no scaling at all
+            NDArray qs = scaleAttention ? q : q.mul(Math.sqrt(hd));
+            NDArray a = (cache == null ? Attention.full(qs, k, v, mask) : Attention.cached(qs, k, v, cache, i))
+                    .transpose(1, 0, 2).reshape(tokens, width);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);
             x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));

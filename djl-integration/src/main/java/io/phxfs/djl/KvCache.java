@@ -25,6 +25,10 @@ public final class KvCache implements AutoCloseable {
     private final NDArray[] fixedKeys;
     private final NDArray[] fixedValues;
     private final int capacity;
+    /** The shared positions before this cache's own, or null. */
+    private final KvPrefix prefix;
+    /** Positions in {@link #prefix} (0 without one): the fixed arrays' index 0 is this position. */
+    private final int base;
     private int length;
 
     KvCache(NDManager parent, int layers) {
@@ -34,9 +38,11 @@ public final class KvCache implements AutoCloseable {
         this.fixedKeys = null;
         this.fixedValues = null;
         this.capacity = -1;
+        this.prefix = null;
+        this.base = 0;
     }
 
-    KvCache(NDManager parent, NDArray[] keys, NDArray[] values) {
+    KvCache(NDManager parent, KvPrefix prefix, NDArray[] keys, NDArray[] values) {
         if (keys.length != values.length || keys.length == 0) {
             throw new IllegalArgumentException("a preallocated cache needs one key and one value array per layer, got "
                     + keys.length + " and " + values.length);
@@ -54,11 +60,23 @@ public final class KvCache implements AutoCloseable {
                         + values[i].getShape() + " must both be [kv_heads, " + cap + ", head_dim]");
             }
         }
-        this.capacity = (int) cap;
+        this.prefix = prefix;
+        this.base = prefix == null ? 0 : prefix.length();
+        this.capacity = base + (int) cap;
+        this.length = base;
     }
 
     /**
-     * How many positions a preallocated cache holds.
+     * The shared prefix this cache continues, or null.
+     *
+     * @return the prefix
+     */
+    public KvPrefix prefix() {
+        return prefix;
+    }
+
+    /**
+     * How many positions a preallocated cache holds, its shared prefix's included.
      *
      * @return the capacity, or -1 for a growing cache
      */
@@ -69,23 +87,28 @@ public final class KvCache implements AutoCloseable {
     /**
      * Declares that the first {@code tokens} positions of a preallocated cache hold valid keys
      * and values, written into its arrays from elsewhere (a KV tier's retrieve), or forgets the
-     * positions past {@code tokens}.
+     * positions past {@code tokens}. A cache over a shared prefix always holds the prefix.
      *
      * @param tokens the positions now valid
      * @throws IllegalStateException for a growing cache
-     * @throws IllegalArgumentException outside 0..capacity
+     * @throws IllegalArgumentException outside prefix..capacity
      */
     public void setLength(int tokens) {
         if (fixedKeys == null) {
             throw new IllegalStateException("only a preallocated cache can be filled from outside");
         }
-        if (tokens < 0 || tokens > capacity) {
-            throw new IllegalArgumentException("length " + tokens + " outside 0.." + capacity);
+        if (tokens < base || tokens > capacity) {
+            throw new IllegalArgumentException("length " + tokens + " outside " + base + ".." + capacity);
         }
         length = tokens;
+        int own = tokens - base;
         for (int i = 0; i < keys.length; i++) {
-            keys[i] = tokens == 0 ? null : fixedKeys[i].get(new NDIndex(":, 0:{}, :", tokens));
-            values[i] = tokens == 0 ? null : fixedValues[i].get(new NDIndex(":, 0:{}, :", tokens));
+            if (keys[i] != null) {
+                keys[i].close();
+                values[i].close();
+            }
+            keys[i] = own == 0 ? null : fixedKeys[i].get(new NDIndex(":, 0:{}, :", own));
+            values[i] = own == 0 ? null : fixedValues[i].get(new NDIndex(":, 0:{}, :", own));
             if (keys[i] != null) {
                 keys[i].attach(manager);
                 values[i].attach(manager);
@@ -102,6 +125,7 @@ public final class KvCache implements AutoCloseable {
         return length;
     }
 
+    /** A layer's keys of this cache's own positions (after the prefix), or null before any. */
     NDArray key(int layer) {
         return keys[layer];
     }
@@ -112,7 +136,8 @@ public final class KvCache implements AutoCloseable {
 
     /**
      * Adds a step's keys and values {@code [kv_heads, T, head_dim]} of one layer after the
-     * positions cached and returns the layer's keys and values over all of them.
+     * positions cached and returns the layer's keys and values over all of the cache's own
+     * positions (those after its shared prefix, if it has one).
      */
     NDArray[] append(int layer, NDArray k, NDArray v) {
         if (fixedKeys == null) {
@@ -125,9 +150,10 @@ public final class KvCache implements AutoCloseable {
         if (length + t > capacity) {
             throw new IllegalArgumentException(length + t + " positions: the cache holds " + capacity);
         }
+        int own = length - base;
         // indices built, not parsed: this runs twice per layer per sequence per step
-        NDIndex write = new NDIndex().addAllDim().addSliceDim(length, length + t);
-        NDIndex valid = new NDIndex().addAllDim().addSliceDim(0, length + t);
+        NDIndex write = new NDIndex().addAllDim().addSliceDim(own, own + t);
+        NDIndex valid = new NDIndex().addAllDim().addSliceDim(0, own + t);
         fixedKeys[layer].set(write, k);
         fixedValues[layer].set(write, v);
         NDArray kk = fixedKeys[layer].get(valid);

@@ -152,30 +152,38 @@ public final class LlamaBlock extends CausalLmBlock {
         return x.mul(cos).add(rotated.mul(sin));
     }
 
+    /** The rotary cos and sin rows of the positions {@code at}, each of {@code headDim} (the rotate-half layout), as {@code shape}. */
+    private NDArray[] rotaryTables(NDManager m, int[] at, Shape shape) {
+        float[] cos = new float[at.length * headDim];
+        float[] sin = new float[at.length * headDim];
+        int half = headDim / 2;
+        for (int r = 0; r < at.length; r++) {
+            for (int i = 0; i < half; i++) {
+                // as transformers computes it: float32 position times float32 frequency
+                float angle = (float) at[r] * invFreq[i];
+                float c = (float) Math.cos(angle);
+                float sn = (float) Math.sin(angle);
+                cos[r * headDim + i] = c;
+                cos[r * headDim + half + i] = c;
+                sin[r * headDim + i] = sn;
+                sin[r * headDim + half + i] = sn;
+            }
+        }
+        return new NDArray[] {m.create(cos, shape), m.create(sin, shape)};
+    }
+
     @Override
     protected NDArray computeDecode(NDArray ids, int[] past, KvCache[] caches) {
         int b = past.length;
-        float[] cos = new float[b * headDim];
-        float[] sin = new float[b * headDim];
-        int half = headDim / 2;
         for (int r = 0; r < b; r++) {
             if (past[r] + 1 > positions) {
                 throw new IllegalArgumentException(past[r] + 1 + " positions: " + config.file()
                         + " has max_position_embeddings " + positions);
             }
-            for (int i = 0; i < half; i++) {
-                float angle = (float) past[r] * invFreq[i];
-                float c = (float) Math.cos(angle);
-                float s = (float) Math.sin(angle);
-                cos[r * headDim + i] = c;
-                cos[r * headDim + half + i] = c;
-                sin[r * headDim + i] = s;
-                sin[r * headDim + half + i] = s;
-            }
         }
-        NDManager m = ids.getManager();
-        NDArray cosA = m.create(cos, new Shape(b, 1, headDim));
-        NDArray sinA = m.create(sin, new Shape(b, 1, headDim));
+        NDArray[] cs = rotaryTables(ids.getManager(), past, new Shape(b, 1, headDim));
+        NDArray cosA = cs[0];
+        NDArray sinA = cs[1];
         NDArray x = embed.get(ids);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
@@ -183,7 +191,7 @@ public final class LlamaBlock extends CausalLmBlock {
             NDArray q = rope(h.matMul(l.q).reshape(b, heads, headDim), cosA, sinA);
             NDArray k = rope(h.matMul(l.k).reshape(b, kvHeads, headDim), cosA, sinA);
             NDArray v = h.matMul(l.v).reshape(b, kvHeads, headDim);
-            x = x.add(stepAttention(q, k, v, caches, i).matMul(l.o));
+            x = x.add(Attention.step(q, k, v, caches, i).matMul(l.o));
             h = rmsNorm(x, l.postNorm);
             x = x.add(silu(h.matMul(l.gate)).mul(h.matMul(l.up)).matMul(l.down));
         }
@@ -197,23 +205,14 @@ public final class LlamaBlock extends CausalLmBlock {
                     + " has max_position_embeddings " + positions);
         }
         NDManager m = ids.getManager();
-        float[] cos = new float[tokens * headDim];
-        float[] sin = new float[tokens * headDim];
-        int half = headDim / 2;
+        int[] at = new int[tokens];
         for (int t = 0; t < tokens; t++) {
-            for (int i = 0; i < half; i++) {
-                float angle = (float) (past + t) * invFreq[i];
-                float c = (float) Math.cos(angle);
-                float s = (float) Math.sin(angle);
-                cos[t * headDim + i] = c;
-                cos[t * headDim + half + i] = c;
-                sin[t * headDim + i] = s;
-                sin[t * headDim + half + i] = s;
-            }
+            at[t] = past + t;
         }
-        NDArray cosA = m.create(cos, new Shape(tokens, headDim));
-        NDArray sinA = m.create(sin, new Shape(tokens, headDim));
-        NDArray mask = causalMask(m, tokens, past);
+        NDArray[] cs = rotaryTables(m, at, new Shape(tokens, headDim));
+        NDArray cosA = cs[0];
+        NDArray sinA = cs[1];
+        NDArray mask = cache == null ? Attention.causalMask(m, tokens, 0) : null;
         NDArray x = embed.get(ids);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
@@ -221,12 +220,8 @@ public final class LlamaBlock extends CausalLmBlock {
             NDArray q = rope(h.matMul(l.q).reshape(tokens, heads, headDim).transpose(1, 0, 2), cosA, sinA);
             NDArray k = rope(h.matMul(l.k).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2), cosA, sinA);
             NDArray v = h.matMul(l.v).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
-            if (cache != null) {
-                NDArray[] kv = cache.append(i, k, v);
-                k = kv[0];
-                v = kv[1];
-            }
-            NDArray a = attention(q, k, v, mask).transpose(1, 0, 2).reshape(tokens, (long) heads * headDim);
+            NDArray a = (cache == null ? Attention.full(q, k, v, mask) : Attention.cached(q, k, v, cache, i))
+                    .transpose(1, 0, 2).reshape(tokens, (long) heads * headDim);
             x = x.add(a.matMul(l.o));
             h = rmsNorm(x, l.postNorm);
             x = x.add(silu(h.matMul(l.gate)).mul(h.matMul(l.up)).matMul(l.down));

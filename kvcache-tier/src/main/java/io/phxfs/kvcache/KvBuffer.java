@@ -55,6 +55,15 @@ public abstract sealed class KvBuffer permits ChunkedKv, KvTensors {
     /** Offset of a chunk in {@link #chunkBuffer()}. */
     abstract long chunkOffset(int tokenStart);
 
+    /**
+     * The first prompt position the buffer holds: 0, but for tensors that continue a prefix
+     * kept elsewhere ({@link KvTensors#of(KvLayout, java.util.List, java.util.List, int, int, int, int)}).
+     * A store skips the chunks before it.
+     */
+    int firstToken() {
+        return 0;
+    }
+
     /** Copies tokens [tokenStart, tokenStart + tokens) out in stored layout into the host segment {@code dst}. */
     abstract void copyOut(int tokenStart, int tokens, MemorySegment dst);
 

@@ -348,7 +348,9 @@ public final class KvCacheEngine implements AutoCloseable {
         checkOpen();
         checkBuffer(src, tokens, "store");
         stores.increment();
-        List<Chunk> cs = chunks(tokens, extra, config.saveUnfullChunk(), tokens.length);
+        // the positions before the buffer's first are some other buffer's to store
+        List<Chunk> cs = chunks(tokens, extra, config.saveUnfullChunk(), tokens.length).stream()
+                .filter(c -> c.start() >= src.firstToken()).toList();
         List<CompletableFuture<Boolean>> done = new ArrayList<>(cs.size());
         if (memory != null) {
             for (Chunk c : cs) {

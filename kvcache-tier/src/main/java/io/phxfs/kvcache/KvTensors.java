@@ -24,10 +24,16 @@ public final class KvTensors extends KvBuffer {
     private final int batch;
     private final int batchIndex;
     private final int tokens;
+    /** The prompt position of the tensors' token 0: a cache that continues a prefix held elsewhere starts past it. */
+    private final int first;
 
     private KvTensors(KvLayout layout, List<RegisteredBuffer> keys, List<RegisteredBuffer> values,
-                      int batch, int batchIndex, int tokens) {
+                      int batch, int batchIndex, int tokens, int first) {
         super(layout);
+        this.first = first;
+        if (first < 0) {
+            throw new IllegalArgumentException("KvTensors: first position " + first);
+        }
         this.keys = List.copyOf(keys);
         this.values = values == null ? List.of() : List.copyOf(values);
         this.batch = batch;
@@ -68,7 +74,27 @@ public final class KvTensors extends KvBuffer {
      */
     public static KvTensors of(KvLayout layout, List<RegisteredBuffer> keys, List<RegisteredBuffer> values,
                                int batch, int batchIndex, int tokens) {
-        return new KvTensors(layout, keys, values, batch, batchIndex, tokens);
+        return new KvTensors(layout, keys, values, batch, batchIndex, tokens, 0);
+    }
+
+    /**
+     * Like {@link #of}, for tensors whose token 0 is the prompt's position {@code first}: the
+     * cache of a sequence that continues a prefix kept elsewhere (a serving engine's shared
+     * prefix). Positions before {@code first} are not in these tensors: a store or retrieve
+     * touching them fails for that chunk.
+     *
+     * @param layout     a {@link KvLayout.Kind#KV_2LTD} layout
+     * @param keys       one key tensor per layer
+     * @param values     one value tensor per layer
+     * @param batch      the tensors' batch dimension
+     * @param batchIndex the batch row this buffer reads and fills
+     * @param tokens     the tensors' token dimension
+     * @param first      the prompt position of their token 0
+     * @return the tensors as a {@link KvBuffer} of positions {@code [first, first + tokens)}
+     */
+    public static KvTensors of(KvLayout layout, List<RegisteredBuffer> keys, List<RegisteredBuffer> values,
+                               int batch, int batchIndex, int tokens, int first) {
+        return new KvTensors(layout, keys, values, batch, batchIndex, tokens, first);
     }
 
     /**
@@ -82,12 +108,26 @@ public final class KvTensors extends KvBuffer {
      * @return the tensors as a {@link KvBuffer}
      */
     public static KvTensors mla(KvLayout layout, List<RegisteredBuffer> latents, int batch, int batchIndex, int tokens) {
-        return new KvTensors(layout, latents, null, batch, batchIndex, tokens);
+        return new KvTensors(layout, latents, null, batch, batchIndex, tokens, 0);
     }
 
     @Override
     public int capacityTokens() {
-        return tokens;
+        return first + tokens;
+    }
+
+    @Override
+    int firstToken() {
+        return first;
+    }
+
+    @Override
+    void checkRange(int tokenStart, int n) {
+        super.checkRange(tokenStart, n);
+        if (tokenStart < first) {
+            throw new IllegalArgumentException("tokens " + tokenStart + ".." + (tokenStart + n) + ": these tensors start at position "
+                    + first);
+        }
     }
 
     @Override
@@ -114,9 +154,9 @@ public final class KvTensors extends KvBuffer {
         return kv == 0 ? keys.get(layer) : values.get(layer);
     }
 
-    /** Byte offset of (head, token) of this batch row in a tensor. */
+    /** Byte offset of (head, prompt position) of this batch row in a tensor. */
     private long runOffset(int head, int token) {
-        return (((long) batchIndex * layout.kvHeads() + head) * tokens + token) * layout.rowBytes();
+        return (((long) batchIndex * layout.kvHeads() + head) * tokens + token - first) * layout.rowBytes();
     }
 
     /** Byte offset of (tensor kv, layer, token t of n, head) in a chunk of n tokens. */
@@ -180,7 +220,8 @@ public final class KvTensors extends KvBuffer {
 
     @Override
     public String toString() {
-        return "KvTensors[" + layout.describe() + ", batch " + batchIndex + "/" + batch + ", " + tokens + " tokens, "
+        return "KvTensors[" + layout.describe() + ", batch " + batchIndex + "/" + batch + ", " + tokens + " tokens"
+                + (first == 0 ? "" : " from position " + first) + ", "
                 + (isHost() ? "host" : "device " + keys.getFirst().deviceId()) + "]";
     }
 }

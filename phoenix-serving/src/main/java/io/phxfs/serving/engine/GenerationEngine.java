@@ -241,6 +241,11 @@ public final class GenerationEngine implements AutoCloseable {
         return prefix == null ? Optional.empty() : Optional.of(prefix.metrics());
     }
 
+    /** Shared prefixes: resident now, filled, joined (tests; read once the requests have ended). */
+    long[] sharedPrefixCountsForTest() {
+        return scheduler.sharedPrefixCounts();
+    }
+
     /**
      * The configuration the engine runs with.
      *

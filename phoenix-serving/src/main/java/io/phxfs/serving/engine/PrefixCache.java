@@ -1,5 +1,6 @@
 package io.phxfs.serving.engine;
 
+import io.phxfs.kvcache.KvBuffer;
 import io.phxfs.kvcache.KvCacheConfig;
 import io.phxfs.kvcache.KvCacheEngine;
 import io.phxfs.kvcache.KvLayout;
@@ -34,7 +35,8 @@ final class PrefixCache implements AutoCloseable {
         return chunk;
     }
 
-    private byte[] extra(String salt) {
+    /** The tier's key bytes for a request: the model's identity and layout, then its cache salt. */
+    byte[] extra(String salt) {
         if (salt == null || salt.isEmpty()) {
             return identity;
         }
@@ -46,22 +48,36 @@ final class PrefixCache implements AutoCloseable {
     }
 
     /**
-     * Fills {@code kv} with the longest run of whole cached chunks at the prompt's start, leaving
-     * at least the last prompt token to the prefill (its logits choose the first new token).
-     * Returns the tokens filled.
+     * The longest run of whole chunks at the prompt's start that some tier holds, leaving at
+     * least the last prompt token to the prefill (its logits choose the first new token).
      */
-    int reuse(int[] prompt, String salt, SequenceKv kv) {
+    int lookup(int[] prompt, byte[] extra) {
         int limit = (prompt.length - 1) / chunk * chunk;
         if (limit == 0) {
             return 0;
         }
         try {
-            byte[] extra = extra(salt);
-            int[] prefix = Arrays.copyOf(prompt, limit);
-            int hit = engine.lookup(prefix, extra) / chunk * chunk;
-            if (hit == 0) {
-                return 0;
-            }
+            return engine.lookup(Arrays.copyOf(prompt, limit), extra) / chunk * chunk;
+        } catch (RuntimeException e) {
+            warnOnce("lookup", e);
+            return 0;
+        }
+    }
+
+    /** Retrieves the chunks of {@code tokens} into {@code dst}; the tokens filled from the start. Throws what the tier throws. */
+    int retrieve(int[] tokens, byte[] extra, KvBuffer dst) {
+        return engine.retrieve(tokens, extra, dst);
+    }
+
+    /**
+     * Fills {@code kv} with the first {@code hit} positions of the prompt (as {@link #lookup}
+     * found them); the whole chunks it got. A failure costs a recompute.
+     */
+    int reuse(int[] prompt, int hit, byte[] extra, SequenceKv kv) {
+        if (hit <= 0) {
+            return 0;
+        }
+        try {
             int got = engine.retrieve(Arrays.copyOf(prompt, hit), extra, kv.tensors());
             return Math.max(0, Math.min(hit, got)) / chunk * chunk;
         } catch (RuntimeException e) {
@@ -70,14 +86,23 @@ final class PrefixCache implements AutoCloseable {
         }
     }
 
-    /** Stores the prompt's whole chunks from {@code kv}; the future says when the tiers are done reading it. */
-    CompletableFuture<Integer> store(int[] prompt, String salt, SequenceKv kv) {
+    /**
+     * Stores the prompt's whole chunks from {@code kv}; the future says when the tiers are done
+     * reading it. A cache that continues a shared prefix holds only the positions after it: its
+     * chunks are stored only while the tier still holds the prefix's (a later lookup would stop
+     * at the gap anyway).
+     */
+    CompletableFuture<Integer> store(int[] prompt, byte[] extra, SequenceKv kv) {
         int whole = prompt.length / chunk * chunk;
-        if (whole == 0) {
+        int first = kv.firstPosition();
+        if (whole == 0 || whole <= first) {
             return CompletableFuture.completedFuture(0);
         }
         try {
-            return engine.storeAsync(Arrays.copyOf(prompt, whole), extra(salt), kv.tensors())
+            if (first > 0 && engine.lookup(Arrays.copyOf(prompt, first), extra) < first) {
+                return CompletableFuture.completedFuture(0);
+            }
+            return engine.storeAsync(Arrays.copyOf(prompt, whole), extra, kv.tensors())
                     .exceptionally(e -> {
                         warnOnce("store", e);
                         return 0;

@@ -50,6 +50,8 @@ final class Scheduler implements Runnable {
      * It keeps what a full batch at full context needs, at most 2 GiB.
      */
     private final io.phxfs.core.HostMemoryPool kvMemory;
+    /** Prefixes the running requests share (null without a prefix cache). */
+    private final SharedPrefixes sharedPrefixes;
     /** Requests accepted and not yet ended: waiting, being prefilled or running. */
     private final java.util.concurrent.atomic.AtomicInteger active = new java.util.concurrent.atomic.AtomicInteger();
     private volatile int runningCount;
@@ -69,10 +71,20 @@ final class Scheduler implements Runnable {
         this.observer = config.observer();
         long perRequest = 2L * block.layers() * block.kvHeads() * block.headDim() * Float.BYTES * block.contextLength();
         this.kvMemory = Phoenix.open().host().pool(Math.min(2L << 30, perRequest * maxRunning));
+        this.sharedPrefixes = prefix == null ? null : new SharedPrefixes(kvMemory::allocate, block, manager, layout,
+                prefix.chunkSize());
+    }
+
+    /** {@link SharedPrefixes#counts()}, read after the loop has settled (tests). */
+    long[] sharedPrefixCounts() {
+        return sharedPrefixes == null ? new long[3] : sharedPrefixes.counts();
     }
 
     /** Frees the kept cache memory; after the loop has ended and the tier's stores have read their buffers. */
     void releaseMemory() {
+        if (sharedPrefixes != null) {
+            sharedPrefixes.close();
+        }
         kvMemory.close();
     }
 
@@ -220,11 +232,25 @@ final class Scheduler implements Runnable {
         int[] prompt = s.request.promptIds();
         try {
             s.startText(tokenizer);
-            s.kv = new SequenceKv(kvMemory::allocate, block, manager, prompt.length + s.request.sampling().maxTokens(), layout);
-            int reused = prefix == null ? 0 : prefix.reuse(prompt, s.request.cacheSalt(), s.kv);
-            if (reused > 0) {
-                s.kv.cache().setLength(reused);
+            int maxTokens = s.request.sampling().maxTokens();
+            if (prefix == null) {
+                s.kv = new SequenceKv(kvMemory::allocate, block, manager, null, prompt.length + maxTokens, layout);
+            } else {
+                byte[] extra = prefix.extra(s.request.cacheSalt());
+                int hit = prefix.lookup(prompt, extra);
+                // a prefix the running batch already holds is used in place; else the first
+                // request with it fills a shared block from the tier
+                SharedPrefixes.Block common = hit == 0 ? null : sharedPrefixes.acquire(prompt, hit, extra, prefix);
+                int base = common == null ? 0 : common.length();
+                s.kv = new SequenceKv(kvMemory::allocate, block, manager, common, prompt.length - base + maxTokens, layout);
+                if (common == null && hit > 0) {
+                    int reused = prefix.reuse(prompt, hit, extra, s.kv);
+                    if (reused > 0) {
+                        s.kv.cache().setLength(reused);
+                    }
+                }
             }
+            int reused = s.kv.cache().length();
             s.cachedTokens = reused;
             if (prefix != null) {
                 observe(() -> observer.prefixCache(prompt.length, reused));
@@ -282,7 +308,7 @@ final class Scheduler implements Runnable {
             // decoding goes on. Nothing to store when every whole chunk came from a tier.
             int whole = prefix == null ? 0 : prompt.length / prefix.chunkSize() * prefix.chunkSize();
             if (prefix != null && whole > started.cachedTokens && !started.kv.isClosed()) {
-                started.kv.readBy(prefix.store(prompt, started.request.cacheSalt(), started.kv));
+                started.kv.readBy(prefix.store(prompt, prefix.extra(started.request.cacheSalt()), started.kv));
             }
             if (!started.done) {
                 running.add(started);

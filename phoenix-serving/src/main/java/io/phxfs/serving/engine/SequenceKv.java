@@ -20,6 +20,10 @@ import java.util.concurrent.CompletableFuture;
  * cache writes each step in place) and by the KV tier as {@link KvTensors} over the same bytes,
  * so that a retrieve fills the model's cache and a store reads it with no copy in between.
  * The buffers are freed once the arrays are gone and any store reading them has finished.
+ * A cache may continue a prefix shared with other requests ({@link SharedPrefixes}): its own
+ * buffers then hold the positions after it.
+ *
+ * <p>Closed on the engine's thread (a shared prefix's use count is that thread's).
  */
 final class SequenceKv implements AutoCloseable {
     private final List<RegisteredBuffer> keys = new ArrayList<>();
@@ -28,12 +32,19 @@ final class SequenceKv implements AutoCloseable {
     private final KvCache cache;
     private final KvTensors tensors;
     private final int capacity;
+    /** The shared prefix this cache continues, or null; released at close. */
+    private final SharedPrefixes.Block shared;
     private CompletableFuture<?> readers = CompletableFuture.completedFuture(null);
     private boolean closed;
 
-    SequenceKv(java.util.function.LongFunction<RegisteredBuffer> memory, CausalLmBlock block, NDManager parent, int capacity,
-               KvLayout layout) {
+    /**
+     * A cache of {@code capacity} positions of its own, after {@code shared}'s when it has one.
+     * The cache takes over one use of {@code shared}: closing it (or a failure here) releases it.
+     */
+    SequenceKv(java.util.function.LongFunction<RegisteredBuffer> memory, CausalLmBlock block, NDManager parent,
+               SharedPrefixes.Block shared, int capacity, KvLayout layout) {
         this.capacity = capacity;
+        this.shared = shared;
         this.manager = parent.newSubManager();
         int layers = block.layers();
         long bytes = (long) block.kvHeads() * capacity * block.headDim() * Float.BYTES;
@@ -49,9 +60,13 @@ final class SequenceKv implements AutoCloseable {
                 k[i] = view(kb, shape);
                 v[i] = view(vb, shape);
             }
-            this.cache = block.newCache(k, v);
-            this.tensors = KvTensors.of(layout, keys, values, 1, 0, capacity);
+            int first = shared == null ? 0 : shared.length();
+            this.cache = shared == null ? block.newCache(k, v) : block.newCache(shared.prefix(), k, v);
+            this.tensors = KvTensors.of(layout, keys, values, 1, 0, capacity, first);
         } catch (RuntimeException e) {
+            if (shared != null) {
+                shared.release();
+            }
             manager.close();
             keys.forEach(RegisteredBuffer::close);
             values.forEach(RegisteredBuffer::close);
@@ -73,8 +88,19 @@ final class SequenceKv implements AutoCloseable {
         return tensors;
     }
 
+    /** Positions the cache can hold, the shared prefix's included. */
     int capacity() {
-        return capacity;
+        return cache.capacity();
+    }
+
+    /** The first position in this cache's own buffers: the shared prefix's length, or 0. */
+    int firstPosition() {
+        return shared == null ? 0 : shared.length();
+    }
+
+    /** Whether the cache continues a shared prefix. */
+    boolean sharesPrefix() {
+        return shared != null;
     }
 
     /** A store that reads the buffers until {@code f} completes: they are freed after it. */
@@ -94,6 +120,9 @@ final class SequenceKv implements AutoCloseable {
         closed = true;
         cache.close();
         manager.close();
+        if (shared != null) {
+            shared.release();
+        }
         readers.whenComplete((x, e) -> {
             keys.forEach(RegisteredBuffer::close);
             values.forEach(RegisteredBuffer::close);

@@ -121,6 +121,66 @@ class GenerationEngineTest {
         }
     }
 
+    /** {@code n} token ids of the reference's longest prompt from {@code from} on, reversed: valid ids, another text. */
+    private static int[] suffix(int[] ids, int from, int n) {
+        int[] s = new int[n];
+        for (int i = 0; i < n; i++) {
+            s[i] = ids[ids.length - 1 - from - i];
+        }
+        return s;
+    }
+
+    private static int[] join(int[] a, int[] b) {
+        int[] c = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, c, a.length, b.length);
+        return c;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"tiny-chat-llama", "tiny-chat-gpt2"})
+    void concurrentRequestsOverACachedPrefixShareOneBlockAndStayExact(String fixture) throws Exception {
+        JsonNode ref = Fixtures.reference(fixture);
+        int[] ids = Fixtures.ints(longest(ref).get("ids"));
+        int[] common = java.util.Arrays.copyOf(ids, 512);
+        // suffixes: short, one that crosses into a new chunk (its third chunk is stored from
+        // the request's own buffers), and one long enough for two prefill pieces
+        int[][] prompts = {join(common, suffix(ids, 0, 20)), join(common, suffix(ids, 40, 300)), join(common, suffix(ids, 7, 3)),
+                join(common, suffix(ids, 90, 530))};
+        int max = 8;
+        List<int[]> expected = new ArrayList<>();
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir(fixture)))) {
+            for (int[] p : prompts) {
+                expected.add(run(e, greedy(p, max)).tokens());
+            }
+        }
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir(fixture)).withKvCache(memoryTier()))) {
+            // the prefix into the tier
+            assertEquals(0, run(e, greedy(join(common, suffix(ids, 200, 9)), max)).usage().cachedTokens());
+            List<Collector> cs = new ArrayList<>();
+            for (int[] p : prompts) {
+                Collector col = new Collector();
+                e.submit(greedy(p, max), col);
+                cs.add(col);
+            }
+            for (int i = 0; i < prompts.length; i++) {
+                Collector.Result r = cs.get(i).await();
+                assertArrayEquals(expected.get(i), r.tokens(), fixture + ": prompt " + i + " over a shared prefix");
+                assertEquals(512, r.usage().cachedTokens(), "prompt " + i);
+            }
+            long[] counts = e.sharedPrefixCountsForTest();
+            assertEquals(0, counts[0], "the last request to end frees the shared block");
+            assertTrue(counts[1] >= 1 && counts[1] + counts[2] == prompts.length, java.util.Arrays.toString(counts));
+            assertTrue(counts[2] >= 1, "requests admitted together share the block: " + java.util.Arrays.toString(counts));
+            // the chunk past the prefix was stored from the request's own buffers: a repeat reuses it too
+            Collector.Result again = run(e, greedy(prompts[1], max));
+            assertEquals(768, again.usage().cachedTokens());
+            assertArrayEquals(expected.get(1), again.tokens());
+            Collector.Result longer = run(e, greedy(prompts[3], max));
+            assertEquals(1024, longer.usage().cachedTokens());
+            assertArrayEquals(expected.get(3), longer.tokens());
+        }
+    }
+
     @Test
     void aDiskTierHitAfterARestartGivesTheSameTokensAndCorruptChunksCostOnlyARecompute() throws Exception {
         JsonNode ref = Fixtures.reference("tiny-chat-gpt2");

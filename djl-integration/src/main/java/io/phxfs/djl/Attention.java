@@ -1,0 +1,167 @@
+package io.phxfs.djl;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDArrays;
+import ai.djl.ndarray.NDList;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.Shape;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Scaled dot-product attention with grouped heads (each key head serves {@code Hq / Hkv} query
+ * heads, Hugging Face's repeat_kv order), over a sequence's own keys and, where its cache
+ * continues a shared {@link KvPrefix}, over the prefix's keys too. A prefix's scores and its
+ * part of the output are products over the prefix arrays themselves (never a copy of them
+ * joined to the sequence's keys); the softmax runs over both parts' scores side by side, so the
+ * weights are those of one attention over all positions.
+ */
+final class Attention {
+    private Attention() {
+    }
+
+    /**
+     * {@code q [Hq, T, d]} over {@code k, v [Hkv, S, d]}, scores divided by sqrt(d).
+     *
+     * @param mask {@code [T, S]}: 0 where visible, -inf where not
+     * @return {@code [Hq, T, d]}
+     */
+    static NDArray full(NDArray q, NDArray k, NDArray v, NDArray mask) {
+        long hq = q.getShape().get(0);
+        long t = q.getShape().get(1);
+        long d = q.getShape().get(2);
+        long hkv = k.getShape().get(0);
+        NDArray qg = q.reshape(hkv, hq / hkv, t, d);
+        NDArray scores = qg.matMul(k.expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d)).add(mask);
+        return scores.softmax(-1).matMul(v.expandDims(1)).reshape(hq, t, d);
+    }
+
+    /**
+     * A prefill piece's attention: {@code q [Hq, T, d]} and its new {@code k, v [Hkv, T, d]},
+     * appended to {@code cache} at {@code layer}, over everything the cache holds before them
+     * and themselves (causally).
+     *
+     * @return {@code [Hq, T, d]}
+     */
+    static NDArray cached(NDArray q, NDArray k, NDArray v, KvCache cache, int layer) {
+        NDManager m = q.getManager();
+        int tokens = (int) q.getShape().get(1);
+        int past = cache.length();
+        NDArray[] kv = cache.append(layer, k, v);
+        KvPrefix prefix = cache.prefix();
+        if (prefix == null) {
+            return full(q, kv[0], kv[1], causalMask(m, tokens, past));
+        }
+        // the prefix is wholly visible to every new position; the mask covers the cache's own part
+        long hq = q.getShape().get(0);
+        long d = q.getShape().get(2);
+        long hkv = k.getShape().get(0);
+        int shared = prefix.length();
+        NDArray qg = q.reshape(hkv, hq / hkv, tokens, d);
+        NDArray sPrefix = qg.matMul(prefix.key(layer).expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d));
+        NDArray sOwn = qg.matMul(kv[0].expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d))
+                .add(causalMask(m, tokens, past - shared));
+        NDList w = sPrefix.concat(sOwn, 3).softmax(-1).split(new long[] {shared}, 3);
+        NDArray out = w.get(0).matMul(prefix.value(layer).expandDims(1)).add(w.get(1).matMul(kv[1].expandDims(1)));
+        return out.reshape(hq, tokens, d);
+    }
+
+    /**
+     * One decode step's attention, one new position per sequence: {@code q [B, Hq, d]} and the
+     * new {@code k, v [B, Hkv, d]}, row r's key and value appended to {@code caches[r]} at
+     * {@code layer}.
+     *
+     * <p>Rows whose caches continue the same prefix attend to it together: their queries are
+     * one product with the prefix's keys and their weights one product with its values, so a
+     * batch of B sequences over a P-token shared prompt reads the prefix's P positions once, not
+     * B times. Each row's own positions are attended per row.
+     *
+     * @return {@code [B, Hq * d]}
+     */
+    static NDArray step(NDArray q, NDArray k, NDArray v, KvCache[] caches, int layer) {
+        int b = caches.length;
+        long hq = q.getShape().get(1);
+        long hkv = k.getShape().get(1);
+        long d = q.getShape().get(2);
+        long g = hq / hkv;
+        // Batched where it can be, one split per tensor where it cannot: on a CPU each DJL op
+        // costs tens of microseconds whatever its size, and the per-row ones run B times per
+        // layer per step. Queries are scaled once and grouped as [B, Hkv, group, d]; keys and
+        // values go [Hkv, B, d], whose split gives each row's [Hkv, 1, d] as the cache takes it.
+        NDArray qs = q.mul(1 / Math.sqrt(d)).reshape(b, hkv, g, d);
+        NDList qRows = b == 1 ? new NDList(qs) : qs.split(b, 0);
+        NDArray kt = k.transpose(1, 0, 2);
+        NDArray vt = v.transpose(1, 0, 2);
+        NDList kRows = b == 1 ? new NDList(kt) : kt.split(b, 1);
+        NDList vRows = b == 1 ? new NDList(vt) : vt.split(b, 1);
+        NDArray[] out = new NDArray[b];
+        Map<KvPrefix, List<Integer>> groups = new IdentityHashMap<>();
+        for (int r = 0; r < b; r++) {
+            NDArray[] kv = caches[r].append(layer, kRows.get(r), vRows.get(r));
+            KvPrefix p = caches[r].prefix();
+            if (p == null) {
+                // [1, Hkv, g, d] x [Hkv, d, S] broadcasts to [1, Hkv, g, S]: the newest position sees all
+                out[r] = qRows.get(r).matMul(kv[0].transpose(0, 2, 1)).softmax(-1).matMul(kv[1]);
+            } else {
+                groups.computeIfAbsent(p, x -> new ArrayList<>()).add(r);
+            }
+        }
+        for (Map.Entry<KvPrefix, List<Integer>> e : groups.entrySet()) {
+            sharedStep(qs, e.getKey(), e.getValue(), caches, layer, out);
+        }
+        return (b == 1 ? out[0] : NDArrays.concat(new NDList(out), 0)).reshape(b, hq * d);
+    }
+
+    /** The rows {@code rows} of a step over their shared prefix and their own positions, into {@code out[r]} as {@code [1, Hkv, g, d]}. */
+    private static void sharedStep(NDArray qs, KvPrefix prefix, List<Integer> rows, KvCache[] caches, int layer, NDArray[] out) {
+        long hkv = qs.getShape().get(1);
+        long g = qs.getShape().get(2);
+        long d = qs.getShape().get(3);
+        int n = rows.size();
+        int shared = prefix.length();
+        NDArray q = n == qs.getShape().get(0) ? qs : qs.get(qs.getManager().create(rows.stream().mapToLong(Integer::longValue).toArray()));
+        // [Hkv, n * g, d] x [Hkv, d, P]: every row's queries against the prefix in one product
+        NDArray qg = q.transpose(1, 0, 2, 3).reshape(hkv, n * g, d);
+        NDArray sPrefix = qg.matMul(prefix.key(layer).transpose(0, 2, 1));
+        NDList perRow = n == 1 ? new NDList(sPrefix) : sPrefix.split(n, 1);
+        NDList wPrefix = new NDList(n);
+        NDArray[] own = new NDArray[n];
+        for (int j = 0; j < n; j++) {
+            KvCache c = caches[rows.get(j)];
+            NDArray qRow = qg.get(new ai.djl.ndarray.index.NDIndex().addAllDim().addSliceDim(j * g, (j + 1) * g));
+            NDArray kOwn = c.key(layer);
+            NDArray sOwn = qRow.matMul(kOwn.transpose(0, 2, 1));
+            NDList w = perRow.get(j).concat(sOwn, 2).softmax(-1).split(new long[] {shared}, 2);
+            wPrefix.add(w.get(0));
+            own[j] = w.get(1).matMul(c.value(layer));
+        }
+        NDArray wp = n == 1 ? wPrefix.get(0) : NDArrays.concat(wPrefix, 1);
+        NDArray o = wp.matMul(prefix.value(layer)).add(n == 1 ? own[0] : NDArrays.concat(new NDList(own), 1));
+        // [Hkv, n * g, d] -> per row [1, Hkv, g, d]
+        NDArray byRow = o.reshape(hkv, n, g, d).transpose(1, 0, 2, 3);
+        NDList split = n == 1 ? new NDList(byRow) : byRow.split(n, 0);
+        for (int j = 0; j < n; j++) {
+            out[rows.get(j)] = split.get(j);
+        }
+    }
+
+    /**
+     * The causal mask of T new positions over past + T keys: 0 where visible, -inf above the diagonal.
+     *
+     * @param m the manager to create it in
+     * @param tokens T
+     * @param past positions before them
+     * @return the mask {@code [T, past + T]}
+     */
+    static NDArray causalMask(NDManager m, int tokens, int past) {
+        int s = past + tokens;
+        float[] mask = new float[tokens * s];
+        for (int i = 0; i < tokens; i++) {
+            Arrays.fill(mask, i * s + past + i + 1, (i + 1) * s, Float.NEGATIVE_INFINITY);
+        }
+        return m.create(mask, new Shape(tokens, s));
+    }
+}

@@ -1,0 +1,193 @@
+package io.phxfs.serving.engine;
+
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
+import ai.djl.ndarray.types.Shape;
+import io.phxfs.core.RegisteredBuffer;
+import io.phxfs.djl.CausalLmBlock;
+import io.phxfs.djl.KvPrefix;
+import io.phxfs.kvcache.KvLayout;
+import io.phxfs.kvcache.KvTensors;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.LongFunction;
+
+/**
+ * Prompt prefixes whose KV the running requests share, one block per prefix (SGLang's radix
+ * sharing and vLLM's cascade attention, at whole-chunk granularity): a request whose prompt
+ * starts with a resident block's tokens, under the same model identity, layout and cache salt,
+ * uses the block instead of a copy of its own; the first such request fills the block from the
+ * KV tier. Decode steps then read a shared prefix once for all its requests
+ * ({@link KvPrefix}).
+ *
+ * <p>A block lives while a request uses it: the last one to end frees it, so that resident
+ * memory stays what the running batch needs (the tiers keep the KV for later requests). Used
+ * only by the engine's thread.
+ */
+final class SharedPrefixes implements AutoCloseable {
+    private final LongFunction<RegisteredBuffer> memory;
+    private final CausalLmBlock model;
+    private final NDManager parent;
+    private final KvLayout layout;
+    private final int chunk;
+    private final Map<Key, Block> blocks = new HashMap<>();
+    /** Blocks made and filled from the tier; uses of a block already resident. */
+    private long filled;
+    private long joined;
+
+    SharedPrefixes(LongFunction<RegisteredBuffer> memory, CausalLmBlock model, NDManager parent, KvLayout layout, int chunk) {
+        this.memory = memory;
+        this.model = model;
+        this.parent = parent;
+        this.layout = layout;
+        this.chunk = chunk;
+    }
+
+    /** What a block is the KV of: the tier's key bytes (model identity, layout, salt) and the tokens. */
+    private record Key(byte[] extra, int[] tokens) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Key k && Arrays.equals(extra, k.extra) && Arrays.equals(tokens, k.tokens);
+        }
+
+        @Override
+        public int hashCode() {
+            return 31 * Arrays.hashCode(extra) + Arrays.hashCode(tokens);
+        }
+    }
+
+    /** One shared prefix: per layer a key and a value buffer {@code [kv_heads, P, head_dim]}. */
+    final class Block {
+        private final Key key;
+        private final List<RegisteredBuffer> buffers = new ArrayList<>();
+        private final NDManager manager;
+        private final KvTensors tensors;
+        private KvPrefix prefix;
+        private int users;
+
+        private Block(Key key) {
+            this.key = key;
+            this.manager = parent.newSubManager();
+            int p = key.tokens.length;
+            long bytes = (long) model.kvHeads() * p * model.headDim() * Float.BYTES;
+            List<RegisteredBuffer> keys = new ArrayList<>();
+            List<RegisteredBuffer> values = new ArrayList<>();
+            try {
+                for (int i = 0; i < model.layers(); i++) {
+                    keys.add(track(memory.apply(bytes)));
+                    values.add(track(memory.apply(bytes)));
+                }
+                this.tensors = KvTensors.of(layout, keys, values, 1, 0, p);
+            } catch (RuntimeException e) {
+                free();
+                throw e;
+            }
+        }
+
+        private RegisteredBuffer track(RegisteredBuffer b) {
+            buffers.add(b);
+            return b;
+        }
+
+        /** The model's view of the buffers, once the tier has filled them. */
+        private void seal() {
+            Shape shape = new Shape(model.kvHeads(), key.tokens.length, model.headDim());
+            NDArray[] k = new NDArray[model.layers()];
+            NDArray[] v = new NDArray[model.layers()];
+            for (int i = 0; i < k.length; i++) {
+                k[i] = view(buffers.get(2 * i), shape);
+                v[i] = view(buffers.get(2 * i + 1), shape);
+            }
+            prefix = model.newPrefix(k, v);
+        }
+
+        private NDArray view(RegisteredBuffer b, Shape shape) {
+            java.nio.ByteBuffer bb = b.segment().orElseThrow(() -> new IllegalStateException("host memory without a segment"))
+                    .asByteBuffer().order(ByteOrder.nativeOrder());
+            return manager.create(bb, shape, DataType.FLOAT32);
+        }
+
+        KvPrefix prefix() {
+            return prefix;
+        }
+
+        int length() {
+            return key.tokens.length;
+        }
+
+        /** A request is done with the block; the last one frees it. A second call for the same use is a bug. */
+        void release() {
+            if (users <= 0) {
+                throw new IllegalStateException("a shared prefix released more often than used");
+            }
+            if (--users == 0) {
+                blocks.remove(key, this);
+                free();
+            }
+        }
+
+        private void free() {
+            manager.close();
+            buffers.forEach(RegisteredBuffer::close);
+            buffers.clear();
+        }
+    }
+
+    /**
+     * The block for the first {@code tokens} positions of {@code prompt}, taken for one more
+     * request: the resident one, or a new one the tier fills. Null when the tier cannot give
+     * them (the request then retrieves and prefills on its own).
+     *
+     * @param prompt the request's prompt
+     * @param tokens whole chunks the tier holds at its start
+     * @param extra the tier's key bytes for this request
+     * @param tier the tier to fill a new block from
+     */
+    Block acquire(int[] prompt, int tokens, byte[] extra, PrefixCache tier) {
+        if (tokens <= 0 || tokens % chunk != 0) {
+            return null;
+        }
+        Key key = new Key(extra, Arrays.copyOf(prompt, tokens));
+        Block b = blocks.get(key);
+        if (b == null) {
+            b = new Block(key);
+            int got;
+            try {
+                got = tier.retrieve(key.tokens, extra, b.tensors);
+            } catch (RuntimeException e) {
+                got = 0;
+            }
+            if (got < tokens) {
+                // the tier lost chunks since its lookup: no block of a shorter length is made,
+                // the request fills its own cache instead
+                b.free();
+                return null;
+            }
+            b.seal();
+            blocks.put(key, b);
+            filled++;
+        } else {
+            joined++;
+        }
+        b.users++;
+        return b;
+    }
+
+    /** Prefixes resident now, blocks filled so far, and the times a request joined a resident one. */
+    long[] counts() {
+        return new long[] {blocks.size(), filled, joined};
+    }
+
+    @Override
+    public void close() {
+        for (Block b : List.copyOf(blocks.values())) {
+            b.free();
+        }
+        blocks.clear();
+    }
+}
