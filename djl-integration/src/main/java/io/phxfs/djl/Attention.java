@@ -4,6 +4,7 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDArrays;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -29,14 +30,14 @@ final class Attention {
      * @param mask {@code [T, S]}: 0 where visible, -inf where not
      * @return {@code [Hq, T, d]}
      */
-    static NDArray full(NDArray q, NDArray k, NDArray v, NDArray mask) {
+    static NDArray full(NDArray q, NDArray k, NDArray v, NDArray mask, DataType dt) {
         long hq = q.getShape().get(0);
         long t = q.getShape().get(1);
         long d = q.getShape().get(2);
         long hkv = k.getShape().get(0);
         NDArray qg = q.reshape(hkv, hq / hkv, t, d);
         NDArray scores = qg.matMul(k.expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d)).add(mask);
-        return scores.softmax(-1).matMul(v.expandDims(1)).reshape(hq, t, d);
+        return Precision.softmax(scores, dt).matMul(v.expandDims(1)).reshape(hq, t, d);
     }
 
     /**
@@ -46,14 +47,14 @@ final class Attention {
      *
      * @return {@code [Hq, T, d]}
      */
-    static NDArray cached(NDArray q, NDArray k, NDArray v, KvCache cache, int layer) {
+    static NDArray cached(NDArray q, NDArray k, NDArray v, KvCache cache, int layer, DataType dt) {
         NDManager m = q.getManager();
         int tokens = (int) q.getShape().get(1);
         int past = cache.length();
         NDArray[] kv = cache.append(layer, k, v);
         KvPrefix prefix = cache.prefix();
         if (prefix == null) {
-            return full(q, kv[0], kv[1], causalMask(m, tokens, past));
+            return full(q, kv[0], kv[1], causalMask(m, tokens, past), dt);
         }
         // the prefix is wholly visible to every new position; the mask covers the cache's own part
         long hq = q.getShape().get(0);
@@ -64,7 +65,7 @@ final class Attention {
         NDArray sPrefix = qg.matMul(prefix.key(layer).expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d));
         NDArray sOwn = qg.matMul(kv[0].expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d))
                 .add(causalMask(m, tokens, past - shared));
-        NDList w = sPrefix.concat(sOwn, 3).softmax(-1).split(new long[] {shared}, 3);
+        NDList w = Precision.softmax(Precision.to(sPrefix, DataType.FLOAT32).concat(sOwn, 3), dt).split(new long[] {shared}, 3);
         NDArray out = w.get(0).matMul(prefix.value(layer).expandDims(1)).add(w.get(1).matMul(kv[1].expandDims(1)));
         return out.reshape(hq, tokens, d);
     }
@@ -81,7 +82,7 @@ final class Attention {
      *
      * @return {@code [B, Hq * d]}
      */
-    static NDArray step(NDArray q, NDArray k, NDArray v, KvCache[] caches, int layer) {
+    static NDArray step(NDArray q, NDArray k, NDArray v, KvCache[] caches, int layer, DataType dt) {
         int b = caches.length;
         long hq = q.getShape().get(1);
         long hkv = k.getShape().get(1);
@@ -104,19 +105,20 @@ final class Attention {
             KvPrefix p = caches[r].prefix();
             if (p == null) {
                 // [1, Hkv, g, d] x [Hkv, d, S] broadcasts to [1, Hkv, g, S]: the newest position sees all
-                out[r] = qRows.get(r).matMul(kv[0].transpose(0, 2, 1)).softmax(-1).matMul(kv[1]);
+                out[r] = Precision.softmax(qRows.get(r).matMul(kv[0].transpose(0, 2, 1)), dt).matMul(kv[1]);
             } else {
                 groups.computeIfAbsent(p, x -> new ArrayList<>()).add(r);
             }
         }
         for (Map.Entry<KvPrefix, List<Integer>> e : groups.entrySet()) {
-            sharedStep(qs, e.getKey(), e.getValue(), caches, layer, out);
+            sharedStep(qs, e.getKey(), e.getValue(), caches, layer, out, dt);
         }
         return (b == 1 ? out[0] : NDArrays.concat(new NDList(out), 0)).reshape(b, hq * d);
     }
 
     /** The rows {@code rows} of a step over their shared prefix and their own positions, into {@code out[r]} as {@code [1, Hkv, g, d]}. */
-    private static void sharedStep(NDArray qs, KvPrefix prefix, List<Integer> rows, KvCache[] caches, int layer, NDArray[] out) {
+    private static void sharedStep(NDArray qs, KvPrefix prefix, List<Integer> rows, KvCache[] caches, int layer, NDArray[] out,
+                                   DataType dt) {
         long hkv = qs.getShape().get(1);
         long g = qs.getShape().get(2);
         long d = qs.getShape().get(3);
@@ -134,7 +136,7 @@ final class Attention {
             NDArray qRow = qg.get(new ai.djl.ndarray.index.NDIndex().addAllDim().addSliceDim(j * g, (j + 1) * g));
             NDArray kOwn = c.key(layer);
             NDArray sOwn = qRow.matMul(kOwn.transpose(0, 2, 1));
-            NDList w = perRow.get(j).concat(sOwn, 2).softmax(-1).split(new long[] {shared}, 2);
+            NDList w = Precision.softmax(perRow.get(j).concat(sOwn, 2), dt).split(new long[] {shared}, 2);
             wPrefix.add(w.get(0));
             own[j] = w.get(1).matMul(c.value(layer));
         }

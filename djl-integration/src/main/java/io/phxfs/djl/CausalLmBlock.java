@@ -14,9 +14,11 @@ import ai.djl.util.PairList;
 /**
  * A decoder-only language model as a DJL block whose parameters are Phoenix-loaded tensors:
  * input one sequence of token ids (INT64, {@code [T]} or {@code [1, T]}), output its logits,
- * {@code [T, vocab]} float32. Computation is float32 with DJL operations; float32 weights are
- * used in place (zero copy), others (bf16, f16) are converted once at construction and their
- * originals released (their memory freed where it is their own).
+ * {@code [T, vocab]} float32. Computation runs with DJL operations in the block's compute
+ * dtype ({@link #dtype()}: float32 by default, the checkpoint's bf16 or f16 on a GPU), with
+ * norms and softmax in float32 as transformers computes them; weights of that dtype are used
+ * in place (zero copy), others are converted once at construction and their originals
+ * released (their memory freed where it is their own).
  *
  * <p>The block belongs to the {@link PhoenixWeights} it was made from: once they are closed
  * (closing the DJL model closes them) any forward raises IllegalStateException.
@@ -30,6 +32,8 @@ public abstract class CausalLmBlock extends AbstractBlock {
     protected final NDManager manager;
     private final int layers;
     private final int vocab;
+    /** The dtype of the weights, activations and KV cache. */
+    protected final DataType dtype;
 
     /**
      * A block over loaded weights.
@@ -41,6 +45,24 @@ public abstract class CausalLmBlock extends AbstractBlock {
      * @param vocab the vocabulary size
      */
     protected CausalLmBlock(PhoenixWeights weights, HfConfig config, NDManager manager, int layers, int vocab) {
+        this(weights, config, manager, layers, vocab, DataType.FLOAT32);
+    }
+
+    /**
+     * A block over loaded weights computing in {@code dtype}.
+     *
+     * @param weights the checkpoint's arrays
+     * @param config its configuration
+     * @param manager where converted weights and caches live (the model's manager)
+     * @param layers the number of decoder layers
+     * @param vocab the vocabulary size
+     * @param dtype FLOAT32, FLOAT16 or BFLOAT16
+     */
+    protected CausalLmBlock(PhoenixWeights weights, HfConfig config, NDManager manager, int layers, int vocab, DataType dtype) {
+        if (!Precision.supported(dtype)) {
+            throw new IllegalArgumentException(config.file() + ": compute dtype " + dtype + " (float32, float16 or bfloat16)");
+        }
+        this.dtype = dtype;
         this.weights = weights;
         this.config = config;
         this.manager = manager.newSubManager();
@@ -51,18 +73,19 @@ public abstract class CausalLmBlock extends AbstractBlock {
     }
 
     /**
-     * A weight for computation: the tensor's array itself when float32, else a float32 copy.
+     * A weight for computation: the tensor's array itself when of the compute dtype, else a
+     * converted copy.
      *
      * @param name the tensor's name
      * @param type the DJL parameter type to register it as
-     * @return the float32 array
+     * @return the array in the compute dtype
      */
     protected NDArray weight(String name, Parameter.Type type) {
         NDArray a = weights.get(name);
         NDArray f = a;
-        if (a.getDataType() != DataType.FLOAT32) {
+        if (!Precision.is(a, dtype)) {
             f = convert(a);
-            // the bf16/f16 original is not used again: its memory goes now, where it is its own
+            // the original is not used again: its memory goes now, where it is its own
             weights.release(name);
         }
         addParameter(Parameter.builder().setName(name).setType(type).optArray(f).optRequiresGrad(false).build());
@@ -70,10 +93,19 @@ public abstract class CausalLmBlock extends AbstractBlock {
     }
 
     private NDArray convert(NDArray a) {
-        NDArray f = TensorViews.toFloat32(a);
+        NDArray f = TensorViews.convert(a, dtype);
         f.attach(manager);
         f.setName(a.getName());
         return f;
+    }
+
+    /**
+     * The dtype the block computes in, and its KV cache's.
+     *
+     * @return FLOAT32, FLOAT16 or BFLOAT16
+     */
+    public DataType dtype() {
+        return dtype;
     }
 
     /**
@@ -181,12 +213,12 @@ public abstract class CausalLmBlock extends AbstractBlock {
             return null;
         }
         NDArray rowsIn = rows == LAST_ROW ? x.get(x.getShape().get(0) - 1).reshape(1, -1) : x;
-        return norm.apply(rowsIn).matMul(head);
+        return Precision.to(norm.apply(rowsIn).matMul(head), DataType.FLOAT32);
     }
 
     /**
      * A cache over preallocated arrays, one key and one value array per layer, each
-     * {@code [kv_heads, capacity, head_dim]} float32 in this block's device memory (the
+     * {@code [kv_heads, capacity, head_dim]} of the block's {@link #dtype()} in its device's memory (the
      * caller's: it may be a view over memory a KV tier reads and writes). Each forward writes
      * its positions into them in place.
      *
@@ -203,7 +235,7 @@ public abstract class CausalLmBlock extends AbstractBlock {
 
     /**
      * A prefix that caches can share ({@link KvPrefix}), over arrays its caller fills and owns:
-     * one key and one value array per layer, each {@code [kvHeads(), P, headDim()]} float32.
+     * one key and one value array per layer, each {@code [kvHeads(), P, headDim()]} of the block's {@link #dtype()}.
      *
      * @param keys per layer
      * @param values per layer, the same shapes
@@ -241,9 +273,9 @@ public abstract class CausalLmBlock extends AbstractBlock {
         for (NDArray[] arrays : new NDArray[][] {keys, values}) {
             for (NDArray k : arrays) {
                 if (k.getShape().dimension() != 3 || k.getShape().get(0) != kvHeads() || k.getShape().get(2) != headDim()
-                        || k.getDataType() != DataType.FLOAT32) {
-                    throw new IllegalArgumentException("cache array " + k.getShape() + " " + k.getDataType() + ": expected ["
-                            + kvHeads() + ", positions, " + headDim() + "] float32");
+                        || !Precision.is(k, dtype)) {
+                    throw new IllegalArgumentException("cache array " + k.getShape() + " " + TensorViews.torchDtype(k)
+                            + ": expected [" + kvHeads() + ", positions, " + headDim() + "] " + Precision.torchName(dtype));
                 }
             }
         }

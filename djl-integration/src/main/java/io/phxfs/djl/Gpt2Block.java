@@ -3,6 +3,7 @@ package io.phxfs.djl;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.nn.Parameter;
 
 /**
@@ -37,7 +38,19 @@ public final class Gpt2Block extends CausalLmBlock {
      * @param manager the model's manager
      */
     public Gpt2Block(PhoenixWeights weights, HfConfig config, NDManager manager) {
-        super(weights, config, manager, config.integer("n_layer", "num_hidden_layers"), config.integer("vocab_size"));
+        this(weights, config, manager, DataType.FLOAT32);
+    }
+
+    /**
+     * GPT-2 over loaded weights, computing in {@code dtype} (LayerNorm and softmax in float32).
+     *
+     * @param weights the checkpoint's arrays
+     * @param config its config.json
+     * @param manager the model's manager
+     * @param dtype FLOAT32, FLOAT16 or BFLOAT16
+     */
+    public Gpt2Block(PhoenixWeights weights, HfConfig config, NDManager manager, DataType dtype) {
+        super(weights, config, manager, config.integer("n_layer", "num_hidden_layers"), config.integer("vocab_size"), dtype);
         heads = config.integer("n_head", "num_attention_heads");
         width = config.integer("n_embd", "hidden_size");
         positions = config.integer("n_positions", "max_position_embeddings");
@@ -93,11 +106,14 @@ public final class Gpt2Block extends CausalLmBlock {
         return positions;
     }
 
+    /** As torch's LayerNorm kernel: statistics, weight and bias in float32, one cast back at the end. */
     private NDArray layerNorm(NDArray x, NDArray w, NDArray b) {
-        NDArray mean = x.mean(new int[] {-1}, true);
-        NDArray c = x.sub(mean);
+        NDArray xf = Precision.to(x, DataType.FLOAT32);
+        NDArray mean = xf.mean(new int[] {-1}, true);
+        NDArray c = xf.sub(mean);
         NDArray var = c.square().mean(new int[] {-1}, true);
-        return c.div(var.add(eps).sqrt()).mul(w).add(b);
+        return Precision.to(c.div(var.add(eps).sqrt()).mul(Precision.to(w, DataType.FLOAT32)).add(Precision.to(b, DataType.FLOAT32)),
+                dtype);
     }
 
     private NDArray gelu(NDArray x) {
@@ -130,12 +146,12 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray q = qkv.get(0).reshape(b, heads, hd);
             NDArray k = qkv.get(1).reshape(b, heads, hd);
             NDArray v = qkv.get(2).reshape(b, heads, hd);
-            NDArray a = Attention.step(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i);
+            NDArray a = Attention.step(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i, dtype);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);
             x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));
         }
-        return layerNorm(x, lnfW, lnfB).matMul(head);
+        return Precision.to(layerNorm(x, lnfW, lnfB).matMul(head), DataType.FLOAT32);
     }
 
     @Override
@@ -158,7 +174,7 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray v = qkv.get(2).reshape(tokens, heads, hd).transpose(1, 0, 2);
             // attention divides by sqrt(d); scale_attn_weights=false means no scaling at all
             NDArray qs = scaleAttention ? q : q.mul(Math.sqrt(hd));
-            NDArray a = (cache == null ? Attention.full(qs, k, v, mask) : Attention.cached(qs, k, v, cache, i))
+            NDArray a = (cache == null ? Attention.full(qs, k, v, mask, dtype) : Attention.cached(qs, k, v, cache, i, dtype))
                     .transpose(1, 0, 2).reshape(tokens, width);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);

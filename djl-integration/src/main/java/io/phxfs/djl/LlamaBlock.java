@@ -3,6 +3,7 @@ package io.phxfs.djl;
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDList;
 import ai.djl.ndarray.NDManager;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
 import java.util.Map;
@@ -11,8 +12,8 @@ import java.util.Map;
  * Llama ({@code model_type: llama}) from DJL operations: RMSNorm, rotary position embeddings (the default rope type, Hugging
  * Face's rotate-half layout), grouped-query attention ({@code num_key_value_heads} below
  * {@code num_attention_heads}) and the SiLU-gated MLP. The LM head is {@code lm_head.weight},
- * or the token embedding when {@code tie_word_embeddings} is true. Weights in bf16 or f16 are
- * converted to float32 once; computation is float32.
+ * or the token embedding when {@code tie_word_embeddings} is true. Computation is in the
+ * block's dtype (float32 unless asked), RMSNorm and softmax in float32 as transformers does.
  */
 public final class LlamaBlock extends CausalLmBlock {
     private final int heads;
@@ -54,7 +55,20 @@ public final class LlamaBlock extends CausalLmBlock {
      *        (about 0.1 rad at position 600 for tiny-llama), which the logits of such a run show
      */
     public LlamaBlock(PhoenixWeights weights, HfConfig config, NDManager manager, boolean bf16RopeFrequencies) {
-        super(weights, config, manager, config.integer("num_hidden_layers"), config.integer("vocab_size"));
+        this(weights, config, manager, bf16RopeFrequencies, DataType.FLOAT32);
+    }
+
+    /**
+     * Llama over loaded weights, computing in {@code dtype}.
+     *
+     * @param weights the checkpoint's arrays
+     * @param config its config.json
+     * @param manager the model's manager
+     * @param bf16RopeFrequencies round the rotary inverse frequencies to bf16 (see the constructor above)
+     * @param dtype FLOAT32, FLOAT16 or BFLOAT16
+     */
+    public LlamaBlock(PhoenixWeights weights, HfConfig config, NDManager manager, boolean bf16RopeFrequencies, DataType dtype) {
+        super(weights, config, manager, config.integer("num_hidden_layers"), config.integer("vocab_size"), dtype);
         heads = config.integer("num_attention_heads");
         kvHeads = config.optInteger("num_key_value_heads").orElse(heads);
         width = config.integer("hidden_size");
@@ -135,9 +149,11 @@ public final class LlamaBlock extends CausalLmBlock {
         return t;
     }
 
+    /** As transformers' LlamaRMSNorm: in float32, cast back, then scaled by the weight in the compute dtype. */
     private NDArray rmsNorm(NDArray x, NDArray w) {
-        NDArray ms = x.square().mean(new int[] {-1}, true);
-        return x.div(ms.add(eps).sqrt()).mul(w);
+        NDArray xf = Precision.to(x, DataType.FLOAT32);
+        NDArray ms = xf.square().mean(new int[] {-1}, true);
+        return Precision.to(xf.div(ms.add(eps).sqrt()), dtype).mul(w);
     }
 
     private static NDArray silu(NDArray x) {
@@ -169,7 +185,8 @@ public final class LlamaBlock extends CausalLmBlock {
                 sin[r * headDim + half + i] = sn;
             }
         }
-        return new NDArray[] {m.create(cos, shape), m.create(sin, shape)};
+        // transformers casts the float32 tables to the activations' dtype
+        return new NDArray[] {Precision.to(m.create(cos, shape), dtype), Precision.to(m.create(sin, shape), dtype)};
     }
 
     @Override
@@ -191,11 +208,11 @@ public final class LlamaBlock extends CausalLmBlock {
             NDArray q = rope(h.matMul(l.q).reshape(b, heads, headDim), cosA, sinA);
             NDArray k = rope(h.matMul(l.k).reshape(b, kvHeads, headDim), cosA, sinA);
             NDArray v = h.matMul(l.v).reshape(b, kvHeads, headDim);
-            x = x.add(Attention.step(q, k, v, caches, i).matMul(l.o));
+            x = x.add(Attention.step(q, k, v, caches, i, dtype).matMul(l.o));
             h = rmsNorm(x, l.postNorm);
             x = x.add(silu(h.matMul(l.gate)).mul(h.matMul(l.up)).matMul(l.down));
         }
-        return rmsNorm(x, normW).matMul(head);
+        return Precision.to(rmsNorm(x, normW).matMul(head), DataType.FLOAT32);
     }
 
     @Override
@@ -220,7 +237,7 @@ public final class LlamaBlock extends CausalLmBlock {
             NDArray q = rope(h.matMul(l.q).reshape(tokens, heads, headDim).transpose(1, 0, 2), cosA, sinA);
             NDArray k = rope(h.matMul(l.k).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2), cosA, sinA);
             NDArray v = h.matMul(l.v).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
-            NDArray a = (cache == null ? Attention.full(q, k, v, mask) : Attention.cached(q, k, v, cache, i))
+            NDArray a = (cache == null ? Attention.full(q, k, v, mask, dtype) : Attention.cached(q, k, v, cache, i, dtype))
                     .transpose(1, 0, 2).reshape(tokens, (long) heads * headDim);
             x = x.add(a.matMul(l.o));
             h = rmsNorm(x, l.postNorm);

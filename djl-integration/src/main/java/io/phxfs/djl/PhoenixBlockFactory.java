@@ -1,6 +1,8 @@
 package io.phxfs.djl;
 
 import ai.djl.Model;
+import ai.djl.ndarray.NDArray;
+import ai.djl.ndarray.types.DataType;
 import ai.djl.nn.Block;
 import ai.djl.nn.BlockFactory;
 import ai.djl.pytorch.engine.PtNDManager;
@@ -32,6 +34,12 @@ public final class PhoenixBlockFactory implements BlockFactory {
      */
     public static final String ROPE_DTYPE = "ropeDtype";
 
+    /**
+     * Criteria argument: the compute dtype, {@code auto} (default: the checkpoint's dtype on a
+     * GPU, float32 on the CPU), {@code float32}, {@code bfloat16} or {@code float16}.
+     */
+    public static final String DTYPE = "dtype";
+
     /** A factory; DJL instantiates it by class name. */
     public PhoenixBlockFactory() {
     }
@@ -46,7 +54,15 @@ public final class PhoenixBlockFactory implements BlockFactory {
         if (rope != null && !"float32".equals(rope) && !"bfloat16".equals(rope)) {
             throw new IllegalArgumentException("argument " + ROPE_DTYPE + "=" + rope + ": float32 or bfloat16");
         }
-        return newBlock(modelPath, model, "bfloat16".equals(rope));
+        Object dt = arguments.get(DTYPE);
+        DataType dtype = null;
+        if (dt != null && !"auto".equals(dt)) {
+            dtype = Precision.fromName(dt.toString());
+            if (dtype == null) {
+                throw new IllegalArgumentException("argument " + DTYPE + "=" + dt + ": auto, float32, bfloat16 or float16");
+            }
+        }
+        return newBlock(modelPath, model, "bfloat16".equals(rope), dtype);
     }
 
     /**
@@ -71,6 +87,20 @@ public final class PhoenixBlockFactory implements BlockFactory {
      * @throws IOException when a file cannot be read
      */
     public static CausalLmBlock newBlock(Path dir, Model model, boolean bf16Rope) throws IOException {
+        return newBlock(dir, model, bf16Rope, null);
+    }
+
+    /**
+     * Loads a checkpoint directory into a block of {@code model}'s manager that computes in {@code dtype}.
+     *
+     * @param dir the checkpoint directory
+     * @param model the DJL model the weights belong to
+     * @param bf16Rope Llama: rotary frequencies rounded to bf16 (see {@link LlamaBlock})
+     * @param dtype the compute dtype, or null for the default (the checkpoint's on a GPU, float32 on the CPU)
+     * @return the architecture's block
+     * @throws IOException when a file cannot be read
+     */
+    public static CausalLmBlock newBlock(Path dir, Model model, boolean bf16Rope, DataType dtype) throws IOException {
         HfConfig config = HfConfig.read(dir);
         String type = config.modelType();
         if (!type.equals("gpt2") && !type.equals("llama")) {
@@ -83,12 +113,30 @@ public final class PhoenixBlockFactory implements BlockFactory {
                 : PhoenixWeights.defaultLoader();
         PhoenixWeights weights = PhoenixWeights.load(dir, model.getNDManager(), loader);
         try {
-            return type.equals("gpt2") ? new Gpt2Block(weights, config, model.getNDManager())
-                    : new LlamaBlock(weights, config, model.getNDManager(), bf16Rope);
+            DataType dt = dtype != null ? dtype : device.isGpu() ? checkpointDtype(config, weights) : DataType.FLOAT32;
+            return type.equals("gpt2") ? new Gpt2Block(weights, config, model.getNDManager(), dt)
+                    : new LlamaBlock(weights, config, model.getNDManager(), bf16Rope, dt);
         } catch (RuntimeException e) {
             weights.close();
             throw e;
         }
+    }
+
+    /**
+     * The dtype the checkpoint was written in: config.json's {@code dtype} (transformers 5) or
+     * {@code torch_dtype} (4), else its first floating tensor's; float32 for anything else.
+     */
+    static DataType checkpointDtype(HfConfig config, PhoenixWeights weights) {
+        DataType d = Precision.fromName(config.string("dtype").orElse(config.string("torch_dtype").orElse(null)));
+        if (d == null) {
+            for (NDArray a : weights.arrays().values()) {
+                d = Precision.fromName(TensorViews.torchDtype(a));
+                if (d != null) {
+                    break;
+                }
+            }
+        }
+        return d == null ? DataType.FLOAT32 : d;
     }
 
 }

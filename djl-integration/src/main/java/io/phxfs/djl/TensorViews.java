@@ -131,11 +131,12 @@ public final class TensorViews {
     }
 
     /**
-     * A new array of {@code type} (FLOAT32 or FLOAT16) with the values of {@code array},
-     * converted by libtorch, in the array's manager.
+     * A new array of {@code type} (FLOAT32, FLOAT16 or BFLOAT16) with the values of
+     * {@code array}, converted by libtorch, in the array's manager. A BFLOAT16 result is an
+     * array DJL reports as UNKNOWN: its dtype-taking operations must not be used on it.
      *
      * @param array any PyTorch array
-     * @param type FLOAT32 or FLOAT16
+     * @param type FLOAT32, FLOAT16 or BFLOAT16
      * @return a new array of that type
      * @throws IllegalArgumentException for another target type
      */
@@ -143,7 +144,8 @@ public final class TensorViews {
         String name = switch (type) {
             case FLOAT32 -> "float32";
             case FLOAT16 -> "float16";
-            default -> throw new IllegalArgumentException("conversion to " + type + ": only FLOAT32 and FLOAT16");
+            case BFLOAT16 -> "bfloat16";
+            default -> throw new IllegalArgumentException("conversion to " + type + ": only FLOAT32, FLOAT16 and BFLOAT16");
         };
         PtNDArray src = ptArray(array);
         TorchShim shim = TorchShim.get();
