@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Locale;
 
 /** One path of {@code djl-load-bench} in its own JVM (apart from the command: see {@link DjlRun}). */
@@ -25,6 +26,9 @@ final class DjlBenchChild {
     static String run(String path, Path file) throws IOException {
         DjlRuntime.preferOffline();
         DjlRuntime.pytorch();
+        if (path.endsWith("-gpu")) {
+            return toGpu(path, file);
+        }
         try (NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE)) {
             m.zeros(new ai.djl.ndarray.types.Shape(1)).close(); // engine and allocator up before the clock
             System.gc();
@@ -41,7 +45,7 @@ final class DjlBenchChild {
                     list = NDList.decode(m, in);
                 }
             } else {
-                throw new IllegalArgumentException("--child " + path + ": phoenix, phoenix-shared or decode");
+                throw new IllegalArgumentException("--child " + path + ": phoenix, phoenix-shared, decode, phoenix-gpu or decode-gpu");
             }
             double sec = (System.nanoTime() - t0) / 1e9;
             long hwm = ProcStatus.peakRss();
@@ -53,6 +57,59 @@ final class DjlBenchChild {
                 }
             }
             return String.format(Locale.ROOT, "result %.4f %d %d %d %016x", sec, start, hwm, list.size(), sum);
+        }
+    }
+
+    /**
+     * A checkpoint (a file, or every .safetensors of a directory) into GPU 0's memory, by
+     * Phoenix (straight into device memory) or by DJL's own route (NDList.decode into host
+     * memory, then toDevice): "result SECONDS RSS_START PEAK_RSS TENSORS BYTES". DJL's decode
+     * takes files under 2 GiB of F32/F16/integer tensors (a bf16 tensor ends its JVM).
+     */
+    private static String toGpu(String path, Path file) throws IOException {
+        List<Path> files;
+        if (Files.isDirectory(file)) {
+            try (java.util.stream.Stream<Path> s = Files.list(file)) {
+                files = s.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList();
+            }
+        } else {
+            files = List.of(file);
+        }
+        Device gpu = Device.gpu(0);
+        try (NDManager m = NDManager.newBaseManager(gpu, DjlRuntime.ENGINE);
+             NDManager host = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE)) {
+            m.zeros(new ai.djl.ndarray.types.Shape(1)).close(); // CUDA context up before the clock
+            System.gc();
+            long start = ProcStatus.rss();
+            long t0 = System.nanoTime();
+            long tensors = 0;
+            long bytes = 0;
+            if (path.equals("phoenix-gpu")) {
+                io.phxfs.djl.PhoenixWeights w = io.phxfs.djl.PhoenixWeights.load(file, m,
+                        io.phxfs.safetensors.WeightLoader.builder().toDevice(0).build());
+                tensors = w.arrays().size();
+                for (NDArray a : w.arrays().values()) {
+                    bytes += a.size() * 2;
+                }
+            } else if (path.equals("decode-gpu")) {
+                for (Path f : files) {
+                    NDList list;
+                    try (InputStream in = new BufferedInputStream(Files.newInputStream(f), 1 << 20)) {
+                        list = NDList.decode(host, in);
+                    }
+                    for (NDArray a : list) {
+                        NDArray d = a.toDevice(gpu, false);
+                        d.attach(m);
+                        bytes += a.size() * a.getDataType().getNumOfBytes();
+                        a.close();
+                        tensors++;
+                    }
+                }
+            } else {
+                throw new IllegalArgumentException("--child " + path + ": phoenix-gpu or decode-gpu");
+            }
+            double sec = (System.nanoTime() - t0) / 1e9;
+            return String.format(Locale.ROOT, "result %.4f %d %d %d %d", sec, start, ProcStatus.peakRss(), tensors, bytes);
         }
     }
 }

@@ -28,12 +28,18 @@ final class DjlRun {
     private final int generate;
     private final int repeat;
     private final boolean json;
+    private final Integer device;
+    private final String dtype;
+    private final boolean lastLogitsOnly;
 
-    private DjlRun(long[] ids, int generate, int repeat, boolean json) {
+    private DjlRun(long[] ids, int generate, int repeat, boolean json, Integer device, String dtype, boolean lastLogitsOnly) {
         this.ids = ids;
         this.generate = generate;
         this.repeat = repeat;
         this.json = json;
+        this.device = device;
+        this.dtype = dtype;
+        this.lastLogitsOnly = lastLogitsOnly;
     }
 
     /**
@@ -43,14 +49,25 @@ final class DjlRun {
      */
     static void run(Path dir, long[] ids, int generate, int top, int repeat, boolean json, PrintWriter out,
                     PrintWriter err) throws IOException {
-        new DjlRun(ids, generate, repeat, json).run(dir, top, out, err);
+        run(dir, ids, generate, top, repeat, json, null, "auto", false, out, err);
+    }
+
+    /**
+     * Like {@link #run(Path, long[], int, int, int, boolean, PrintWriter, PrintWriter)} on a
+     * device (null: the CPU), in a compute dtype ({@code auto}: the checkpoint's on a GPU).
+     */
+    static void run(Path dir, long[] ids, int generate, int top, int repeat, boolean json, Integer device, String dtype,
+                    boolean lastLogitsOnly, PrintWriter out, PrintWriter err) throws IOException {
+        new DjlRun(ids, generate, repeat, json, device, dtype, lastLogitsOnly).run(dir, top, out, err);
     }
 
     private void run(Path dir, int top, PrintWriter out, PrintWriter err) throws IOException {
         DjlRuntime.preferOffline();
         DjlRuntime.pytorch();
         Criteria<long[], float[][]> criteria = Criteria.builder().setTypes(long[].class, float[][].class)
-                .optModelUrls("phoenix://" + dir.toAbsolutePath().normalize()).build();
+                .optModelUrls("phoenix://" + dir.toAbsolutePath().normalize())
+                .optDevice(device == null ? ai.djl.Device.cpu() : ai.djl.Device.gpu(device))
+                .optArgument(io.phxfs.djl.PhoenixBlockFactory.DTYPE, dtype).build();
         long t0 = System.nanoTime();
         try (ZooModel<long[], float[][]> model = loadModel(criteria);
              Predictor<long[], float[][]> predictor = model.newPredictor()) {
@@ -60,6 +77,8 @@ final class DjlRun {
             long t1 = System.nanoTime();
             float[][] logits = predict(predictor);
             long warmUp = System.nanoTime() - t1;
+            // loadModel() to the first token's logits: what a user waits for before the first token
+            double firstTokenSeconds = (System.nanoTime() - t0) / 1e9;
             float[] last = logits[logits.length - 1];
             int[] best = topK(last, Math.min(top, last.length));
             long[] generated = new long[0];
@@ -81,11 +100,14 @@ final class DjlRun {
                 err.flush();
             }
             if (json) {
-                writeJson(out, logits, last, best, generated, loadSeconds, speed);
+                CausalLmBlock b = (CausalLmBlock) model.getBlock();
+                writeJson(out, lastLogitsOnly ? new float[][] {last} : logits, last, best, generated, loadSeconds, speed,
+                        firstTokenSeconds, model.getNDManager().getDevice().toString(), b.dtype().toString());
             } else {
                 CausalLmBlock block = (CausalLmBlock) model.getBlock();
-                out.printf(Locale.ROOT, "model     %s (%s, %d layers, vocab %d): loaded by Phoenix into DJL in %.3f s%n",
-                        dir, block.config().modelType(), block.layers(), block.vocabSize(), loadSeconds);
+                out.printf(Locale.ROOT, "model     %s (%s, %d layers, vocab %d, %s on %s): loaded by Phoenix into DJL in %.3f s%n",
+                        dir, block.config().modelType(), block.layers(), block.vocabSize(), block.dtype(),
+                        model.getNDManager().getDevice(), loadSeconds);
                 out.printf(Locale.ROOT, "input     %s%n", join(ids));
                 out.println("next      id      logit");
                 for (int id : best) {
@@ -263,7 +285,8 @@ final class DjlRun {
     }
 
     private void writeJson(PrintWriter out, float[][] logits, float[] last, int[] best, long[] generated,
-                           double loadSeconds, Speed speed) throws IOException {
+                           double loadSeconds, Speed speed, double firstTokenSeconds, String onDevice, String computeDtype)
+            throws IOException {
         try (JsonGenerator g = new JsonFactory().createGenerator(out)) {
             g.useDefaultPrettyPrinter(); // every command's JSON in one style (arrays stay on one line)
             g.disable(JsonGenerator.Feature.AUTO_CLOSE_TARGET);
@@ -296,6 +319,9 @@ final class DjlRun {
             }
             g.writeEndArray();
             g.writeNumberField("load_seconds", loadSeconds);
+            g.writeNumberField("first_token_seconds", firstTokenSeconds);
+            g.writeStringField("device", onDevice);
+            g.writeStringField("dtype", computeDtype);
             g.writeNumberField("tokens_per_s", speed.median());
             g.writeNumberField("tokens_per_s_min", speed.min());
             g.writeNumberField("tokens_per_s_p25", speed.p25());

@@ -70,8 +70,21 @@ final class DjlRunCommand implements Callable<Integer> {
     @Option(names = {"-v", "--verbose"}, description = "DJL's informational log on stderr; -vv its debug log too.")
     boolean[] verbose = new boolean[0];
 
+    @Option(names = "--device", paramLabel = "N", description = "Load into GPU N's memory and compute there (default: the"
+            + " CPU). Needs a CUDA libtorch with DJL's JNI built for it (README: On a GPU machine).")
+    Integer device;
+
+    @Option(names = "--dtype", paramLabel = "TYPE", defaultValue = "auto", description = "Compute dtype: auto (the"
+            + " checkpoint's bf16/f16 on a GPU, float32 on the CPU), float32, bfloat16 or float16 (default: auto).")
+    String dtype;
+
+    @Option(names = "--json-last-logits", description = "With --json, the logits of the last input position only"
+            + " (a long prompt's rows times a large vocabulary are a lot of JSON).")
+    boolean lastLogitsOnly;
+
     @Option(names = "--json", description = "Print one JSON object on stdout: ids, logits (one row per input position),"
-            + " top ([id, logit] pairs), generated, load_seconds, tokens_per_s (the median), tokens_per_s_min,"
+            + " top ([id, logit] pairs), generated, load_seconds, first_token_seconds (loadModel() to the first"
+            + " token's logits), device, dtype, tokens_per_s (the median), tokens_per_s_min,"
             + " tokens_per_s_p25, tokens_per_s_p75, tokens_per_s_max, tokens_per_s_spread ((p75 - p25) / median),"
             + " timed_runs, timed_seconds, reliable and, when not, unreliable_because.")
     boolean json;
@@ -96,10 +109,16 @@ final class DjlRunCommand implements Callable<Integer> {
             }
             throw new IllegalArgumentException(dir + ": not a directory (djl-run takes a checkpoint directory)");
         }
+        if (device != null && device < 0) {
+            throw new IllegalArgumentException("--device " + device + ": a GPU index >= 0");
+        }
+        if (!java.util.Set.of("auto", "float32", "bfloat16", "float16").contains(dtype)) {
+            throw new IllegalArgumentException("--dtype " + dtype + ": auto, float32, bfloat16 or float16");
+        }
         requireDjl("djl-run");
         logLevel(verbose.length);
-        DjlRun.run(dir, ids, generate, top, repeat == null ? 0 : repeat, json, spec.commandLine().getOut(),
-                spec.commandLine().getErr());
+        DjlRun.run(dir, ids, generate, top, repeat == null ? 0 : repeat, json, device, dtype, lastLogitsOnly,
+                spec.commandLine().getOut(), spec.commandLine().getErr());
         return 0;
     }
 
