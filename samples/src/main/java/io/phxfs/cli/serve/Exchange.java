@@ -26,6 +26,8 @@ final class Exchange {
     private final Response response;
     private final Callback callback;
     private final AtomicBoolean completed = new AtomicBoolean();
+    /** Set and stopped on the handler's thread only. */
+    private ClientCloseWatch watch;
 
     Exchange(Request request, Response response, Callback callback) {
         this.request = request;
@@ -82,17 +84,36 @@ final class Exchange {
 
     /**
      * Calls {@code onGone} when Jetty sees the request fail: a write failed, the connector
-     * stopped under it, the connection was reset where Jetty reads it. Jetty calls it on one of
-     * its own threads. Over HTTP/1.1 Jetty does not read the socket while a request is handled,
-     * so a client that closes while a non-streamed completion is computed is seen only when the
-     * answer is written (Jetty's maintainers, jetty.project#10916); a stream sees it at the next
-     * event it writes.
+     * stopped under it, the connection was reset where Jetty reads it (HTTP/2: always). Jetty
+     * calls it on one of its own threads. Over HTTP/1.1 Jetty does not read the socket while a
+     * request is handled, so a client that closes is seen only at the next write: a stream's
+     * next event; for an answer written only at the end, {@link #watchClose} sees it.
      */
     void onFailure(Consumer<Throwable> onGone) {
         request.addFailureListener(onGone);
         // a generation may be silent for longer than the idle timeout (a long non-streamed
         // completion, a long queue): that is no failure of the client's
         request.addIdleTimeoutListener(t -> false);
+    }
+
+    /**
+     * Until the response's first write (or {@link #fail}), calls {@code onGone} when an HTTP/1.x
+     * client closes its connection: see {@link ClientCloseWatch}. Called once the body has been read whole.
+     */
+    void watchClose(Consumer<Throwable> onGone) {
+        stopWatch();
+        watch = ClientCloseWatch.start(request, onGone);
+    }
+
+    private void stopWatch() {
+        ClientCloseWatch w = watch;
+        if (w == null) {
+            return;
+        }
+        watch = null;
+        if (w.stop() && !response.isCommitted()) {
+            response.getHeaders().put(HttpHeader.CONNECTION, "close");
+        }
     }
 
     /** Answers with a whole body and completes. */
@@ -149,6 +170,7 @@ final class Exchange {
      * @throws IOException when the client is gone
      */
     void write(boolean last, byte[] bytes) throws IOException {
+        stopWatch();
         try (Blocker.Callback b = Blocker.callback()) {
             response.write(last, ByteBuffer.wrap(bytes), b);
             b.block();
@@ -162,6 +184,7 @@ final class Exchange {
     }
 
     void fail(Throwable t) {
+        stopWatch();
         if (completed.compareAndSet(false, true)) {
             callback.failed(t);
         }

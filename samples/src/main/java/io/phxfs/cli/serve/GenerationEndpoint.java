@@ -49,6 +49,11 @@ abstract class GenerationEndpoint implements Endpoint {
         // the client's connection failing (as far as Jetty sees it) cancels; registered first, so
         // that no failure goes unseen between the submit and the wait
         ex.onFailure(bridge::clientGone);
+        if (!job.stream()) {
+            // a stream's next write sees a client that left; an answer written only at the end
+            // would see it after the whole generation
+            ex.watchClose(bridge::clientGone);
+        }
         GenerationHandle handle;
         try {
             handle = ctx.engine().submit(request, bridge);
@@ -67,6 +72,10 @@ abstract class GenerationEndpoint implements Endpoint {
             return;
         }
         StreamBridge.Outcome o = bridge.collect(handle);
+        if (bridge.gone() != null) {
+            ex.fail(bridge.gone());
+            return;
+        }
         if (o.error() != null) {
             ctx.logError("generation " + job.head().id() + " failed", o.error());
             throw new ApiException(500, ApiException.SERVER_ERROR, "The generation failed: "

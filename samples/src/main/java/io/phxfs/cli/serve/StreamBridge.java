@@ -60,6 +60,8 @@ final class StreamBridge implements GenerationListener {
     }
 
     private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
+    /** Why the client went away while {@link #collect} waited, or null. */
+    private Throwable gone;
 
     @Override
     public void onText(String piece, int[] tokenIds) {
@@ -97,13 +99,23 @@ final class StreamBridge implements GenerationListener {
                     case Failed f -> {
                         return new Outcome(null, null, null, f.error());
                     }
-                    case Gone g -> handle.cancel();
+                    case Gone g -> {
+                        if (gone == null) {
+                            gone = g.why();
+                        }
+                        handle.cancel();
+                    }
                 }
             }
         } catch (InterruptedException e) {
             handle.cancel();
             throw e;
         }
+    }
+
+    /** Why the client went away while {@link #collect} waited (its answer is then for no one), or null. */
+    Throwable gone() {
+        return gone;
     }
 
     /**

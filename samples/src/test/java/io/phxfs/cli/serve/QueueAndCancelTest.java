@@ -3,12 +3,17 @@ package io.phxfs.cli.serve;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -19,9 +24,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The queue's bound and cancellation, with curl: a server that runs one request and queues one
- * answers 429 to the others and still serves afterwards; a client that disconnects mid-stream
- * has its request cancelled (the engine lets it go, the metrics count a cancelled finish).
+ * The queue's bound and cancellation, with curl and raw sockets: a server that runs one request
+ * and queues one answers 429 to the others and still serves afterwards; a client that disconnects
+ * mid-stream, or before a non-streamed answer, has its request cancelled (the engine lets it go,
+ * the metrics count a cancelled finish), and watching for that leaves keep-alive intact.
  */
 class QueueAndCancelTest {
     private static final String FIXTURE = ServeTesting.LLAMA;
@@ -42,6 +48,62 @@ class QueueAndCancelTest {
         String scrape = CurlTest.get(s, "/metrics").body();
         return ServeTesting.sample(scrape, "phoenix:request_success_total{finished_reason=\"cancelled\",model_name=\""
                 + FIXTURE + "\"}");
+    }
+
+    private static double generated(ServeTesting.Running s) {
+        return ServeTesting.sample(CurlTest.get(s, "/metrics").body(),
+                "phoenix:generation_tokens_total{model_name=\"" + FIXTURE + "\"}");
+    }
+
+    /** A request as an HTTP/1.1 client puts it on the wire. */
+    static byte[] rawRequest(String method, String path, String body) {
+        byte[] b = body == null ? new byte[0] : body.getBytes(StandardCharsets.UTF_8);
+        String head = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + (body == null ? "" : "Content-Type: application/json\r\nContent-Length: " + b.length + "\r\n")
+                + "\r\n";
+        byte[] h = head.getBytes(StandardCharsets.US_ASCII);
+        byte[] all = Arrays.copyOf(h, h.length + b.length);
+        System.arraycopy(b, 0, all, h.length, b.length);
+        return all;
+    }
+
+    /** One response with a Content-Length body off a kept-alive connection. */
+    static CurlTest.Http rawResponse(InputStream in) throws IOException {
+        String status = line(in);
+        List<String> headers = new ArrayList<>();
+        for (String l = line(in); !l.isEmpty(); l = line(in)) {
+            headers.add(l);
+        }
+        CurlTest.Http head = new CurlTest.Http(Integer.parseInt(status.split(" ")[1]), headers, "");
+        String length = head.header("Content-Length");
+        assertTrue(length != null, "no Content-Length: " + status + " " + headers);
+        byte[] body = in.readNBytes(Integer.parseInt(length));
+        return new CurlTest.Http(head.status(), headers, new String(body, StandardCharsets.UTF_8));
+    }
+
+    private static String line(InputStream in) throws IOException {
+        StringBuilder b = new StringBuilder();
+        for (int c = in.read(); c != '\n'; c = in.read()) {
+            if (c < 0) {
+                throw new EOFException("the connection ended after \"" + b + "\"");
+            }
+            if (c != '\r') {
+                b.append((char) c);
+            }
+        }
+        return b.toString();
+    }
+
+    /** The reference's first completion, which the server must still answer as transformers did. */
+    private static void servesAGoodRequest(ServeTesting.Running s) throws IOException {
+        ObjectNode b = JSON.createObjectNode();
+        b.put("model", FIXTURE);
+        JsonNode c = ServeTesting.reference(FIXTURE).path("completions").get(0);
+        b.set("prompt", c.path("prompt"));
+        b.put("temperature", 0);
+        CurlTest.Http h = CurlTest.post(s, "/v1/completions", b.toString());
+        assertEquals(200, h.status(), h.body());
+        assertEquals(c.path("generated_text").asText(), h.json().path("choices").get(0).path("text").asText());
     }
 
     /** curl streaming in the background, its output read line by line. */
@@ -110,14 +172,7 @@ class QueueAndCancelTest {
             assertTrue(ServeTesting.await(() -> cancelled(s) >= before + 1, Duration.ofSeconds(10)),
                     "a cancelled finish counted");
             // and a request that fits is served
-            ObjectNode b = JSON.createObjectNode();
-            b.put("model", FIXTURE);
-            JsonNode c = ServeTesting.reference(FIXTURE).path("completions").get(0);
-            b.set("prompt", c.path("prompt"));
-            b.put("temperature", 0);
-            CurlTest.Http h = CurlTest.post(s, "/v1/completions", b.toString());
-            assertEquals(200, h.status(), h.body());
-            assertEquals(c.path("generated_text").asText(), h.json().path("choices").get(0).path("text").asText());
+            servesAGoodRequest(s);
             assertEquals("", s.log().toString());
         }
     }
@@ -140,6 +195,106 @@ class QueueAndCancelTest {
                     "phoenix:generation_tokens_total{model_name=\"" + FIXTURE + "\"}") - gen0;
             assertTrue(generated < 2000, "cancelled before the end: " + generated + " tokens");
             assertEquals("", s.log().toString(), "a client going away is no error to log");
+        }
+    }
+
+    /**
+     * A non-streamed completion writes nothing until its end, so no write fails when its client
+     * leaves: the server has to watch the connection. Both ways a client leaves: a close (FIN) and
+     * a reset (RST).
+     */
+    @Test
+    void aClientThatDisconnectsBeforeANonStreamedAnswerCancelsItsRequest() throws Exception {
+        try (ServeTesting.Running s = ServeTesting.start(FIXTURE)) {
+            for (boolean reset : new boolean[] {false, true}) {
+                String how = reset ? "reset" : "closed";
+                double before = cancelled(s);
+                double gen0 = generated(s);
+                try (Socket c = new Socket("127.0.0.1", s.server().port())) {
+                    c.getOutputStream().write(rawRequest("POST", "/v1/completions", slow(false)));
+                    c.getOutputStream().flush();
+                    assertTrue(ServeTesting.await(() -> s.server().engine().running() == 1, Duration.ofSeconds(10)),
+                            how + ": the request runs");
+                    // some tokens in: the request is decoding, with nothing written that could fail
+                    Thread.sleep(200);
+                    if (reset) {
+                        c.setSoLinger(true, 0);
+                    }
+                }
+                // left alone, the request would end at max_tokens ("length"), in 10 s or more here
+                assertTrue(ServeTesting.await(() -> s.server().engine().running() == 0, Duration.ofSeconds(10)),
+                        how + ": the engine let the request go");
+                assertTrue(ServeTesting.await(() -> cancelled(s) == before + 1, Duration.ofSeconds(10)),
+                        how + ": one cancelled finish: " + (cancelled(s) - before));
+                double tokens = generated(s) - gen0;
+                assertTrue(tokens < 1000, how + ": stopped well before max_tokens (2000): " + tokens + " tokens");
+            }
+            servesAGoodRequest(s);
+            assertEquals("", s.log().toString(), "a client going away is no error to log");
+        }
+    }
+
+    /**
+     * Jetty closes a connection whose request completes with a read interest still pending: the
+     * watch for a client that leaves must be taken back before each answer, so that one
+     * connection carries request after request.
+     */
+    @Test
+    void aKeptAliveConnectionIsAnsweredRequestAfterRequest() throws Exception {
+        JsonNode c = ServeTesting.reference(FIXTURE).path("completions").get(0);
+        ObjectNode b = JSON.createObjectNode();
+        b.put("model", FIXTURE);
+        b.set("prompt", c.path("prompt"));
+        b.put("temperature", 0);
+        try (ServeTesting.Running s = ServeTesting.start(FIXTURE);
+             Socket socket = new Socket("127.0.0.1", s.server().port())) {
+            socket.setSoTimeout(60_000);
+            InputStream in = socket.getInputStream();
+            for (int i = 0; i < 3; i++) {
+                socket.getOutputStream().write(rawRequest("POST", "/v1/completions", b.toString()));
+                CurlTest.Http h = rawResponse(in);
+                assertEquals(200, h.status(), "request " + i + ": " + h.body());
+                assertEquals(null, h.header("Connection"), "request " + i + ": " + h.headers());
+                assertEquals(c.path("generated_text").asText(),
+                        JSON.readTree(h.body()).path("choices").get(0).path("text").asText(), "request " + i);
+            }
+            socket.getOutputStream().write(rawRequest("GET", "/health", null));
+            assertEquals(200, rawResponse(in).status(), "and a GET after them");
+            assertEquals("", s.log().toString());
+        }
+    }
+
+    /**
+     * Bytes that come while a completion is computed (pipelining after a POST, which RFC 9112
+     * asks clients not to do) are no disconnect: the request is answered, with Connection: close,
+     * since the watch took a byte the next request needed.
+     */
+    @Test
+    void bytesSentWhileANonStreamedAnswerIsComputedAreNoDisconnect() throws Exception {
+        ObjectNode b = JSON.createObjectNode();
+        b.put("model", FIXTURE);
+        b.put("prompt", "The quick brown fox");
+        // long enough (0.5 s warm, 10 s cold here) for the second request to come while the first computes
+        b.put("max_tokens", 300);
+        b.put("ignore_eos", true);
+        b.put("temperature", 0);
+        try (ServeTesting.Running s = ServeTesting.start(FIXTURE);
+             Socket socket = new Socket("127.0.0.1", s.server().port())) {
+            socket.setSoTimeout(60_000);
+            double before = cancelled(s);
+            socket.getOutputStream().write(rawRequest("POST", "/v1/completions", b.toString()));
+            assertTrue(ServeTesting.await(() -> s.server().engine().running() == 1, Duration.ofSeconds(10)));
+            socket.getOutputStream().write(rawRequest("GET", "/health", null));
+            CurlTest.Http h = rawResponse(socket.getInputStream());
+            assertEquals(200, h.status(), h.body());
+            assertEquals("close", h.header("Connection"), h.headers().toString());
+            JsonNode choice = JSON.readTree(h.body()).path("choices").get(0);
+            assertEquals("length", choice.path("finish_reason").asText(), h.body());
+            assertEquals(before, cancelled(s));
+            // the pipelined GET is not answered: the client retries it on a new connection
+            assertEquals(-1, socket.getInputStream().read());
+            servesAGoodRequest(s);
+            assertEquals("", s.log().toString());
         }
     }
 }
