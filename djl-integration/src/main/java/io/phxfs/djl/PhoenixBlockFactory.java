@@ -20,7 +20,8 @@ import java.util.Map;
  * {@code phoenix://} URL, which sets both.
  *
  * <p>A model on a GPU ({@code optDevice(Device.gpu(n))}) has its weights loaded into that
- * GPU's memory and wrapped there, which needs a CUDA build of libtorch 2.7 (see the README).
+ * GPU's memory and wrapped there, and the block computes there in the checkpoint's dtype: that needs a CUDA
+ * libtorch with DJL's JNI built for it (see the README: On a GPU machine).
  *
  * <p>Supported {@code model_type}s: {@code gpt2} ({@link Gpt2Block}) and {@code llama}
  * ({@link LlamaBlock}). The weights close with the model.

@@ -120,6 +120,37 @@ public final class TensorViews {
     }
 
     /**
+     * Wraps Phoenix memory (host or device) as an array of {@code manager} without copying: a
+     * contiguous {@code shape} tensor of {@code type} at the buffer's start. The buffer keeps
+     * owning the memory: close the array before the buffer.
+     *
+     * @param buffer host memory, or device memory of the manager's GPU
+     * @param shape the dimensions
+     * @param type FLOAT32, FLOAT16 or BFLOAT16
+     * @param manager a PyTorch manager on the buffer's device
+     * @return an array over the buffer's bytes
+     * @throws IllegalArgumentException when the buffer is too small or on another device
+     * @throws IllegalStateException when libtorch refuses the memory (device memory with a CPU-only libtorch)
+     */
+    public static NDArray view(io.phxfs.core.RegisteredBuffer buffer, Shape shape, DataType type, NDManager manager) {
+        PtNDManager pt = ptManager(manager);
+        Device device = manager.getDevice();
+        boolean host = buffer.isHost();
+        if (host == device.isGpu() || !host && device.getDeviceId() != buffer.deviceId()) {
+            throw new IllegalArgumentException("memory of " + (host ? "the host" : "device " + buffer.deviceId())
+                    + " for an array of a manager on " + device);
+        }
+        long bytes = shape.size() * type.getNumOfBytes();
+        if (bytes > buffer.size()) {
+            throw new IllegalArgumentException(shape + " " + type + " needs " + bytes + " bytes; the buffer has " + buffer.size());
+        }
+        TorchShim shim = TorchShim.get();
+        long handle = shim.fromBlob(buffer.address(), shape.getShape(), shim.dtype(Precision.torchName(type)),
+                host ? shim.deviceCpu : shim.deviceCuda, host ? -1 : buffer.deviceId());
+        return new PtNDArray(pt, handle);
+    }
+
+    /**
      * A new float32 array with the values of {@code array}, whatever its dtype (bf16, fp8, ...),
      * converted by libtorch ({@code copy_}), on the array's device, in its manager.
      *

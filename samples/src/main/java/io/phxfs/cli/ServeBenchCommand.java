@@ -54,6 +54,10 @@ public final class ServeBenchCommand implements Callable<Integer> {
     @Option(names = "--redis", paramLabel = "URL", description = "redis://host:port for the redis setting.")
     public String redis;
 
+    /** The servers' GPU. */
+    @Option(names = "--device", paramLabel = "N", description = "Run the servers on GPU N (phoenix serve --device N; default: the CPU).")
+    public Integer device;
+
     /** Where the disk tier lives. */
     @Option(names = "--dir", description = "Directory for the disk tier's files (default: a new one under java.io.tmpdir, removed after).")
     public Path dir;

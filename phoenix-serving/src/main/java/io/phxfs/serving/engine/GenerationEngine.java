@@ -49,13 +49,22 @@ public final class GenerationEngine implements AutoCloseable {
         this.block = (CausalLmBlock) model.getBlock();
         this.tokenizer = tokenizer;
         this.template = template;
-        KvLayout layout = new KvLayout(block.layers(), block.kvHeads(), block.headDim(), KvLayout.DType.FLOAT32,
+        KvLayout layout = new KvLayout(block.layers(), block.kvHeads(), block.headDim(), kvDtype(block.dtype()),
                 KvLayout.Kind.KV_2LTD);
         this.prefix = config.kvCache() == null ? null : new PrefixCache(config.kvCache(), layout, identity);
         this.card = new ModelCard(config.modelDir(), block.config().modelType(), block.contextLength(), block.vocabSize(),
                 identity, System.currentTimeMillis() / 1000);
         this.scheduler = new Scheduler(block, model.getNDManager(), tokenizer, eos, prefix, layout, config);
         this.thread = Thread.ofPlatform().name("phoenix-engine").daemon(false).start(scheduler);
+    }
+
+    private static KvLayout.DType kvDtype(ai.djl.ndarray.types.DataType t) {
+        return switch (t) {
+            case FLOAT32 -> KvLayout.DType.FLOAT32;
+            case FLOAT16 -> KvLayout.DType.FLOAT16;
+            case BFLOAT16 -> KvLayout.DType.BFLOAT16;
+            default -> throw new IllegalArgumentException("KV cache dtype " + t);
+        };
     }
 
     /**
@@ -67,7 +76,7 @@ public final class GenerationEngine implements AutoCloseable {
      * @throws IOException when a file cannot be read; the message names it
      * @throws IllegalArgumentException for a checkpoint the engine cannot serve (no tokenizer.json,
      *         an unsupported model type, a malformed file)
-     * @throws UnsupportedOperationException for a device: generation computes on the CPU in this release
+     * @throws IllegalStateException for a device the libtorch DJL loaded cannot compute on (a CPU-only build)
      */
     public static GenerationEngine open(EngineConfig config) throws IOException {
         Path dir = config.modelDir().toAbsolutePath().normalize();
@@ -77,9 +86,8 @@ public final class GenerationEngine implements AutoCloseable {
             }
             throw new NoSuchFileException(dir.toString(), null, "no such checkpoint directory");
         }
-        if (config.device() != null) {
-            throw new UnsupportedOperationException("generation on device " + config.device() + " is not available yet:"
-                    + " DJL's GPU path has not run (issue djl-gpu); serve computes on the CPU");
+        if (config.device() != null && config.device() < 0) {
+            throw new IllegalArgumentException("device " + config.device() + ": a GPU index >= 0");
         }
         // DJL's tokenizer pings a usage-tracking endpoint at first use unless told not to: a
         // server must not reach out (and a closed network would stall its start)
@@ -93,8 +101,11 @@ public final class GenerationEngine implements AutoCloseable {
             String identity = ModelIdentity.of(dir);
             DjlRuntime.preferOffline();
             DjlRuntime.pytorch();
+            // on a GPU: weights straight into its memory, computed in the checkpoint's dtype, the
+            // KV cache in its memory too
             Criteria<long[], float[][]> criteria = Criteria.builder().setTypes(long[].class, float[][].class)
-                    .optModelUrls("phoenix://" + dir).build();
+                    .optModelUrls("phoenix://" + dir)
+                    .optDevice(config.device() == null ? ai.djl.Device.cpu() : ai.djl.Device.gpu(config.device())).build();
             ZooModel<long[], float[][]> model;
             try {
                 model = criteria.loadModel();
@@ -107,7 +118,7 @@ public final class GenerationEngine implements AutoCloseable {
             }
             warnAboutIgnoredSettings(dir);
             try {
-                return new GenerationEngine(config.withDevice(null), model, tokenizer, template, identity, eos);
+                return new GenerationEngine(config, model, tokenizer, template, identity, eos);
             } catch (RuntimeException e) {
                 model.close(); // a tier that refused its directory, say
                 throw e;

@@ -2,7 +2,6 @@ package io.phxfs.serving.engine;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
-import io.phxfs.core.Phoenix;
 import io.phxfs.djl.CausalLmBlock;
 import io.phxfs.djl.KvCache;
 import io.phxfs.kvcache.KvLayout;
@@ -43,13 +42,8 @@ final class Scheduler implements Runnable {
     private final PrefixCache prefix;
     private final KvLayout layout;
     private final EngineObserver observer;
-    /**
-     * Where the requests' caches live: memory faulted in once and handed out again, since a
-     * fresh mapping's first touch (the kernel zeroing every page) would be part of every
-     * request's time to first token (about 0.2 s for an 80 MB cache on the 2-core build machine).
-     * It keeps what a full batch at full context needs, at most 2 GiB.
-     */
-    private final io.phxfs.core.HostMemoryPool kvMemory;
+    /** Where the requests' caches live (host memory kept for reuse, or the model's GPU). */
+    private final KvMemory kvMemory;
     /** Prefixes the running requests share (null without a prefix cache). */
     private final SharedPrefixes sharedPrefixes;
     /** Requests accepted and not yet ended: waiting, being prefilled or running. */
@@ -69,8 +63,11 @@ final class Scheduler implements Runnable {
         this.maxRunning = config.maxRunning();
         this.maxWaiting = config.maxWaiting();
         this.observer = config.observer();
-        long perRequest = 2L * block.layers() * block.kvHeads() * block.headDim() * Float.BYTES * block.contextLength();
-        this.kvMemory = Phoenix.open().host().pool(Math.min(2L << 30, perRequest * maxRunning));
+        long perRequest = 2L * block.layers() * block.kvHeads() * block.headDim() * block.dtype().getNumOfBytes()
+                * block.contextLength();
+        // host: keep what a full batch at full context needs, at most 2 GiB
+        this.kvMemory = config.device() == null ? KvMemory.host(Math.min(2L << 30, perRequest * maxRunning))
+                : KvMemory.device(config.device());
         this.sharedPrefixes = prefix == null ? null : new SharedPrefixes(kvMemory::allocate, block, manager, layout,
                 prefix.chunkSize());
     }

@@ -2,21 +2,20 @@ package io.phxfs.serving.engine;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.phxfs.core.RegisteredBuffer;
 import io.phxfs.djl.CausalLmBlock;
 import io.phxfs.djl.KvCache;
+import io.phxfs.djl.TensorViews;
 import io.phxfs.kvcache.KvLayout;
 import io.phxfs.kvcache.KvTensors;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * One request's KV cache: per layer a key and a value buffer {@code [1, kv_heads, capacity,
- * head_dim]} float32 in Phoenix host memory, seen by the model as arrays over that memory (its
+ * head_dim]} of the model's dtype in Phoenix memory (host, or the model's GPU), seen by the model as arrays over that memory (its
  * cache writes each step in place) and by the KV tier as {@link KvTensors} over the same bytes,
  * so that a retrieve fills the model's cache and a store reads it with no copy in between.
  * The buffers are freed once the arrays are gone and any store reading them has finished.
@@ -47,7 +46,7 @@ final class SequenceKv implements AutoCloseable {
         this.shared = shared;
         this.manager = parent.newSubManager();
         int layers = block.layers();
-        long bytes = (long) block.kvHeads() * capacity * block.headDim() * Float.BYTES;
+        long bytes = (long) block.kvHeads() * capacity * block.headDim() * block.dtype().getNumOfBytes();
         NDArray[] k = new NDArray[layers];
         NDArray[] v = new NDArray[layers];
         Shape shape = new Shape(block.kvHeads(), capacity, block.headDim());
@@ -57,8 +56,8 @@ final class SequenceKv implements AutoCloseable {
                 keys.add(kb);
                 RegisteredBuffer vb = memory.apply(bytes);
                 values.add(vb);
-                k[i] = view(kb, shape);
-                v[i] = view(vb, shape);
+                k[i] = TensorViews.view(kb, shape, block.dtype(), manager);
+                v[i] = TensorViews.view(vb, shape, block.dtype(), manager);
             }
             int first = shared == null ? 0 : shared.length();
             this.cache = shared == null ? block.newCache(k, v) : block.newCache(shared.prefix(), k, v);
@@ -72,12 +71,6 @@ final class SequenceKv implements AutoCloseable {
             values.forEach(RegisteredBuffer::close);
             throw e;
         }
-    }
-
-    private NDArray view(RegisteredBuffer b, Shape shape) {
-        java.nio.ByteBuffer bb = b.segment().orElseThrow(() -> new IllegalStateException("host memory without a segment"))
-                .asByteBuffer().order(ByteOrder.nativeOrder());
-        return manager.create(bb, shape, DataType.FLOAT32);
     }
 
     KvCache cache() {

@@ -2,14 +2,13 @@ package io.phxfs.serving.engine;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
-import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import io.phxfs.core.RegisteredBuffer;
 import io.phxfs.djl.CausalLmBlock;
 import io.phxfs.djl.KvPrefix;
+import io.phxfs.djl.TensorViews;
 import io.phxfs.kvcache.KvLayout;
 import io.phxfs.kvcache.KvTensors;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -74,7 +73,7 @@ final class SharedPrefixes implements AutoCloseable {
             this.key = key;
             this.manager = parent.newSubManager();
             int p = key.tokens.length;
-            long bytes = (long) model.kvHeads() * p * model.headDim() * Float.BYTES;
+            long bytes = (long) model.kvHeads() * p * model.headDim() * model.dtype().getNumOfBytes();
             List<RegisteredBuffer> keys = new ArrayList<>();
             List<RegisteredBuffer> values = new ArrayList<>();
             try {
@@ -100,16 +99,10 @@ final class SharedPrefixes implements AutoCloseable {
             NDArray[] k = new NDArray[model.layers()];
             NDArray[] v = new NDArray[model.layers()];
             for (int i = 0; i < k.length; i++) {
-                k[i] = view(buffers.get(2 * i), shape);
-                v[i] = view(buffers.get(2 * i + 1), shape);
+                k[i] = TensorViews.view(buffers.get(2 * i), shape, model.dtype(), manager);
+                v[i] = TensorViews.view(buffers.get(2 * i + 1), shape, model.dtype(), manager);
             }
             prefix = model.newPrefix(k, v);
-        }
-
-        private NDArray view(RegisteredBuffer b, Shape shape) {
-            java.nio.ByteBuffer bb = b.segment().orElseThrow(() -> new IllegalStateException("host memory without a segment"))
-                    .asByteBuffer().order(ByteOrder.nativeOrder());
-            return manager.create(bb, shape, DataType.FLOAT32);
         }
 
         KvPrefix prefix() {

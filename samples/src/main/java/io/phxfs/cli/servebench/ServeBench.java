@@ -80,7 +80,7 @@ public final class ServeBench {
             for (String tier : o.tiers) {
                 Path kv = kvConfig(work, tier, disk);
                 List<Result> rs = new ArrayList<>();
-                ServerProcess server = ServerProcess.start(o.model, kv, max(o.concurrency), o.requests, err, o.quiet);
+                ServerProcess server = ServerProcess.start(o.model, kv, o.device, max(o.concurrency), o.requests, err, o.quiet);
                 try {
                     // the first request compiles the JIT's paths and, for a tier, stores the prefix
                     progress("%s: warming up (%s)", tier, tier.equals("off") ? "JIT" : "stores the shared prefix");
@@ -88,7 +88,7 @@ public final class ServeBench {
                     if (tier.equals("disk") || tier.equals("redis")) {
                         progress("%s: restarting the server, so that hits come from the tier", tier);
                         server.stop();
-                        server = ServerProcess.start(o.model, kv, max(o.concurrency), o.requests, err, o.quiet);
+                        server = ServerProcess.start(o.model, kv, o.device, max(o.concurrency), o.requests, err, o.quiet);
                         // the restarted JVM warms its JIT on a prompt of its own (no shared prefix), so
                         // that the setting is measured as warm as the others
                         Load.once(server.url(), tokens(new SplittableRandom(99), o.suffixTokens, vocab), o.maxTokens);

@@ -38,14 +38,17 @@ final class ServerProcess {
         return url;
     }
 
-    static ServerProcess start(Path model, Path kvConfig, int maxRunning, int maxWaiting, PrintWriter err, boolean quiet)
-            throws IOException, InterruptedException {
+    static ServerProcess start(Path model, Path kvConfig, Integer device, int maxRunning, int maxWaiting, PrintWriter err,
+                               boolean quiet) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "io.phxfs.cli.PhoenixCli",
                 "serve", model.toString(), "--port", "0", "--max-running", Integer.toString(maxRunning), "--max-waiting",
                 Integer.toString(Math.max(maxWaiting, 1))));
         if (kvConfig != null) {
             cmd.addAll(List.of("--kv-config", kvConfig.toString()));
+        }
+        if (device != null) {
+            cmd.addAll(List.of("--device", device.toString()));
         }
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         CompletableFuture<String> found = new CompletableFuture<>();
