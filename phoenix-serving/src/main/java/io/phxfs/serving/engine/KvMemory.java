@@ -38,6 +38,11 @@ final class KvMemory implements AutoCloseable {
         return pool != null ? pool.allocate(bytes) : Phoenix.open().device(device).allocateUninitialized(bytes);
     }
 
+    /** Whether the caches are in a GPU's memory. */
+    boolean onDevice() {
+        return device != null;
+    }
+
     @Override
     public void close() {
         if (pool != null) {

@@ -68,7 +68,7 @@ final class Scheduler implements Runnable {
         // host: keep what a full batch at full context needs, at most 2 GiB
         this.kvMemory = config.device() == null ? KvMemory.host(Math.min(2L << 30, perRequest * maxRunning))
                 : KvMemory.device(config.device());
-        this.sharedPrefixes = prefix == null ? null : new SharedPrefixes(kvMemory::allocate, block, manager, layout,
+        this.sharedPrefixes = prefix == null ? null : new SharedPrefixes(kvMemory, block, manager, layout,
                 prefix.chunkSize());
     }
 
@@ -241,7 +241,9 @@ final class Scheduler implements Runnable {
                 int base = common == null ? 0 : common.length();
                 s.kv = new SequenceKv(kvMemory::allocate, block, manager, common, prompt.length - base + maxTokens, layout);
                 if (common == null && hit > 0) {
-                    int reused = prefix.reuse(prompt, hit, extra, s.kv);
+                    int reused = kvMemory.onDevice()
+                            ? deviceReuse(prompt, hit, extra, s.kv)
+                            : prefix.reuse(prompt, hit, extra, s.kv);
                     if (reused > 0) {
                         s.kv.cache().setLength(reused);
                     }
@@ -254,6 +256,16 @@ final class Scheduler implements Runnable {
             }
         } catch (RuntimeException e) {
             fail(s, e);
+        }
+    }
+
+    /** {@link PrefixCache#reuse} for a cache on a GPU; a failure costs a recompute. */
+    private int deviceReuse(int[] prompt, int hit, byte[] extra, SequenceKv kv) {
+        try {
+            return DeviceChunkFill.fill(prefix, java.util.Arrays.copyOf(prompt, hit), extra, layout, kvMemory, kv.keyArrays(),
+                    kv.valueArrays(), block.dtype(), manager);
+        } catch (RuntimeException e) {
+            return 0;
         }
     }
 

@@ -30,6 +30,8 @@ final class SequenceKv implements AutoCloseable {
     private final NDManager manager;
     private final KvCache cache;
     private final KvTensors tensors;
+    private final NDArray[] keyArrays;
+    private final NDArray[] valueArrays;
     private final int capacity;
     /** The shared prefix this cache continues, or null; released at close. */
     private final SharedPrefixes.Block shared;
@@ -59,6 +61,8 @@ final class SequenceKv implements AutoCloseable {
                 k[i] = TensorViews.view(kb, shape, block.dtype(), manager);
                 v[i] = TensorViews.view(vb, shape, block.dtype(), manager);
             }
+            this.keyArrays = k;
+            this.valueArrays = v;
             int first = shared == null ? 0 : shared.length();
             this.cache = shared == null ? block.newCache(k, v) : block.newCache(shared.prefix(), k, v);
             this.tensors = KvTensors.of(layout, keys, values, 1, 0, capacity, first);
@@ -79,6 +83,15 @@ final class SequenceKv implements AutoCloseable {
 
     KvTensors tensors() {
         return tensors;
+    }
+
+    /** The cache's own per-layer key arrays {@code [kv_heads, capacity, head_dim]} (a device fill writes them). */
+    NDArray[] keyArrays() {
+        return keyArrays;
+    }
+
+    NDArray[] valueArrays() {
+        return valueArrays;
     }
 
     /** Positions the cache can hold, the shared prefix's included. */

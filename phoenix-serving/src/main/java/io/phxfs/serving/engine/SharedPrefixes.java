@@ -14,7 +14,6 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.LongFunction;
 
 /**
  * Prompt prefixes whose KV the running requests share, one block per prefix (SGLang's radix
@@ -29,7 +28,7 @@ import java.util.function.LongFunction;
  * only by the engine's thread.
  */
 final class SharedPrefixes implements AutoCloseable {
-    private final LongFunction<RegisteredBuffer> memory;
+    private final KvMemory memory;
     private final CausalLmBlock model;
     private final NDManager parent;
     private final KvLayout layout;
@@ -39,7 +38,7 @@ final class SharedPrefixes implements AutoCloseable {
     private long filled;
     private long joined;
 
-    SharedPrefixes(LongFunction<RegisteredBuffer> memory, CausalLmBlock model, NDManager parent, KvLayout layout, int chunk) {
+    SharedPrefixes(KvMemory memory, CausalLmBlock model, NDManager parent, KvLayout layout, int chunk) {
         this.memory = memory;
         this.model = model;
         this.parent = parent;
@@ -67,6 +66,8 @@ final class SharedPrefixes implements AutoCloseable {
         private final NDManager manager;
         private final KvTensors tensors;
         private KvPrefix prefix;
+        private NDArray[] keyArrays;
+        private NDArray[] valueArrays;
         private int users;
 
         private Block(Key key) {
@@ -78,8 +79,8 @@ final class SharedPrefixes implements AutoCloseable {
             List<RegisteredBuffer> values = new ArrayList<>();
             try {
                 for (int i = 0; i < model.layers(); i++) {
-                    keys.add(track(memory.apply(bytes)));
-                    values.add(track(memory.apply(bytes)));
+                    keys.add(track(memory.allocate(bytes)));
+                    values.add(track(memory.allocate(bytes)));
                 }
                 this.tensors = KvTensors.of(layout, keys, values, 1, 0, p);
             } catch (RuntimeException e) {
@@ -102,7 +103,17 @@ final class SharedPrefixes implements AutoCloseable {
                 k[i] = TensorViews.view(buffers.get(2 * i), shape, model.dtype(), manager);
                 v[i] = TensorViews.view(buffers.get(2 * i + 1), shape, model.dtype(), manager);
             }
+            keyArrays = k;
+            valueArrays = v;
             prefix = model.newPrefix(k, v);
+        }
+
+        /** Fills the block from the tier: straight into host memory, or whole chunks to the GPU rearranged there. */
+        private int fill(PrefixCache tier, byte[] extra) {
+            if (memory.onDevice()) {
+                return DeviceChunkFill.fill(tier, key.tokens, extra, layout, memory, keyArrays, valueArrays, model.dtype(), manager);
+            }
+            return tier.retrieve(key.tokens, extra, tensors);
         }
 
         KvPrefix prefix() {
@@ -151,7 +162,8 @@ final class SharedPrefixes implements AutoCloseable {
             b = new Block(key);
             int got;
             try {
-                got = tier.retrieve(key.tokens, extra, b.tensors);
+                b.seal();
+                got = b.fill(tier, extra);
             } catch (RuntimeException e) {
                 got = 0;
             }
@@ -161,7 +173,6 @@ final class SharedPrefixes implements AutoCloseable {
                 b.free();
                 return null;
             }
-            b.seal();
             blocks.put(key, b);
             filled++;
         } else {
