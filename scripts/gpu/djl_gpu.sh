@@ -6,7 +6,9 @@
 #   bench8b      a Llama-3.1-8B-shaped random bf16 checkpoint in 4 shards, page cache warm:
 #                loadModel() to the first token (Phoenix, DJL's own route, transformers),
 #                decode tokens/s (Phoenix's blocks against transformers' generate)
-# Usage: scripts/gpu/djl_gpu.sh [correctness] [bench8b]   (default: both). Output in $OUT.
+#   serve8k      phoenix serve-bench --device 0 on the 8B-shaped checkpoint, 8,000 shared prefix tokens
+#   routes       only the load routes of bench8b (DJL's decode+toDevice, Phoenix) on its checkpoint
+# Usage: scripts/gpu/djl_gpu.sh [correctness] [bench8b] [routes]   (default: correctness bench8b). Output in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-gpu-results}; mkdir -p "$out"
@@ -21,59 +23,77 @@ python3 -c "import torch, transformers; print('torch', torch.__version__, 'trans
 [ -x .gpu/jre/bin/java ] || tar -C .gpu -xJf .gpu/jre.tar.xz
 
 step "DJL JNI for this libtorch"
-OUT="$out" timeout 600 bash scripts/gpu/djl-jni-build.sh > "$out/jni-build.txt" 2>&1 || { tail -20 "$out/jni-build.txt"; exit 1; }
+OUT= timeout 600 bash scripts/gpu/djl-jni-build.sh > "$out/jni-build.txt" 2>&1 || { tail -20 "$out/jni-build.txt"; exit 1; }
 tail -8 "$out/jni-build.txt"
 # shellcheck disable=SC1091
 . build/djl-jni/env.sh
 export DJL_CACHE_DIR=$PWD/build/djl-cache OPT_OUT_TRACKING=true
 java=.gpu/jre/bin/java
 jar=.gpu/phoenix-cli-full.jar
-phx() { "$java" --enable-native-access=ALL-UNNAMED -cp "$jar" io.phxfs.cli.PhoenixCli "$@"; }
+phx=("$java" --enable-native-access=ALL-UNNAMED -cp "$jar" io.phxfs.cli.PhoenixCli)
+# per-case files go to $work and come back as one archive (the device call returns few files)
+work=/tmp/djl-gpu-work; rm -rf "$work"; mkdir -p "$work"
+trap 'tar -C /tmp -czf "$out/djl-gpu-details.tgz" djl-gpu-work 2>/dev/null' EXIT
 ref=scripts/gpu/djl_gpu_reference.py
 
 if [[ " $modes " == *" correctness "* ]]; then
   step "correctness: djl-run --device 0 against transformers on the same GPU"
   ids=1,7,42,300,5,9,11,13,100,200,250,17
   : > "$out/correctness.jsonl"
-  for c in tiny-llama:bfloat16 tiny-gpt2:bfloat16 tiny-gpt2-sharded:bfloat16 tiny-chat-llama:bfloat16 tiny-chat-gpt2:bfloat16 \
-           tiny-llama:float32 tiny-gpt2-sharded:float32 tiny-chat-llama:float16; do
+  cases="tiny-llama:bfloat16 tiny-gpt2:bfloat16 tiny-gpt2-sharded:bfloat16 tiny-chat-llama:bfloat16 tiny-chat-gpt2:bfloat16
+         tiny-llama:float32 tiny-gpt2-sharded:float32 tiny-chat-llama:float16"
+  timeout 400 python3 $ref references .gpu/fixtures $ids 16 "$work" $cases > "$work/references.log" 2>&1 \
+    || { echo "transformers references failed"; tail -20 "$work/references.log"; status=1; }
+  for c in $cases; do
     f=${c%%:*}; dt=${c##*:}; d=.gpu/fixtures/$f; tag=$f-$dt
-    timeout 300 python3 $ref reference "$d" "$dt" $ids 16 "$out/ref-$tag.json" > "$out/ref-$tag.log" 2>&1 \
-      || { echo "$tag: transformers failed"; tail -5 "$out/ref-$tag.log"; status=1; continue; }
-    timeout 300 phx djl-run "$d" --device 0 --dtype "$dt" --ids $ids --generate 16 --repeat 1 --json --json-last-logits \
-      > "$out/ours-$tag.json" 2> "$out/ours-$tag.log" \
-      || { echo "$tag: djl-run failed"; tail -20 "$out/ours-$tag.log"; status=1; continue; }
-    python3 $ref compare "$out/ref-$tag.json" "$out/ours-$tag.json" | tee -a "$out/correctness.jsonl" || status=1
+    timeout 300 "${phx[@]}" djl-run "$d" --device 0 --dtype "$dt" --ids $ids --generate 16 --repeat 1 --json --json-last-logits \
+      > "$work/ours-$tag.json" 2> "$work/ours-$tag.log" \
+      || { echo "$tag: djl-run failed"; tail -20 "$work/ours-$tag.log"; status=1; continue; }
+    python3 $ref compare "$work/ref-$tag.json" "$work/ours-$tag.json" | tee -a "$out/correctness.jsonl" || status=1
   done
 fi
 
-if [[ " $modes " == *" bench8b "* ]]; then
+if [[ " $modes " == *" bench8b "* || " $modes " == *" routes "* ]]; then
   m=/tmp/llama8b; f16=/tmp/llama8b-f16
   step "bench8b: writing a Llama-3.1-8B-shaped bf16 checkpoint (4 shards)"
-  [ -f $m/config.json ] || timeout 600 phx gen-model $m --size 16g --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 \
+  [ -f $m/config.json ] || timeout 600 "${phx[@]}" gen-model $m --size 16g --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 \
       --vocab 128256 --context 8192 --shards 4 --tokenizer .gpu/fixtures/tiny-chat-llama 2>&1 | tail -3
   du -sh $m; ls $m
   cat $m/*.safetensors > /dev/null # page cache warm
   ids=1,2,3,4,5,6,7,8
+  if [[ " $modes " == *" bench8b "* ]]; then
   step "bench8b: Phoenix (djl-run --device 0, bf16), twice"
   for r in 1 2; do
-    timeout 600 phx djl-run $m --device 0 --ids $ids --generate 64 --repeat 3 --json --json-last-logits > "$out/8b-phoenix-$r.json" 2> "$out/8b-phoenix-$r.log" \
-      || { echo "phoenix run $r failed"; tail -20 "$out/8b-phoenix-$r.log"; status=1; }
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d[k] for k in ('load_seconds','first_token_seconds','tokens_per_s','tokens_per_s_min','tokens_per_s_max','device','dtype')}, 'generated', d['generated'][:8])" "$out/8b-phoenix-$r.json" || true
+    timeout 600 "${phx[@]}" djl-run $m --device 0 --ids $ids --generate 64 --repeat 3 --json --json-last-logits > "$work/8b-phoenix-$r.json" 2> "$work/8b-phoenix-$r.log" \
+      || { echo "phoenix run $r failed"; tail -20 "$work/8b-phoenix-$r.log"; status=1; }
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: d[k] for k in ('load_seconds','first_token_seconds','tokens_per_s','tokens_per_s_min','tokens_per_s_max','device','dtype')}, 'generated', d['generated'][:8])" "$work/8b-phoenix-$r.json" || true
   done
   step "bench8b: transformers from_pretrained(device_map=cuda) and generate, twice"
   for r in 1 2; do
-    timeout 600 python3 $ref bench $m $ids 64 "$out/8b-transformers-$r.json" 2> "$out/8b-transformers-$r.log" || { tail -5 "$out/8b-transformers-$r.log"; status=1; }
+    timeout 600 python3 $ref bench $m $ids 64 "$work/8b-transformers-$r.json" 2> "$work/8b-transformers-$r.log" || { tail -5 "$work/8b-transformers-$r.log"; status=1; }
   done
+  fi
   step "bench8b: DJL's own route (NDList.decode into host, then toDevice) against Phoenix on the same float16 files"
   [ -d $f16 ] || timeout 600 python3 $ref to_f16 $m $f16 2000000000
+  [ -f $f16/model.safetensors.index.json ] || python3 $ref index $f16
   ls $f16 | head -20; cat $f16/*.safetensors > /dev/null
   for r in 1 2; do
     for p in decode-gpu phoenix-gpu; do
-      timeout 600 phx djl-load-bench $f16 --child $p 2> "$out/8b-$p-$r.log" | tee -a "$out/8b-routes.txt" || { tail -5 "$out/8b-$p-$r.log"; status=1; }
+      timeout 600 "${phx[@]}" djl-load-bench $f16 --child $p 2> "$work/8b-$p-$r.log" | sed "s/^/round $r $p, f16 files: /" | tee -a "$out/8b-routes.txt" || { tail -5 "$work/8b-$p-$r.log"; status=1; }
     done
   done
-  timeout 600 phx djl-load-bench $m --child phoenix-gpu 2>> "$out/8b-phoenix-gpu-bf16.log" | sed 's/^/bf16 files: /' | tee -a "$out/8b-routes.txt"
+  timeout 600 "${phx[@]}" djl-load-bench $m --child phoenix-gpu 2>> "$work/8b-phoenix-gpu-bf16.log" | sed 's/^/bf16 files: /' | tee -a "$out/8b-routes.txt"
+fi
+if [[ " $modes " == *" serve8k "* ]]; then
+  m=/tmp/llama8b
+  step "serve8k: phoenix serve --device 0 over the 8B-shaped checkpoint, an 8,000-token shared prefix"
+  [ -f $m/config.json ] || timeout 600 "${phx[@]}" gen-model $m --size 16g --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 \
+      --vocab 128256 --context 8192 --shards 4 --tokenizer .gpu/fixtures/tiny-chat-llama 2>&1 | tail -1
+  cat $m/*.safetensors > /dev/null
+  timeout 500 "${phx[@]}" serve-bench $m --device 0 --requests 4 --concurrency 1 --prefix-tokens 8000 --suffix-tokens 32 \
+      --max-tokens 16 --tiers ${SERVE_TIERS:-off,memory,disk} > "$out/serve8k.txt" 2> "$work/serve8k.log" \
+    || { echo "serve-bench failed"; tail -30 "$work/serve8k.log"; status=1; }
+  cat "$out/serve8k.txt"
 fi
 echo; echo "djl_gpu.sh: status $status"
 exit $status

@@ -2,6 +2,7 @@
 """transformers on the GPU, in the dtype DJL computes in, for scripts/gpu/djl_gpu.sh.
 
   reference DIR DTYPE IDS STEPS OUT.json   last-position logits of IDS and STEPS greedy tokens
+  references ROOT IDS STEPS WORK CASE...  the same for each FIXTURE:DTYPE under ROOT, into WORK/ref-FIXTURE-DTYPE.json
   compare REF.json OURS.json                logits difference and greedy agreement (exit 1 if tokens differ)
   bench DIR IDS STEPS OUT.json              from_pretrained(device_map="cuda") to the first token; decode tokens/s
   to_f16 DIR DEST SHARD_BYTES               DIR's tensors as float16 in shards under SHARD_BYTES (for DJL's decode)
@@ -97,16 +98,38 @@ def to_f16(d, dest, shard_bytes):
             size += v.numel() * 2
     if shard:
         save_file(shard, os.path.join(dest, "part-%03d.safetensors" % n))
+    index(dest)
+
+
+def index(d):
+    """model.safetensors.index.json for the shards in d (Phoenix loads a sharded directory by its index)."""
+    import glob
+    import os
+    from safetensors import safe_open
+    wm = {}
+    for f in sorted(glob.glob(os.path.join(d, "*.safetensors"))):
+        with safe_open(f, "pt") as h:
+            for k in h.keys():
+                wm[k] = os.path.basename(f)
+    json.dump({"metadata": {}, "weight_map": wm}, open(os.path.join(d, "model.safetensors.index.json"), "w"))
 
 
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "reference":
         reference(sys.argv[2], sys.argv[3], [int(i) for i in sys.argv[4].split(",")], int(sys.argv[5]), sys.argv[6])
+    elif cmd == "references":
+        # references ROOT IDS STEPS WORK CASE...: one process for all (torch's import is the slow part)
+        root, ids, steps, work = sys.argv[2], [int(i) for i in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5]
+        for case in sys.argv[6:]:
+            f, dt = case.split(":")
+            reference(root + "/" + f, dt, ids, steps, "%s/ref-%s-%s.json" % (work, f, dt))
     elif cmd == "compare":
         sys.exit(compare(sys.argv[2], sys.argv[3]))
     elif cmd == "bench":
         bench(sys.argv[2], [int(i) for i in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5])
+    elif cmd == "index":
+        index(sys.argv[2])
     elif cmd == "to_f16":
         to_f16(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
