@@ -90,10 +90,11 @@ if [[ " $modes " == *" serve8k "* ]]; then
   [ -f $m/config.json ] || timeout 600 "${phx[@]}" gen-model $m --size 16g --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 \
       --vocab 128256 --context 8192 --shards 4 --tokenizer .gpu/fixtures/tiny-chat-llama 2>&1 | tail -1
   cat $m/*.safetensors > /dev/null
-  timeout 500 "${phx[@]}" serve-bench $m --device 0 --requests 4 --concurrency 1 --prefix-tokens 8000 --suffix-tokens 32 \
+  PHX_SERVE_TRACE=1 timeout 500 "${phx[@]}" serve-bench $m --device 0 --requests 4 --concurrency 1 --prefix-tokens 8000 --suffix-tokens 32 \
       --max-tokens 16 --tiers ${SERVE_TIERS:-off,memory,disk} > "$out/serve8k.txt" 2> "$work/serve8k.log" \
     || { echo "serve-bench failed"; tail -30 "$work/serve8k.log"; status=1; }
   cat "$out/serve8k.txt"
+  grep "trace" "$work/serve8k.log" | tail -16
 fi
 echo; echo "djl_gpu.sh: status $status"
 exit $status

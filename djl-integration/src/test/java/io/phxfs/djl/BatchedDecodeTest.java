@@ -9,7 +9,6 @@ import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.repository.zoo.Criteria;
 import ai.djl.repository.zoo.ZooModel;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -20,26 +19,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  * within float32 rounding, for sequences of different lengths in one batch.
  */
 class BatchedDecodeTest {
-    private static ZooModel<long[], float[]> load(String dir) throws Exception {
-        return Criteria.builder().setTypes(long[].class, float[].class)
-                .optModelUrls("phoenix://" + TestFixtures.file(dir)).build().loadModel();
-    }
-
-    private static float maxDiff(float[] a, float[] b) {
-        assertEquals(a.length, b.length);
-        float d = 0;
-        for (int i = 0; i < a.length; i++) {
-            d = Math.max(d, Math.abs(a[i] - b[i]));
-        }
-        return d;
-    }
-
     @ParameterizedTest
     @ValueSource(strings = {"tiny-llama", "tiny-gpt2"})
     void aBatchedStepEqualsEachSequenceAloneAndPreallocatedEqualsGrowing(String fixture) throws Exception {
         long[][] prompts = {{1, 7, 42, 300, 5}, {3, 9}, {11, 12, 13, 14, 15, 16, 17, 18, 19}};
         long[] next = {17, 23, 99};
-        try (ZooModel<long[], float[]> model = load(fixture);
+        try (ZooModel<long[], float[]> model = TestFixtures.zooModel(fixture);
              NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE)) {
             CausalLmBlock block = (CausalLmBlock) model.getBlock();
             int b = prompts.length;
@@ -65,18 +50,18 @@ class BatchedDecodeTest {
             NDArray logits = block.decode(m, next, batched);
             assertEquals(new Shape(b, block.vocabSize()), logits.getShape());
             for (int r = 0; r < b; r++) {
-                float d = maxDiff(expected[r], logits.get(r).toFloatArray());
+                float d = TestFixtures.maxDiff(expected[r], logits.get(r).toFloatArray());
                 assertTrue(d < 1e-4, fixture + " row " + r + ": batched differs from alone by " + d);
                 assertEquals(prompts[r].length + 1, batched[r].length());
                 assertEquals(alone[r].length(), batched[r].length());
-                float kd = maxDiff(alone[r].key(0).toFloatArray(), batched[r].key(0).toFloatArray());
+                float kd = TestFixtures.maxDiff(alone[r].key(0).toFloatArray(), batched[r].key(0).toFloatArray());
                 assertTrue(kd < 1e-5, "cached keys differ by " + kd);
             }
             // a second step, so that the in-place writes after the first are used too
             NDArray again = block.decode(m, new long[] {5, 6, 7}, batched);
             for (int r = 0; r < b; r++) {
                 float[] one = block.logits(m.create(new long[] {new long[] {5, 6, 7}[r]}), alone[r]).toFloatArray();
-                float d = maxDiff(one, again.get(r).toFloatArray());
+                float d = TestFixtures.maxDiff(one, again.get(r).toFloatArray());
                 assertTrue(d < 1e-4, fixture + " step 2 row " + r + ": " + d);
             }
             // a full preallocated cache refuses the next position instead of writing past its end

@@ -10,7 +10,6 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.index.NDIndex;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
-import ai.djl.repository.zoo.Criteria;
 import ai.djl.repository.zoo.ZooModel;
 import java.util.Random;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -23,20 +22,6 @@ import org.junit.jupiter.params.provider.ValueSource;
  * sequence without one, at different lengths.
  */
 class SharedPrefixTest {
-    private static ZooModel<long[], float[]> load(String dir) throws Exception {
-        return Criteria.builder().setTypes(long[].class, float[].class)
-                .optModelUrls("phoenix://" + TestFixtures.file(dir)).build().loadModel();
-    }
-
-    private static float maxDiff(float[] a, float[] b) {
-        assertEquals(a.length, b.length);
-        float d = 0;
-        for (int i = 0; i < a.length; i++) {
-            d = Math.max(d, Math.abs(a[i] - b[i]));
-        }
-        return d;
-    }
-
     private static long[] ids(Random rnd, int n, int vocab) {
         long[] x = new long[n];
         for (int i = 0; i < n; i++) {
@@ -76,7 +61,7 @@ class SharedPrefixTest {
     @ParameterizedTest
     @ValueSource(strings = {"tiny-llama", "tiny-gpt2"})
     void sharedPrefixCachesComputeWhatWholeCachesCompute(String fixture) throws Exception {
-        try (ZooModel<long[], float[]> model = load(fixture);
+        try (ZooModel<long[], float[]> model = TestFixtures.zooModel(fixture);
              NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE)) {
             CausalLmBlock block = (CausalLmBlock) model.getBlock();
             Random rnd = new Random(7);
@@ -102,7 +87,7 @@ class SharedPrefixTest {
                 assertEquals(skip, shared[r].length());
                 long[] rest = java.util.Arrays.copyOfRange(prompts[r], skip, prompts[r].length);
                 float[] got = block.prefill(m.create(rest), shared[r], true).toFloatArray();
-                float d = maxDiff(expected, got);
+                float d = TestFixtures.maxDiff(expected, got);
                 assertTrue(d < 1e-4, fixture + " row " + r + ": the prefill after a shared prefix differs by " + d);
                 assertEquals(prompts[r].length, shared[r].length());
             }
@@ -111,7 +96,7 @@ class SharedPrefixTest {
                 NDArray expected = block.decode(m, next, whole);
                 NDArray got = block.decode(m, next, shared);
                 for (int r = 0; r < rows; r++) {
-                    float d = maxDiff(expected.get(r).toFloatArray(), got.get(r).toFloatArray());
+                    float d = TestFixtures.maxDiff(expected.get(r).toFloatArray(), got.get(r).toFloatArray());
                     assertTrue(d < 1e-4, fixture + " step " + step + " row " + r + ": cascade differs by " + d);
                     assertEquals(whole[r].length(), shared[r].length());
                 }
@@ -119,7 +104,7 @@ class SharedPrefixTest {
             // a batch of one over a prefix takes the same path
             NDArray one = block.decode(m, new long[] {4}, new KvCache[] {shared[1]});
             NDArray oneWhole = block.decode(m, new long[] {4}, new KvCache[] {whole[1]});
-            assertTrue(maxDiff(one.toFloatArray(), oneWhole.toFloatArray()) < 1e-4);
+            assertTrue(TestFixtures.maxDiff(one.toFloatArray(), oneWhole.toFloatArray()) < 1e-4);
             // a cache over a prefix never forgets it
             assertThrows(IllegalArgumentException.class, () -> shared[0].setLength(10));
             for (int r = 0; r < rows; r++) {

@@ -55,4 +55,20 @@ final class TestFixtures {
         }
         return out;
     }
+
+    /** A fixture checkpoint through the zoo ({@code phoenix://}), ids in, last logits out. */
+    static ai.djl.repository.zoo.ZooModel<long[], float[]> zooModel(String dir) throws Exception {
+        return ai.djl.repository.zoo.Criteria.builder().setTypes(long[].class, float[].class)
+                .optModelUrls("phoenix://" + file(dir)).build().loadModel();
+    }
+
+    /** The largest absolute difference of two arrays of the same length. */
+    static float maxDiff(float[] a, float[] b) {
+        org.junit.jupiter.api.Assertions.assertEquals(a.length, b.length);
+        float d = 0;
+        for (int i = 0; i < a.length; i++) {
+            d = Math.max(d, Math.abs(a[i] - b[i]));
+        }
+        return d;
+    }
 }

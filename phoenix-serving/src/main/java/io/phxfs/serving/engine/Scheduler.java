@@ -33,6 +33,8 @@ final class Scheduler implements Runnable {
     private final ArrayDeque<Sequence> prefilling = new ArrayDeque<>();
     /** Prompt tokens prefilled between two decode steps while others are decoding. */
     static final int PREFILL_CHUNK = 256;
+    /** PHX_SERVE_TRACE=1: one line per request on stderr with where its time to first token went. */
+    private static final boolean TRACE = "1".equals(System.getenv("PHX_SERVE_TRACE"));
     private final int maxRunning;
     private final int maxWaiting;
     private final CausalLmBlock block;
@@ -251,6 +253,7 @@ final class Scheduler implements Runnable {
             }
             int reused = s.kv.cache().length();
             s.cachedTokens = reused;
+            s.cacheReadyNanos = System.nanoTime();
             if (prefix != null) {
                 observe(() -> observer.prefixCache(prompt.length, reused));
             }
@@ -303,8 +306,11 @@ final class Scheduler implements Runnable {
                 boolean end = to == prompt.length;
                 // only the last position's logits are used: the LM head for the others (T x vocab
                 // floats) is neither computed nor held
+                long t0 = System.nanoTime();
                 NDArray logits = block.prefill(step.create(piece), cache, end);
                 last = end ? logits.get(0).toFloatArray() : null;
+                s.prefillNanos += System.nanoTime() - t0;
+                s.prefillPieces++;
             }
             if (last == null) {
                 return; // more pieces to come
@@ -378,6 +384,12 @@ final class Scheduler implements Runnable {
         if (s.generated == 1) {
             s.firstTokenNanos = now;
             observe(() -> observer.firstToken((now - s.arrivedNanos) / 1e9, (now - s.scheduledNanos) / 1e9));
+            if (TRACE) {
+                System.err.printf(java.util.Locale.ROOT, "phoenix serve: trace %s: queued %.1f ms, cache ready %.1f ms (%d of %d"
+                                + " tokens reused), prefill %.1f ms in %d pieces, first token %.1f ms after arrival%n", s.id(),
+                        (s.scheduledNanos - s.arrivedNanos) / 1e6, (s.cacheReadyNanos - s.scheduledNanos) / 1e6, s.cachedTokens,
+                        s.promptTokens(), s.prefillNanos / 1e6, s.prefillPieces, (now - s.arrivedNanos) / 1e6);
+            }
         } else {
             long previous = s.lastTokenNanos;
             observe(() -> observer.token((now - previous) / 1e9));

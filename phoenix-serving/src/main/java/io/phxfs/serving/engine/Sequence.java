@@ -20,6 +20,10 @@ final class Sequence implements GenerationHandle {
     int generated;
     int lastToken;
     long scheduledNanos;
+    /** When its cache was ready (allocated, filled from the tier), and the time its prefill pieces took. */
+    long cacheReadyNanos;
+    long prefillNanos;
+    int prefillPieces;
     long firstTokenNanos;
     long lastTokenNanos;
     boolean done;

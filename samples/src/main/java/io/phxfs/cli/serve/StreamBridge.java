@@ -145,11 +145,11 @@ final class StreamBridge implements GenerationListener {
                 boolean end = false;
                 for (Event e : batch) {
                     switch (e) {
-                        case Text t -> {
-                            if (!t.piece().isEmpty()) {
-                                buf.writeBytes(OpenAiJson.event(chunks.text(t.piece())));
-                            }
-                        }
+                        // one chunk per token, its text possibly empty (a token that ends no
+                        // character or word yet, a special token, text held back for a stop
+                        // string), as vLLM streams token deltas: a client sees each token when it
+                        // is made, and its time to first token is the engine's
+                        case Text t -> buf.writeBytes(OpenAiJson.event(chunks.text(t.piece())));
                         case Finished f -> {
                             buf.writeBytes(OpenAiJson.event(chunks.last(f.reason())));
                             byte[] u = chunks.usage(f.usage());

@@ -197,6 +197,8 @@ class CurlTest {
         assertEquals(16, chunks.get(chunks.size() - 1).path("usage").path("completion_tokens").asInt());
         assertEquals(ServeTesting.finishReason(ref, c),
                 chunks.get(chunks.size() - 2).path("choices").get(0).path("finish_reason").asText());
+        // one chunk per token, empty text or not (as vLLM streams), then the finish and the usage
+        assertEquals(16 + 2, chunks.size(), "a chunk per generated token: " + chunks);
 
         // the same prompt as the reference's token ids (BOS included): the same continuation
         b = JSON.createObjectNode();
