@@ -45,16 +45,15 @@ final class Attention {
      * appended to {@code cache} at {@code layer}, over everything the cache holds before them
      * and themselves (causally).
      *
+     * @param mask {@link #ownMask} of the piece: the same for every layer, so made once per forward
      * @return {@code [Hq, T, d]}
      */
-    static NDArray cached(NDArray q, NDArray k, NDArray v, KvCache cache, int layer, DataType dt) {
-        NDManager m = q.getManager();
+    static NDArray cached(NDArray q, NDArray k, NDArray v, KvCache cache, int layer, DataType dt, NDArray mask) {
         int tokens = (int) q.getShape().get(1);
-        int past = cache.length();
         NDArray[] kv = cache.append(layer, k, v);
         KvPrefix prefix = cache.prefix();
         if (prefix == null) {
-            return full(q, kv[0], kv[1], causalMask(m, tokens, past), dt);
+            return full(q, kv[0], kv[1], mask, dt);
         }
         // the prefix is wholly visible to every new position; the mask covers the cache's own part
         long hq = q.getShape().get(0);
@@ -63,11 +62,32 @@ final class Attention {
         int shared = prefix.length();
         NDArray qg = q.reshape(hkv, hq / hkv, tokens, d);
         NDArray sPrefix = qg.matMul(prefix.key(layer).expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d));
-        NDArray sOwn = qg.matMul(kv[0].expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d))
-                .add(causalMask(m, tokens, past - shared));
+        NDArray sOwn = qg.matMul(kv[0].expandDims(1).transpose(0, 1, 3, 2)).div(Math.sqrt(d)).add(mask);
         NDList w = Precision.softmax(Precision.to(sPrefix, DataType.FLOAT32).concat(sOwn, 3), dt).split(new long[] {shared}, 3);
-        NDArray out = w.get(0).matMul(prefix.value(layer).expandDims(1)).add(w.get(1).matMul(kv[1].expandDims(1)));
+        NDArray out = sum(w.get(0).matMul(prefix.value(layer).expandDims(1)), w.get(1).matMul(kv[1].expandDims(1)), dt);
         return out.reshape(hq, tokens, d);
+    }
+
+    /**
+     * The causal mask of a prefill piece of {@code tokens} positions over the cache's own
+     * positions (those after its shared prefix, if any) and themselves; call before the piece's
+     * first layer appends to the cache.
+     */
+    static NDArray ownMask(NDManager m, KvCache cache, int tokens) {
+        int own = cache.length() - (cache.prefix() == null ? 0 : cache.prefix().length());
+        return causalMask(m, tokens, own);
+    }
+
+    /**
+     * The prefix's and the own positions' parts of an output added in float32 and rounded once
+     * to {@code dt}: in bf16 a rounded sum of two rounded parts would differ from one product
+     * over all positions by more than that product's own rounding.
+     */
+    private static NDArray sum(NDArray a, NDArray b, DataType dt) {
+        if (dt == DataType.FLOAT32) {
+            return a.add(b);
+        }
+        return Precision.to(Precision.to(a, DataType.FLOAT32).add(Precision.to(b, DataType.FLOAT32)), dt);
     }
 
     /**
@@ -141,7 +161,7 @@ final class Attention {
             own[j] = w.get(1).matMul(c.value(layer));
         }
         NDArray wp = n == 1 ? wPrefix.get(0) : NDArrays.concat(wPrefix, 1);
-        NDArray o = wp.matMul(prefix.value(layer)).add(n == 1 ? own[0] : NDArrays.concat(new NDList(own), 1));
+        NDArray o = sum(wp.matMul(prefix.value(layer)), n == 1 ? own[0] : NDArrays.concat(new NDList(own), 1), dt);
         // [Hkv, n * g, d] -> per row [1, Hkv, g, d]
         NDArray byRow = o.reshape(hkv, n, g, d).transpose(1, 0, 2, 3);
         NDList split = n == 1 ? new NDList(byRow) : byRow.split(n, 0);

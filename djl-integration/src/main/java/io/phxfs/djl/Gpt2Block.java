@@ -164,7 +164,8 @@ public final class Gpt2Block extends CausalLmBlock {
         int hd = width / heads;
         NDArray pos = m.arange((long) past, (long) past + tokens);
         NDArray x = wte.get(ids).add(wpe.get(pos));
-        NDArray mask = cache == null ? Attention.causalMask(m, tokens, 0) : null;
+        // one mask per forward: every layer's piece sees the same positions
+        NDArray mask = cache == null ? Attention.causalMask(m, tokens, 0) : Attention.ownMask(m, cache, tokens);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
             NDArray h = layerNorm(x, l.ln1W, l.ln1B);
@@ -174,7 +175,7 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray v = qkv.get(2).reshape(tokens, heads, hd).transpose(1, 0, 2);
             // attention divides by sqrt(d); scale_attn_weights=false means no scaling at all
             NDArray qs = scaleAttention ? q : q.mul(Math.sqrt(hd));
-            NDArray a = (cache == null ? Attention.full(qs, k, v, mask, dtype) : Attention.cached(qs, k, v, cache, i, dtype))
+            NDArray a = (cache == null ? Attention.full(qs, k, v, mask, dtype) : Attention.cached(qs, k, v, cache, i, dtype, mask))
                     .transpose(1, 0, 2).reshape(tokens, width);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);

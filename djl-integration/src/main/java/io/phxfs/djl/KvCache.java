@@ -7,7 +7,7 @@ import ai.djl.ndarray.index.NDIndex;
 
 /**
  * The keys and values of every layer for the tokens seen so far, one sequence: per layer
- * {@code [kv_heads, tokens, head_dim]} float32 arrays in a manager of the cache's own, so that
+ * {@code [kv_heads, tokens, head_dim]} arrays of the block's dtype in a manager of the cache's own, so that
  * a generation's arrays go with the cache. Made by {@link CausalLmBlock#newCache}; close it
  * when the generation ends (closing the model closes it too).
  *

@@ -229,7 +229,8 @@ public final class LlamaBlock extends CausalLmBlock {
         NDArray[] cs = rotaryTables(m, at, new Shape(tokens, headDim));
         NDArray cosA = cs[0];
         NDArray sinA = cs[1];
-        NDArray mask = cache == null ? Attention.causalMask(m, tokens, 0) : null;
+        // one mask per forward: every layer's piece sees the same positions
+        NDArray mask = cache == null ? Attention.causalMask(m, tokens, 0) : Attention.ownMask(m, cache, tokens);
         NDArray x = embed.get(ids);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
@@ -237,7 +238,7 @@ public final class LlamaBlock extends CausalLmBlock {
             NDArray q = rope(h.matMul(l.q).reshape(tokens, heads, headDim).transpose(1, 0, 2), cosA, sinA);
             NDArray k = rope(h.matMul(l.k).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2), cosA, sinA);
             NDArray v = h.matMul(l.v).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
-            NDArray a = (cache == null ? Attention.full(q, k, v, mask, dtype) : Attention.cached(q, k, v, cache, i, dtype))
+            NDArray a = (cache == null ? Attention.full(q, k, v, mask, dtype) : Attention.cached(q, k, v, cache, i, dtype, mask))
                     .transpose(1, 0, 2).reshape(tokens, (long) heads * headDim);
             x = x.add(a.matMul(l.o));
             h = rmsNorm(x, l.postNorm);

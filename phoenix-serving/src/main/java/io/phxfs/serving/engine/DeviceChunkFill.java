@@ -44,17 +44,20 @@ final class DeviceChunkFill {
                     dtype, m);
             int n = whole * chunk;
             NDIndex into = new NDIndex().addAllDim().addSliceDim(0, n);
-            for (int l = 0; l < layout.layers(); l++) {
-                for (int kv = 0; kv < 2; kv++) {
-                    // [whole, tokens, heads, d] -> [heads, whole * tokens, d]
-                    NDArray part = all.get(new NDIndex().addSliceDim(0, whole).addIndices(kv, l))
-                            .transpose(2, 0, 1, 3).reshape(layout.kvHeads(), n, layout.headDim());
-                    (kv == 0 ? keys : values)[l].set(into, part);
+            try {
+                for (int l = 0; l < layout.layers(); l++) {
+                    for (int kv = 0; kv < 2; kv++) {
+                        // [whole, tokens, heads, d] -> [heads, whole * tokens, d]
+                        NDArray part = all.get(new NDIndex().addSliceDim(0, whole).addIndices(kv, l))
+                                .transpose(2, 0, 1, 3).reshape(layout.kvHeads(), n, layout.headDim());
+                        (kv == 0 ? keys : values)[l].set(into, part);
+                    }
                 }
+            } finally {
+                // the rearranging copies are queued on the GPU: one element back to the host
+                // waits for them (failed or not) before the staging buffer they read is freed
+                TensorViews.toFloat32(keys[0].get(new NDIndex().addIndices(0, 0, 0))).toFloatArray();
             }
-            // the rearranging copies are queued on the GPU: one element back to the host waits for
-            // them, before the staging buffer they read is freed
-            TensorViews.toFloat32(values[layout.layers() - 1].get(new NDIndex().addIndices(0, 0, 0))).toFloatArray();
             return n;
         }
     }

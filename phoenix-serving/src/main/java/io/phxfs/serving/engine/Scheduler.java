@@ -294,7 +294,10 @@ final class Scheduler implements Runnable {
         // pieces end at multiples of PREFILL_CHUNK (the tier's chunk size), whatever else runs:
         // a position's keys and values are then computed by the same products whether its chunk
         // came from a tier or not and however loaded the server is, so the KV a tier holds is the
-        // KV a recompute would give (float sums depend on the product's shape)
+        // KV a recompute would give (float sums depend on the product's shape). Not so after a
+        // shared prefix: its attention is two products whose parts are added, so the positions
+        // after it round differently in the last bits (SharedPrefixTest: within 1e-4 of the
+        // logits; the engine's tests: the same tokens as the tier off)
         int to = Math.min(prompt.length, (from / PREFILL_CHUNK + 1) * PREFILL_CHUNK);
         try {
             float[] last;

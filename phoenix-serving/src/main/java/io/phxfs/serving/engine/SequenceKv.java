@@ -46,7 +46,16 @@ final class SequenceKv implements AutoCloseable {
                SharedPrefixes.Block shared, int capacity, KvLayout layout) {
         this.capacity = capacity;
         this.shared = shared;
-        this.manager = parent.newSubManager();
+        NDManager own;
+        try {
+            own = parent.newSubManager();
+        } catch (RuntimeException | Error e) {
+            if (shared != null) {
+                shared.release();
+            }
+            throw e;
+        }
+        this.manager = own;
         int layers = block.layers();
         long bytes = (long) block.kvHeads() * capacity * block.headDim() * block.dtype().getNumOfBytes();
         NDArray[] k = new NDArray[layers];

@@ -159,13 +159,22 @@ final class SharedPrefixes implements AutoCloseable {
         Key key = new Key(extra, Arrays.copyOf(prompt, tokens));
         Block b = blocks.get(key);
         if (b == null) {
-            b = new Block(key);
+            try {
+                b = new Block(key);
+            } catch (RuntimeException | OutOfMemoryError e) {
+                // no memory for a block now: the request fills a cache of its own instead
+                return null;
+            }
             int got;
             try {
                 b.seal();
                 got = b.fill(tier, extra);
-            } catch (RuntimeException e) {
-                got = 0;
+            } catch (RuntimeException | Error e) {
+                b.free();
+                if (e instanceof Error err && !(err instanceof OutOfMemoryError)) {
+                    throw err;
+                }
+                return null;
             }
             if (got < tokens) {
                 // the tier lost chunks since its lookup: no block of a shorter length is made,
