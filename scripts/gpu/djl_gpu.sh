@@ -7,6 +7,8 @@
 #                loadModel() to the first token (Phoenix, DJL's own route, transformers),
 #                decode tokens/s (Phoenix's blocks against transformers' generate)
 #   serve8k      phoenix serve-bench --device 0 on the 8B-shaped checkpoint, 8,000 shared prefix tokens
+#                (SERVE_TIERS, SERVE_CONC=1,8, SERVE_REQUESTS=8 for issue serve's batching figure; the
+#                engine's own trace of each request, PHX_SERVE_TRACE=1, is printed after the table)
 #   routes       only the load routes of bench8b (DJL's decode+toDevice, Phoenix) on its checkpoint
 # Usage: scripts/gpu/djl_gpu.sh [correctness] [bench8b] [routes]   (default: correctness bench8b). Output in $OUT.
 set -uo pipefail
@@ -90,7 +92,7 @@ if [[ " $modes " == *" serve8k "* ]]; then
   [ -f $m/config.json ] || timeout 600 "${phx[@]}" gen-model $m --size 16g --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 \
       --vocab 128256 --context 8192 --shards 4 --tokenizer .gpu/fixtures/tiny-chat-llama 2>&1 | tail -1
   cat $m/*.safetensors > /dev/null
-  PHX_SERVE_TRACE=1 timeout 500 "${phx[@]}" serve-bench $m --device 0 --requests 4 --concurrency 1 --prefix-tokens 8000 --suffix-tokens 32 \
+  PHX_SERVE_TRACE=1 timeout 500 "${phx[@]}" serve-bench $m --device 0 --requests ${SERVE_REQUESTS:-4} --concurrency ${SERVE_CONC:-1} --prefix-tokens 8000 --suffix-tokens 32 \
       --max-tokens 16 --tiers ${SERVE_TIERS:-off,memory,disk} > "$out/serve8k.txt" 2> "$work/serve8k.log" \
     || { echo "serve-bench failed"; tail -30 "$work/serve8k.log"; status=1; }
   cat "$out/serve8k.txt"
