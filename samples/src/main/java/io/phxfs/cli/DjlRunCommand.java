@@ -22,8 +22,8 @@ import picocli.CommandLine.Spec;
         // by hand: picocli writes a required option that may be repeated twice, and its split
         // syntax once more ("--ids=ID[,ID...][,ID[,ID...]...] [--ids=...]..."); repeated --ids
         // still add up. DjlRunCommandTest checks that every option is here.
-        customSynopsis = {"phoenix djl-run [-hvV] [--json] [--generate=N] [--repeat=N] [--top=K]",
-                "                       --ids=ID[,ID...] MODEL_DIR"},
+        customSynopsis = {"phoenix djl-run [-hvV] [--json] [--json-last-logits] [--device=N] [--dtype=TYPE]",
+                "                       [--generate=N] [--repeat=N] [--top=K] --ids=ID[,ID...] MODEL_DIR"},
         description = {"Runs a Hugging Face checkpoint (GPT-2 or Llama: config.json and safetensors, single or sharded)"
                         + " in DJL's PyTorch engine, its weights loaded by Phoenix.",
                 "Prints the top next tokens after --ids and, with --generate N, N greedily generated ids (KV cache),"

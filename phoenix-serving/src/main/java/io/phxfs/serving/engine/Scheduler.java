@@ -217,6 +217,8 @@ final class Scheduler implements Runnable {
                     prefilling.add(s);
                 }
             }
+            // counted before the prefill: its first token may reach the client before it returns
+            runningCount = running.size() + prefilling.size();
             prefillPiece();
             runningCount = running.size() + prefilling.size();
             step();
