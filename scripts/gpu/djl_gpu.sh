@@ -8,7 +8,8 @@
 #                decode tokens/s (Phoenix's blocks against transformers' generate)
 #   serve8k      phoenix serve-bench --device 0 on the 8B-shaped checkpoint, 8,000 shared prefix tokens
 #                (SERVE_TIERS, SERVE_CONC=1,8, SERVE_REQUESTS=8 for issue serve's batching figure; the
-#                engine's own trace of each request, PHX_SERVE_TRACE=1, is printed after the table)
+#                engine's own trace of each request, PHX_SERVE_TRACE=1, is printed after the table), then
+#                serve-bench --device 0 on the tiny-chat-llama fixture: each tier's greedy text against the tier off's
 #   routes       only the load routes of bench8b (DJL's decode+toDevice, Phoenix) on its checkpoint
 # Usage: scripts/gpu/djl_gpu.sh [correctness] [bench8b] [routes]   (default: correctness bench8b). Output in $OUT.
 set -uo pipefail
@@ -97,6 +98,12 @@ if [[ " $modes " == *" serve8k "* ]]; then
     || { echo "serve-bench failed"; tail -30 "$work/serve8k.log"; status=1; }
   cat "$out/serve8k.txt"
   grep "trace" "$work/serve8k.log" | tail -16
+  # a real fixture in its own dtype: each tier's greedy text against the tier off's, on the GPU
+  step "serve8k: serve-bench --device 0 on tiny-chat-llama (float32), each tier's text against the tier off"
+  timeout 240 "${phx[@]}" serve-bench .gpu/fixtures/tiny-chat-llama --device 0 --requests 4 --concurrency 1,4 --prefix-tokens 1200 \
+      --suffix-tokens 16 --max-tokens 24 --tiers off,memory,disk > "$out/serve-fixture.txt" 2> "$work/serve-fixture.log" \
+    || { echo "serve-bench (fixture) failed"; tail -30 "$work/serve-fixture.log"; status=1; }
+  cat "$out/serve-fixture.txt"
 fi
 echo; echo "djl_gpu.sh: status $status"
 exit $status

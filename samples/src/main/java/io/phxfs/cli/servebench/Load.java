@@ -22,7 +22,9 @@ import java.util.concurrent.Future;
 /**
  * The clients: streamed {@code /v1/completions} requests with token-id prompts (exact prompt
  * lengths), greedy, of a fixed length ({@code ignore_eos}), timed from the request's send to its
- * first SSE chunk and between chunks; the final usage chunk gives the cached tokens.
+ * first SSE chunk and between chunks; the final usage chunk gives the cached tokens. Each
+ * request's streamed text is kept, so that a setting's outputs can be compared with the tier
+ * off's on the same prompts.
  */
 final class Load {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -31,23 +33,26 @@ final class Load {
     private Load() {
     }
 
-    private record One(double ttft, List<Double> itl, int completion, int prompt, int cached) {
+    private record One(int index, double ttft, List<Double> itl, int completion, int prompt, int cached, String text) {
     }
 
     static void once(String url, int[] prompt, int maxTokens) throws IOException, InterruptedException {
-        request(url, prompt, maxTokens);
+        request(url, 0, prompt, maxTokens);
     }
 
     static Result run(String url, List<int[]> prompts, int concurrency, int maxTokens) throws Exception {
-        ConcurrentLinkedQueue<int[]> todo = new ConcurrentLinkedQueue<>(prompts);
+        ConcurrentLinkedQueue<Integer> todo = new ConcurrentLinkedQueue<>();
+        for (int i = 0; i < prompts.size(); i++) {
+            todo.add(i);
+        }
         List<One> done = java.util.Collections.synchronizedList(new ArrayList<>());
         long t0 = System.nanoTime();
         try (ExecutorService clients = Executors.newVirtualThreadPerTaskExecutor()) {
             List<Future<?>> fs = new ArrayList<>();
             for (int c = 0; c < concurrency; c++) {
                 fs.add(clients.submit(() -> {
-                    for (int[] p; (p = todo.poll()) != null; ) {
-                        done.add(request(url, p, maxTokens));
+                    for (Integer i; (i = todo.poll()) != null; ) {
+                        done.add(request(url, i, prompts.get(i), maxTokens));
                     }
                     return null;
                 }));
@@ -59,11 +64,13 @@ final class Load {
         double wall = (System.nanoTime() - t0) / 1e9;
         double[] ttft = done.stream().mapToDouble(One::ttft).toArray();
         double[] itl = done.stream().flatMap(o -> o.itl().stream()).mapToDouble(Double::doubleValue).toArray();
+        String[] texts = new String[prompts.size()];
+        done.forEach(o -> texts[o.index()] = o.text());
         return new Result("", concurrency, ttft, itl, done.stream().mapToLong(One::completion).sum(),
-                done.stream().mapToLong(One::prompt).sum(), done.stream().mapToLong(One::cached).sum(), wall);
+                done.stream().mapToLong(One::prompt).sum(), done.stream().mapToLong(One::cached).sum(), wall, texts);
     }
 
-    private static One request(String url, int[] prompt, int maxTokens) throws IOException, InterruptedException {
+    private static One request(String url, int index, int[] prompt, int maxTokens) throws IOException, InterruptedException {
         ObjectNode body = JSON.createObjectNode();
         body.put("model", "bench"); // any name: the server answers 404 for a wrong one, so ask it first
         var arr = body.putArray("prompt");
@@ -90,6 +97,7 @@ final class Load {
         int completion = 0;
         int promptTokens = prompt.length;
         int cached = 0;
+        StringBuilder text = new StringBuilder();
         try (BufferedReader r = new BufferedReader(new InputStreamReader(resp.body(), StandardCharsets.UTF_8))) {
             for (String line; (line = r.readLine()) != null; ) {
                 if (!line.startsWith("data: ")) {
@@ -105,6 +113,7 @@ final class Load {
                     throw new IOException("stream error: " + chunk.get("error"));
                 }
                 if (chunk.path("choices").size() > 0) {
+                    text.append(chunk.path("choices").get(0).path("text").asText(""));
                     if (ttft < 0) {
                         ttft = (now - sent) / 1e9;
                     } else {
@@ -120,6 +129,6 @@ final class Load {
                 }
             }
         }
-        return new One(ttft, itl, completion, promptTokens, cached);
+        return new One(index, ttft, itl, completion, promptTokens, cached, text.toString());
     }
 }

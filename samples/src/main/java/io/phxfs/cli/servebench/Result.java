@@ -16,11 +16,21 @@ import java.util.Locale;
  * @param promptTokens prompt tokens in all
  * @param cachedTokens prompt tokens served from the prefix cache
  * @param wallSeconds the run's duration
+ * @param texts each request's generated text, by prompt index
  */
 record Result(String tier, int concurrency, double[] ttft, double[] itl, long completionTokens, long promptTokens,
-              long cachedTokens, double wallSeconds) {
+              long cachedTokens, double wallSeconds, String[] texts) {
     Result named(String t, int c) {
-        return new Result(t, c, ttft, itl, completionTokens, promptTokens, cachedTokens, wallSeconds);
+        return new Result(t, c, ttft, itl, completionTokens, promptTokens, cachedTokens, wallSeconds, texts);
+    }
+
+    /** How many of this run's outputs equal {@code base}'s for the same prompt (greedy, same prompts). */
+    int sameOutputs(Result base) {
+        int n = 0;
+        for (int i = 0; i < Math.min(texts.length, base.texts.length); i++) {
+            n += java.util.Objects.equals(texts[i], base.texts[i]) ? 1 : 0;
+        }
+        return n;
     }
 
     static double percentile(double[] v, double p) {

@@ -181,6 +181,7 @@ public final class ServeBench {
                     Result base = off.get(r.concurrency());
                     if (base != null && !r.tier().equals("off")) {
                         n.put("ttft_p50_vs_off", round(r.ttftP50() / base.ttftP50()));
+                        n.put("outputs_equal_to_off", r.sameOutputs(base));
                     }
                     runs.add(n);
                 }
@@ -198,15 +199,17 @@ public final class ServeBench {
         } else {
             out.printf(Locale.ROOT, "%s: %d requests per run, prompt %d shared + %d own tokens, %d generated%n", o.model,
                     o.requests, o.prefixTokens, o.suffixTokens, o.maxTokens);
-            out.printf(Locale.ROOT, "%-7s %4s %10s %10s %10s %10s %10s %8s %12s%n", "tier", "conc", "ttft p50", "ttft p99",
-                    "itl p50", "itl p99", "out tok/s", "hit", "ttft vs off");
+            out.printf(Locale.ROOT, "%-7s %4s %10s %10s %10s %10s %10s %8s %12s %10s%n", "tier", "conc", "ttft p50", "ttft p99",
+                    "itl p50", "itl p99", "out tok/s", "hit", "ttft vs off", "same text");
             for (List<Result> rs : results.values()) {
                 for (Result r : rs) {
                     Result base = off.get(r.concurrency());
-                    out.printf(Locale.ROOT, "%-7s %4d %9.1fms %9.1fms %9.1fms %9.1fms %10.1f %7.1f%% %12s%n", r.tier(),
+                    boolean vs = base != null && !r.tier().equals("off");
+                    out.printf(Locale.ROOT, "%-7s %4d %9.1fms %9.1fms %9.1fms %9.1fms %10.1f %7.1f%% %12s %10s%n", r.tier(),
                             r.concurrency(), r.ttftP50() * 1e3, r.ttftP99() * 1e3, r.itlP50() * 1e3, r.itlP99() * 1e3,
                             r.outputTokensPerSecond(), 100 * r.hitRate(),
-                            base == null || r.tier().equals("off") ? "" : String.format(Locale.ROOT, "%.3fx", r.ttftP50() / base.ttftP50()));
+                            vs ? String.format(Locale.ROOT, "%.3fx", r.ttftP50() / base.ttftP50()) : "",
+                            vs ? r.sameOutputs(base) + "/" + r.texts().length : "");
                 }
             }
             for (List<Result> rs : results.values()) {
