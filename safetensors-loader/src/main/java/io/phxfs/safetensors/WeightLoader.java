@@ -11,6 +11,7 @@ import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
 import io.phxfs.core.PhxFile;
 import io.phxfs.core.RegisteredBuffer;
+import io.phxfs.safetensors.LoadBatch.Read;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -56,15 +57,15 @@ public final class WeightLoader {
     private final Boolean direct;
     private final Boolean mapHost;
     private final boolean writable;
-    private final ReadPlan.Options options;
-    private final SafetensorsParser parser;
+    final ReadPlan.Options options;
+    final SafetensorsParser parser;
     private final ProgressListener progress;
     private final TensorAllocator allocator;
     private final Map<String, RegisteredBuffer> intoBuffers;
     private final Spread spread;
     private final List<Integer> devices;
     private final Placement splitOverride;
-    private final HostMemoryPool hostPool;
+    final HostMemoryPool hostPool;
 
     /** How a load uses several devices: one placement, a whole copy on each, or layers spread. */
     private enum Spread { PLACEMENT, REPLICATE, SPLIT }
@@ -453,7 +454,7 @@ public final class WeightLoader {
     }
 
     /** The one target of a load whose reads may start before the parse, or null. */
-    private Integer earlyTarget() {
+    Integer earlyTarget() {
         if (allocator != null || spread != Spread.PLACEMENT || selector != AllTensors.INSTANCE
                 || !(placement instanceof SingleTarget single)) {
             return null;
@@ -549,7 +550,7 @@ public final class WeightLoader {
             if (mapping == null && mapHost == null && direct == null && !writable && plan.targets().contains(Placement.HOST)) {
                 hostFiles(plan).forEach(h -> warmUp.add(h.file()));
             }
-            try (Batch batch = new Batch(reads, warmUp::contains, mapped)) {
+            try (LoadBatch batch = batch(reads, warmUp::contains, mapped)) {
                 batch.start();
                 batch.finish();
             }
@@ -565,7 +566,7 @@ public final class WeightLoader {
     }
 
     /** One view per planned tensor into its target's buffer (or the host mapping). */
-    private static Map<String, LoadedTensor> views(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers,
+    static Map<String, LoadedTensor> views(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers,
                                                    Map<Integer, Device> devs, HostMapping mapping) {
         Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
         for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
@@ -630,7 +631,7 @@ public final class WeightLoader {
                 hi[k] = Math.max(hi[k], r.bufferOffset() + r.length());
                 before += r.length();
             }
-            try (Batch batch = new Batch(reads, f -> false, 0)) {
+            try (LoadBatch batch = batch(reads, f -> false, 0)) {
                 batch.start();
                 batch.finish();
             }
@@ -714,182 +715,6 @@ public final class WeightLoader {
         }
     }
 
-    /**
-     * The reads of a load into one target, submitted before its headers are parsed: one
-     * request series per file over the whole data section, exactly what {@link ReadPlan}
-     * makes of a file whose tensors tile it. Owns its buffer until {@link #finish} hands it
-     * to the model; {@link #abandon} waits for the reads and frees it.
-     */
-    private static final class EarlyReads {
-        private final WeightLoader loader;
-        private final int target;
-        private final Device device;
-        private final RegisteredBuffer buffer;
-        private final List<Read> reads;
-        private final Batch batch;
-        private final long allocateNanos;
-        private final long readStart;
-
-        private EarlyReads(WeightLoader loader, int target, Device device, RegisteredBuffer buffer, List<Read> reads,
-                           Batch batch, long allocateNanos, long readStart) {
-            this.loader = loader;
-            this.target = target;
-            this.device = device;
-            this.buffer = buffer;
-            this.reads = reads;
-            this.batch = batch;
-            this.allocateNanos = allocateNanos;
-            this.readStart = readStart;
-        }
-
-        /** The reads started, or null when this load cannot start early (the normal path then runs). */
-        static EarlyReads start(WeightLoader loader, ModelFiles.Located located) {
-            Integer target = loader.earlyTarget();
-            if (target == null) {
-                return null;
-            }
-            record Slot(Path file, long fileOffset, long length, long needed, long bufferOffset) {
-            }
-            List<Slot> slots = new ArrayList<>();
-            long a = loader.options.alignment();
-            long max = loader.options.maxRequestBytes();
-            long cursor = 0;
-            for (Path f : located.files()) {
-                long[] extent = dataExtent(f, loader.parser.maxHeaderBytes());
-                if (extent == null) {
-                    return null; // the parse says what is wrong with it
-                }
-                long start = extent[0];
-                long end = extent[1];
-                if (end == start) {
-                    continue;
-                }
-                long alignedStart = start & -a;
-                long length = ((end + a - 1) & -a) - alignedStart;
-                for (long off = 0; off < length; off += max) {
-                    long len = Math.min(max, length - off);
-                    long needed = Math.max(0, Math.min(len, end - (alignedStart + off)));
-                    slots.add(new Slot(f, alignedStart + off, len, needed, cursor + off));
-                }
-                cursor += length;
-            }
-            if (cursor == 0) {
-                return null;
-            }
-            Phoenix phx = Phoenix.open();
-            RegisteredBuffer buffer = null;
-            try {
-                long t0 = System.nanoTime();
-                Device device = target == Placement.HOST ? null : phx.device(target);
-                buffer = device == null ? loader.hostBuffer(phx, cursor) : device.allocateUninitialized(cursor);
-                long allocated = System.nanoTime() - t0;
-                List<Read> reads = new ArrayList<>(slots.size());
-                for (Slot s : slots) {
-                    // fresh host memory is zeroed already; device and pooled memory are not
-                    boolean zeroTail = device != null || loader.hostPool != null;
-                    reads.add(new Read(s.file(), buffer, s.bufferOffset(), s.fileOffset(), s.length(), s.needed(), zeroTail));
-                }
-                long readStart = System.nanoTime();
-                Batch batch = loader.new Batch(reads, f -> false, 0);
-                try {
-                    batch.start();
-                } catch (RuntimeException | Error e) {
-                    batch.close();
-                    throw e;
-                }
-                return new EarlyReads(loader, target, device, buffer, reads, batch, allocated, readStart);
-            } catch (RuntimeException e) {
-                // the usual path will meet the same problem and report it with the whole plan
-                if (buffer != null) {
-                    buffer.close();
-                }
-                return null;
-            }
-        }
-
-        /** {@code [data start, file size)} from the 8-byte length and the size; null when either is off. */
-        private static long[] dataExtent(Path file, long maxHeaderBytes) {
-            if (!java.nio.file.Files.isRegularFile(file)) {
-                return null; // a named pipe would block the open; the parse refuses it
-            }
-            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
-                    java.nio.file.StandardOpenOption.READ)) {
-                long size = ch.size();
-                java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(SafetensorsHeader.LENGTH_PREFIX)
-                        .order(java.nio.ByteOrder.LITTLE_ENDIAN);
-                while (b.hasRemaining()) {
-                    if (ch.read(b, b.position()) < 0) {
-                        return null;
-                    }
-                }
-                long n = b.getLong(0);
-                if (n < 1 || n > maxHeaderBytes || n > size - SafetensorsHeader.LENGTH_PREFIX) {
-                    return null;
-                }
-                return new long[] {SafetensorsHeader.LENGTH_PREFIX + n, size};
-            } catch (IOException | RuntimeException e) {
-                return null;
-            }
-        }
-
-        /** True when the plan asks for exactly the reads already under way. */
-        boolean matches(ReadPlan plan) {
-            if (!plan.targets().equals(java.util.Set.of(target)) || plan.requests().size() != reads.size()
-                    || plan.bufferBytes().getOrDefault(target, 0L) != buffer.size()) {
-                return false;
-            }
-            for (int i = 0; i < reads.size(); i++) {
-                ReadPlan.ReadRequest p = plan.requests().get(i);
-                Read r = reads.get(i);
-                if (!p.file().file().equals(r.file()) || p.fileOffset() != r.fileOffset() || p.length() != r.length()
-                        || p.neededLength() != r.neededLength() || p.bufferOffset() != r.bufferOffset()) {
-                    return false;
-                }
-            }
-            return true;
-        }
-
-        /** Builds the views while the reads run, then waits for them. */
-        LoadedModel finish(ModelFiles model, ReadPlan plan, long t0, long parseNanos, long planNanos) {
-            SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>(Map.of(target, buffer));
-            LoadedModel loaded;
-            try {
-                long tViews = System.nanoTime();
-                Map<Integer, Device> devs = device == null ? Map.of() : Map.of(target, device);
-                Map<String, LoadedTensor> tensors = views(plan, buffers, devs, null);
-                long viewNanos = System.nanoTime() - tViews;
-                batch.finish();
-                long tEnd = System.nanoTime();
-                loaded = new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
-                        new LoadedModel.Phases(parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos));
-            } catch (RuntimeException | Error e) {
-                // the reads write into the buffer until they end: wait, then free
-                abandon(e);
-                throw e;
-            }
-            batch.close();
-            return loaded;
-        }
-
-        /** Waits for the reads (they write into the buffer) and frees everything; {@code cause} keeps any failure. */
-        void abandon(Throwable cause) {
-            try (batch) {
-                batch.abandon();
-            } catch (RuntimeException | Error e) {
-                if (cause != null) {
-                    cause.addSuppressed(e);
-                }
-            } finally {
-                try {
-                    buffer.close();
-                } catch (RuntimeException e) {
-                    if (cause != null) {
-                        cause.addSuppressed(e);
-                    }
-                }
-            }
-        }
-    }
 
     /** Loads into caller memory: one destination per tensor, from {@link #allocator}. */
     private LoadedModel loadInto(ModelFiles model, long t0, long parseNanos) {
@@ -940,7 +765,7 @@ public final class WeightLoader {
                 }
             }
             long tRead = System.nanoTime();
-            try (Batch batch = new Batch(reads, h -> true, 0)) {
+            try (LoadBatch batch = batch(reads, h -> true, 0)) {
                 batch.start();
                 batch.finish();
             }
@@ -977,6 +802,11 @@ public final class WeightLoader {
         if (b.segment().map(MemorySegment::isReadOnly).orElse(false)) {
             throw new IllegalArgumentException(what + ": the caller's " + b + " is read-only");
         }
+    }
+
+    /** A batch of this loader's reads, opened as {@link #open} says, reporting to its listener. */
+    LoadBatch batch(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
+        return new LoadBatch(reads, this::open, buffered, inPlace, progress);
     }
 
     private PhxFile open(Path file) {
@@ -1027,187 +857,10 @@ public final class WeightLoader {
         return end == bytes;
     }
 
-    /**
-     * One read: {@code length} bytes of {@code file} at {@code fileOffset} into {@code buffer}
-     * at {@code bufferOffset}, of which {@code neededLength} must arrive; {@code zeroTail}: the
-     * buffer is uninitialized, and bytes past the end of the file must be zeroed.
-     */
-    private record Read(Path file, RegisteredBuffer buffer, long bufferOffset, long fileOffset,
-                        long length, long neededLength, boolean zeroTail) {
-    }
 
     /** Host memory for copied tensors: from the caller's pool, or fresh (zeroed) huge-page memory. */
-    private RegisteredBuffer hostBuffer(Phoenix phx, long bytes) {
+    RegisteredBuffer hostBuffer(Phoenix phx, long bytes) {
         return hostPool != null ? hostPool.allocate(bytes) : phx.host().allocateHuge(bytes);
     }
 
-    /**
-     * The reads of one load as one batch over the files it opened: {@link #start} submits it,
-     * {@link #finish} waits, checks every result and zeroes short tails,
-     * {@link #abandon} only waits. Closing closes the batch and the files.
-     */
-    private final class Batch implements AutoCloseable {
-        private final List<Read> reads;
-        private final Map<Path, PhxFile> files = new HashMap<>();
-        private final IoBatch batch;
-        private final long inPlace;
-        private final long total;
-        private CompletableFuture<BatchResult> running;
-        private boolean started;
-
-        /** {@code buffered}: files to open through the page cache whatever {@link #direct} says; {@code inPlace}: bytes already in place (mapped). */
-        Batch(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
-            this.reads = reads;
-            this.inPlace = inPlace;
-            long sum = inPlace;
-            for (Read r : reads) {
-                sum += r.length();
-            }
-            this.total = sum;
-            IoBatch b = null;
-            try {
-                for (Read r : reads) {
-                    files.computeIfAbsent(r.file(), f -> buffered.test(f) ? PhxFile.open(f, OpenMode.READ) : open(f));
-                }
-                if (!reads.isEmpty()) {
-                    b = IoBatch.create(reads.size());
-                    for (Read r : reads) {
-                        b.add(IoRequest.read(files.get(r.file()), r.fileOffset(), r.buffer(), r.bufferOffset(), r.length()));
-                    }
-                }
-            } catch (RuntimeException | Error e) {
-                if (b != null) {
-                    b.close();
-                }
-                closeFiles(e);
-                throw e;
-            }
-            this.batch = b;
-        }
-
-        /** Submits the reads now, so that the caller can do other work until {@link #finish}. */
-        void start() {
-            started = true;
-            if (progress != null) {
-                progress.onProgress(inPlace, total);
-            }
-            if (batch != null) {
-                running = batch.submitAsync();
-            }
-        }
-
-        void finish() {
-            if (!started) {
-                start();
-            }
-            if (batch == null) {
-                return;
-            }
-            BatchResult result = await(running);
-            check(result);
-            zeroShortTails(result);
-            if (progress != null) {
-                progress.onProgress(total, total);
-            }
-        }
-
-        /**
-         * Cancels the reads no worker has taken yet, then waits for the rest to end, whatever
-         * they did: nobody uses what they bring. Early reads are abandoned when the header turns
-         * out malformed; reading on would delay the error by the whole file (minutes, for a
-         * checkpoint of 100 GB).
-         */
-        void abandon() {
-            if (running != null) {
-                try {
-                    batch.cancel();
-                } catch (RuntimeException e) {
-                    // then the reads run to their end: slower, and no less correct
-                }
-                running.handle((r, x) -> null).join();
-            }
-        }
-
-        /** Waits for the batch; with a listener, reports its moved bytes until it completes. */
-        private BatchResult await(CompletableFuture<BatchResult> f) {
-            boolean interrupted = false;
-            try {
-                while (true) {
-                    try {
-                        return progress == null ? f.get() : f.get(PROGRESS_PERIOD_MS, TimeUnit.MILLISECONDS);
-                    } catch (TimeoutException e) {
-                        try {
-                            progress.onProgress(Math.min(inPlace + batch.bytesDone(), total), total);
-                        } catch (RuntimeException listenerFailure) {
-                            f.handle((r, x) -> null).join(); // the buffers stay in use until the batch ends
-                            throw listenerFailure;
-                        }
-                    } catch (InterruptedException e) {
-                        interrupted = true; // the batch writes into our buffers: it must finish first
-                    } catch (ExecutionException e) {
-                        throw e.getCause() instanceof RuntimeException re ? re : new CompletionException(e.getCause());
-                    }
-                }
-            } finally {
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        }
-
-        /** Every request must have delivered the bytes its tensors need; more (alignment past EOF) is optional. */
-        private void check(BatchResult result) {
-            result.throwIfFailed();
-            for (int i = 0; i < reads.size(); i++) {
-                Read r = reads.get(i);
-                if (result.result(i) < r.neededLength()) {
-                    throw new PhoenixException("read " + r.file() + " at offset " + r.fileOffset() + ": got "
-                            + result.result(i) + " of " + r.neededLength() + " bytes (did the file shrink while loading?)",
-                            Errno.EIO);
-                }
-            }
-        }
-
-        /** Zeroes what a read left unwritten in an uninitialized buffer: alignment past end of file. */
-        private void zeroShortTails(BatchResult result) {
-            for (int i = 0; i < reads.size(); i++) {
-                Read r = reads.get(i);
-                long got = Math.max(0, result.result(i));
-                if (!r.zeroTail() || got >= r.length()) continue;
-                if (r.buffer().isHost()) {
-                    r.buffer().segment().orElseThrow().asSlice(r.bufferOffset() + got, r.length() - got).fill((byte) 0);
-                    continue;
-                }
-                try (Arena arena = Arena.ofConfined()) {
-                    Phoenix.open().device(r.buffer().deviceId())
-                            .copyToDevice(arena.allocate(r.length() - got), r.buffer(), r.bufferOffset() + got);
-                }
-            }
-        }
-
-        private void closeFiles(Throwable e) {
-            for (PhxFile f : files.values()) {
-                try {
-                    f.close();
-                } catch (RuntimeException suppressed) {
-                    if (e != null) {
-                        e.addSuppressed(suppressed);
-                    } else {
-                        throw suppressed;
-                    }
-                }
-            }
-        }
-
-        @Override
-        public void close() {
-            try {
-                if (batch != null) {
-                    batch.close();
-                }
-            } finally {
-                closeFiles(null);
-            }
-        }
-    }
 }

@@ -1,0 +1,189 @@
+package io.phxfs.safetensors;
+
+import io.phxfs.core.Device;
+import io.phxfs.core.Phoenix;
+import io.phxfs.core.RegisteredBuffer;
+import io.phxfs.safetensors.LoadBatch.Read;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SortedMap;
+import java.util.TreeMap;
+
+/**
+ * The reads of a load into one target, submitted before its headers are parsed: one
+ * request series per file over the whole data section, exactly what {@link ReadPlan}
+ * makes of a file whose tensors tile it. Owns its buffer until {@link #finish} hands it
+ * to the model; {@link #abandon} waits for the reads and frees it.
+ */
+final class EarlyReads {
+    private final WeightLoader loader;
+    private final int target;
+    private final Device device;
+    private final RegisteredBuffer buffer;
+    private final List<Read> reads;
+    private final LoadBatch batch;
+    private final long allocateNanos;
+    private final long readStart;
+
+    private EarlyReads(WeightLoader loader, int target, Device device, RegisteredBuffer buffer, List<Read> reads,
+                       LoadBatch batch, long allocateNanos, long readStart) {
+        this.loader = loader;
+        this.target = target;
+        this.device = device;
+        this.buffer = buffer;
+        this.reads = reads;
+        this.batch = batch;
+        this.allocateNanos = allocateNanos;
+        this.readStart = readStart;
+    }
+
+    /** The reads started, or null when this load cannot start early (the normal path then runs). */
+    static EarlyReads start(WeightLoader loader, ModelFiles.Located located) {
+        Integer target = loader.earlyTarget();
+        if (target == null) {
+            return null;
+        }
+        record Slot(Path file, long fileOffset, long length, long needed, long bufferOffset) {
+        }
+        List<Slot> slots = new ArrayList<>();
+        long a = loader.options.alignment();
+        long max = loader.options.maxRequestBytes();
+        long cursor = 0;
+        for (Path f : located.files()) {
+            long[] extent = dataExtent(f, loader.parser.maxHeaderBytes());
+            if (extent == null) {
+                return null; // the parse says what is wrong with it
+            }
+            long start = extent[0];
+            long end = extent[1];
+            if (end == start) {
+                continue;
+            }
+            long alignedStart = start & -a;
+            long length = ((end + a - 1) & -a) - alignedStart;
+            for (long off = 0; off < length; off += max) {
+                long len = Math.min(max, length - off);
+                long needed = Math.max(0, Math.min(len, end - (alignedStart + off)));
+                slots.add(new Slot(f, alignedStart + off, len, needed, cursor + off));
+            }
+            cursor += length;
+        }
+        if (cursor == 0) {
+            return null;
+        }
+        Phoenix phx = Phoenix.open();
+        RegisteredBuffer buffer = null;
+        try {
+            long t0 = System.nanoTime();
+            Device device = target == Placement.HOST ? null : phx.device(target);
+            buffer = device == null ? loader.hostBuffer(phx, cursor) : device.allocateUninitialized(cursor);
+            long allocated = System.nanoTime() - t0;
+            List<Read> reads = new ArrayList<>(slots.size());
+            for (Slot s : slots) {
+                // fresh host memory is zeroed already; device and pooled memory are not
+                boolean zeroTail = device != null || loader.hostPool != null;
+                reads.add(new Read(s.file(), buffer, s.bufferOffset(), s.fileOffset(), s.length(), s.needed(), zeroTail));
+            }
+            long readStart = System.nanoTime();
+            LoadBatch batch = loader.batch(reads, f -> false, 0);
+            try {
+                batch.start();
+            } catch (RuntimeException | Error e) {
+                batch.close();
+                throw e;
+            }
+            return new EarlyReads(loader, target, device, buffer, reads, batch, allocated, readStart);
+        } catch (RuntimeException e) {
+            // the usual path will meet the same problem and report it with the whole plan
+            if (buffer != null) {
+                buffer.close();
+            }
+            return null;
+        }
+    }
+
+    /** {@code [data start, file size)} from the 8-byte length and the size; null when either is off. */
+    private static long[] dataExtent(Path file, long maxHeaderBytes) {
+        if (!java.nio.file.Files.isRegularFile(file)) {
+            return null; // a named pipe would block the open; the parse refuses it
+        }
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
+                java.nio.file.StandardOpenOption.READ)) {
+            long size = ch.size();
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(SafetensorsHeader.LENGTH_PREFIX)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            while (b.hasRemaining()) {
+                if (ch.read(b, b.position()) < 0) {
+                    return null;
+                }
+            }
+            long n = b.getLong(0);
+            if (n < 1 || n > maxHeaderBytes || n > size - SafetensorsHeader.LENGTH_PREFIX) {
+                return null;
+            }
+            return new long[] {SafetensorsHeader.LENGTH_PREFIX + n, size};
+        } catch (java.io.IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** True when the plan asks for exactly the reads already under way. */
+    boolean matches(ReadPlan plan) {
+        if (!plan.targets().equals(java.util.Set.of(target)) || plan.requests().size() != reads.size()
+                || plan.bufferBytes().getOrDefault(target, 0L) != buffer.size()) {
+            return false;
+        }
+        for (int i = 0; i < reads.size(); i++) {
+            ReadPlan.ReadRequest p = plan.requests().get(i);
+            Read r = reads.get(i);
+            if (!p.file().file().equals(r.file()) || p.fileOffset() != r.fileOffset() || p.length() != r.length()
+                    || p.neededLength() != r.neededLength() || p.bufferOffset() != r.bufferOffset()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Builds the views while the reads run, then waits for them. */
+    LoadedModel finish(ModelFiles model, ReadPlan plan, long t0, long parseNanos, long planNanos) {
+        SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>(Map.of(target, buffer));
+        LoadedModel loaded;
+        try {
+            long tViews = System.nanoTime();
+            Map<Integer, Device> devs = device == null ? Map.of() : Map.of(target, device);
+            Map<String, LoadedTensor> tensors = WeightLoader.views(plan, buffers, devs, null);
+            long viewNanos = System.nanoTime() - tViews;
+            batch.finish();
+            long tEnd = System.nanoTime();
+            loaded = new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
+                    new LoadedModel.Phases(parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos));
+        } catch (RuntimeException | Error e) {
+            // the reads write into the buffer until they end: wait, then free
+            abandon(e);
+            throw e;
+        }
+        batch.close();
+        return loaded;
+    }
+
+    /** Waits for the reads (they write into the buffer) and frees everything; {@code cause} keeps any failure. */
+    void abandon(Throwable cause) {
+        try (batch) {
+            batch.abandon();
+        } catch (RuntimeException | Error e) {
+            if (cause != null) {
+                cause.addSuppressed(e);
+            }
+        } finally {
+            try {
+                buffer.close();
+            } catch (RuntimeException e) {
+                if (cause != null) {
+                    cause.addSuppressed(e);
+                }
+            }
+        }
+    }
+}

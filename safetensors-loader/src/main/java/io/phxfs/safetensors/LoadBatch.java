@@ -1,0 +1,211 @@
+package io.phxfs.safetensors;
+
+import io.phxfs.core.BatchResult;
+import io.phxfs.core.Errno;
+import io.phxfs.core.IoBatch;
+import io.phxfs.core.IoRequest;
+import io.phxfs.core.OpenMode;
+import io.phxfs.core.Phoenix;
+import io.phxfs.core.PhoenixException;
+import io.phxfs.core.PhxFile;
+import io.phxfs.core.RegisteredBuffer;
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+import java.util.function.Predicate;
+
+/**
+ * The reads of one load as one batch over the files it opened: {@link #start} submits it,
+ * {@link #finish} waits, checks every result and zeroes short tails,
+ * {@link #abandon} only waits. Closing closes the batch and the files.
+ */
+final class LoadBatch implements AutoCloseable {
+    /**
+     * One read: {@code length} bytes of {@code file} at {@code fileOffset} into {@code buffer}
+     * at {@code bufferOffset}, of which {@code neededLength} must arrive; {@code zeroTail}: the
+     * buffer is uninitialized, and bytes past the end of the file must be zeroed.
+     */
+    record Read(Path file, RegisteredBuffer buffer, long bufferOffset, long fileOffset,
+                        long length, long neededLength, boolean zeroTail) {
+    }
+
+    private final List<Read> reads;
+    private final Map<Path, PhxFile> files = new HashMap<>();
+    private final IoBatch batch;
+    private final long inPlace;
+    private final long total;
+    private final Function<Path, PhxFile> opener;
+    private final ProgressListener progress;
+    private CompletableFuture<BatchResult> running;
+    private boolean started;
+
+    /**
+     * {@code opener}: how a file is opened (the loader's O_DIRECT rule); {@code buffered}: files
+     * to open through the page cache whatever {@code opener} does; {@code inPlace}: bytes
+     * already in place (mapped); {@code progress}: told of the moved bytes, or null.
+     */
+    LoadBatch(List<Read> reads, Function<Path, PhxFile> opener, Predicate<Path> buffered, long inPlace,
+              ProgressListener progress) {
+        this.reads = reads;
+        this.opener = opener;
+        this.progress = progress;
+        this.inPlace = inPlace;
+        long sum = inPlace;
+        for (Read r : reads) {
+            sum += r.length();
+        }
+        this.total = sum;
+        IoBatch b = null;
+        try {
+            for (Read r : reads) {
+                files.computeIfAbsent(r.file(), f -> buffered.test(f) ? PhxFile.open(f, OpenMode.READ) : opener.apply(f));
+            }
+            if (!reads.isEmpty()) {
+                b = IoBatch.create(reads.size());
+                for (Read r : reads) {
+                    b.add(IoRequest.read(files.get(r.file()), r.fileOffset(), r.buffer(), r.bufferOffset(), r.length()));
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            if (b != null) {
+                b.close();
+            }
+            closeFiles(e);
+            throw e;
+        }
+        this.batch = b;
+    }
+
+    /** Submits the reads now, so that the caller can do other work until {@link #finish}. */
+    void start() {
+        started = true;
+        if (progress != null) {
+            progress.onProgress(inPlace, total);
+        }
+        if (batch != null) {
+            running = batch.submitAsync();
+        }
+    }
+
+    void finish() {
+        if (!started) {
+            start();
+        }
+        if (batch == null) {
+            return;
+        }
+        BatchResult result = await(running);
+        check(result);
+        zeroShortTails(result);
+        if (progress != null) {
+            progress.onProgress(total, total);
+        }
+    }
+
+    /**
+     * Cancels the reads no worker has taken yet, then waits for the rest to end, whatever
+     * they did: nobody uses what they bring. Early reads are abandoned when the header turns
+     * out malformed; reading on would delay the error by the whole file (minutes, for a
+     * checkpoint of 100 GB).
+     */
+    void abandon() {
+        if (running != null) {
+            try {
+                batch.cancel();
+            } catch (RuntimeException e) {
+                // then the reads run to their end: slower, and no less correct
+            }
+            running.handle((r, x) -> null).join();
+        }
+    }
+
+    /** Waits for the batch; with a listener, reports its moved bytes until it completes. */
+    private BatchResult await(CompletableFuture<BatchResult> f) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return progress == null ? f.get() : f.get(WeightLoader.PROGRESS_PERIOD_MS, TimeUnit.MILLISECONDS);
+                } catch (TimeoutException e) {
+                    try {
+                        progress.onProgress(Math.min(inPlace + batch.bytesDone(), total), total);
+                    } catch (RuntimeException listenerFailure) {
+                        f.handle((r, x) -> null).join(); // the buffers stay in use until the batch ends
+                        throw listenerFailure;
+                    }
+                } catch (InterruptedException e) {
+                    interrupted = true; // the batch writes into our buffers: it must finish first
+                } catch (ExecutionException e) {
+                    throw e.getCause() instanceof RuntimeException re ? re : new CompletionException(e.getCause());
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Every request must have delivered the bytes its tensors need; more (alignment past EOF) is optional. */
+    private void check(BatchResult result) {
+        result.throwIfFailed();
+        for (int i = 0; i < reads.size(); i++) {
+            Read r = reads.get(i);
+            if (result.result(i) < r.neededLength()) {
+                throw new PhoenixException("read " + r.file() + " at offset " + r.fileOffset() + ": got "
+                        + result.result(i) + " of " + r.neededLength() + " bytes (did the file shrink while loading?)",
+                        Errno.EIO);
+            }
+        }
+    }
+
+    /** Zeroes what a read left unwritten in an uninitialized buffer: alignment past end of file. */
+    private void zeroShortTails(BatchResult result) {
+        for (int i = 0; i < reads.size(); i++) {
+            Read r = reads.get(i);
+            long got = Math.max(0, result.result(i));
+            if (!r.zeroTail() || got >= r.length()) continue;
+            if (r.buffer().isHost()) {
+                r.buffer().segment().orElseThrow().asSlice(r.bufferOffset() + got, r.length() - got).fill((byte) 0);
+                continue;
+            }
+            try (Arena arena = Arena.ofConfined()) {
+                Phoenix.open().device(r.buffer().deviceId())
+                        .copyToDevice(arena.allocate(r.length() - got), r.buffer(), r.bufferOffset() + got);
+            }
+        }
+    }
+
+    private void closeFiles(Throwable e) {
+        for (PhxFile f : files.values()) {
+            try {
+                f.close();
+            } catch (RuntimeException suppressed) {
+                if (e != null) {
+                    e.addSuppressed(suppressed);
+                } else {
+                    throw suppressed;
+                }
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            if (batch != null) {
+                batch.close();
+            }
+        } finally {
+            closeFiles(null);
+        }
+    }
+}
