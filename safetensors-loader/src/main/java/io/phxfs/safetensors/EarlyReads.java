@@ -41,6 +41,7 @@ final class EarlyReads {
 
     /** The reads started, or null when this load cannot start early (the normal path then runs). */
     static EarlyReads start(WeightLoader loader, ModelFiles.Located located) {
+        long begin = System.nanoTime(); // the extents, the device and the buffer: the load's allocate phase
         Integer target = loader.earlyTarget();
         if (target == null) {
             return null;
@@ -76,10 +77,8 @@ final class EarlyReads {
         Phoenix phx = Phoenix.open();
         RegisteredBuffer buffer = null;
         try {
-            long t0 = System.nanoTime();
             Device device = target == Placement.HOST ? null : phx.device(target);
             buffer = device == null ? loader.hostBuffer(phx, cursor) : device.allocateUninitialized(cursor);
-            long allocated = System.nanoTime() - t0;
             List<Read> reads = new ArrayList<>(slots.size());
             for (Slot s : slots) {
                 // fresh host memory is zeroed already; device and pooled memory are not
@@ -94,7 +93,7 @@ final class EarlyReads {
                 batch.close();
                 throw e;
             }
-            return new EarlyReads(loader, target, device, buffer, reads, batch, allocated, readStart);
+            return new EarlyReads(loader, target, device, buffer, reads, batch, readStart - begin, readStart);
         } catch (RuntimeException e) {
             // the usual path will meet the same problem and report it with the whole plan
             if (buffer != null) {
@@ -147,7 +146,7 @@ final class EarlyReads {
     }
 
     /** Builds the views while the reads run, then waits for them. */
-    LoadedModel finish(ModelFiles model, ReadPlan plan, long t0, long parseNanos, long planNanos) {
+    LoadedModel finish(ModelFiles model, ReadPlan plan, long t0, long locateNanos, long parseNanos, long planNanos) {
         SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>(Map.of(target, buffer));
         LoadedModel loaded;
         try {
@@ -158,7 +157,7 @@ final class EarlyReads {
             batch.finish();
             long tEnd = System.nanoTime();
             loaded = new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
-                    new LoadedModel.Phases(parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos));
+                    new LoadedModel.Phases(locateNanos, parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos, true));
         } catch (RuntimeException | Error e) {
             // the reads write into the buffer until they end: wait, then free
             abandon(e);

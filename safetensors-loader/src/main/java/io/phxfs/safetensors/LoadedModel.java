@@ -34,11 +34,29 @@ public final class LoadedModel implements AutoCloseable {
     private final Phases phases;
 
     /**
-     * Where a load's time went, in nanoseconds: {@code parse} (headers, when the load parsed
-     * them; it may overlap the reads), {@code plan}, {@code allocate}, {@code read} (from the
-     * first request submitted to the last completed) and {@code views} (the tensor map).
+     * Where a load's time went, in nanoseconds: {@code locate} (finding the files, reading the
+     * index), {@code parse} (headers, when the load parsed them), {@code plan}, {@code allocate}
+     * (everything between the plan and the first read: the destination buffers, the devices),
+     * {@code read} (from the first request submitted to the last completed) and {@code views}
+     * (the tensor map). With {@code overlapped}, the reads started before the parse: then
+     * parse, plan and views ran during the read and only locate, allocate and read follow one
+     * another.
      */
-    record Phases(long parse, long plan, long allocate, long read, long views) {
+    record Phases(long locate, long parse, long plan, long allocate, long read, long views, boolean overlapped) {
+        /**
+         * The phases of a load whose steps follow one another, from their boundaries: the
+         * parse is whatever ran between the locate and the plan, so that the phases tile
+         * {@code [t0, tEnd)}.
+         */
+        static Phases sequential(long t0, long locate, long tPlan, long planNanos, long tRead, long tViews, long tEnd) {
+            return new Phases(locate, tPlan - t0 - locate, planNanos, tRead - tPlan - planNanos, tViews - tRead, tEnd - tViews,
+                    false);
+        }
+
+        /** The phases that follow one another, summed. */
+        long critical() {
+            return overlapped ? locate + allocate + read : locate + parse + plan + allocate + read + views;
+        }
     }
 
     /** With {@link WeightLoader.Builder#replicate}: each device's tensors; empty otherwise. */
@@ -249,6 +267,37 @@ public final class LoadedModel implements AutoCloseable {
      */
     public double planSeconds() {
         return phases.plan() / 1e9;
+    }
+
+    /**
+     * Seconds spent finding the model's files and reading its index, within {@link #seconds()}
+     * and before any read.
+     *
+     * @return the locate's seconds (0 when the load was given a parsed {@link ModelFiles})
+     */
+    public double locateSeconds() {
+        return phases.locate() / 1e9;
+    }
+
+    /**
+     * Whether the reads started before the parse, so that {@link #parseSeconds()},
+     * {@link #planSeconds()} and {@link #viewSeconds()} ran during {@link #readSeconds()}.
+     *
+     * @return true when the parse, the plan and the views overlapped the reads
+     */
+    public boolean readsOverlapParse() {
+        return phases.overlapped();
+    }
+
+    /**
+     * Seconds of {@link #seconds()} in no phase: {@link #seconds()} minus the phases that
+     * follow one another (see {@link #readsOverlapParse()}). Near zero; more says where a
+     * phase's bounds are wrong.
+     *
+     * @return the unaccounted seconds
+     */
+    public double otherSeconds() {
+        return (nanos - phases.critical()) / 1e9;
     }
 
     /**

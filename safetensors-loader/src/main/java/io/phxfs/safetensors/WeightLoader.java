@@ -413,6 +413,7 @@ public final class WeightLoader {
     public LoadedModel load(Path path) throws IOException {
         long t0 = System.nanoTime();
         ModelFiles.Located located = ModelFiles.locate(path, parser);
+        long locateNanos = System.nanoTime() - t0;
         EarlyReads early = EarlyReads.start(this, located);
         long tParse = System.nanoTime();
         ModelFiles model;
@@ -424,7 +425,7 @@ public final class WeightLoader {
             }
             throw e;
         }
-        return load(model, t0, System.nanoTime() - tParse, early);
+        return load(model, t0, locateNanos, System.nanoTime() - tParse, early);
     }
 
     /**
@@ -434,7 +435,7 @@ public final class WeightLoader {
      * @return the loaded model; the caller closes it
      */
     public LoadedModel load(ModelFiles model) {
-        return load(model, System.nanoTime(), 0, null);
+        return load(model, System.nanoTime(), 0, 0, null);
     }
 
     /**
@@ -464,9 +465,13 @@ public final class WeightLoader {
         return single.target() >= 0 || hostCopy ? single.target() : null;
     }
 
-    private LoadedModel load(ModelFiles model, long t0, long parseNanos, EarlyReads early) {
+    /**
+     * {@code t0}: when the load began; {@code locateNanos}: finding its files and reading the
+     * index; {@code parseNanos}: the headers' parse (overlapping the early reads, if any).
+     */
+    private LoadedModel load(ModelFiles model, long t0, long locateNanos, long parseNanos, EarlyReads early) {
         if (allocator != null) {
-            return loadInto(model, t0, parseNanos);
+            return loadInto(model, t0, locateNanos);
         }
         long tPlan = System.nanoTime();
         ReadPlan plan;
@@ -480,11 +485,11 @@ public final class WeightLoader {
         }
         long planNanos = System.nanoTime() - tPlan;
         if (spread == Spread.REPLICATE) {
-            return loadReplicated(model, plan, t0, parseNanos, planNanos);
+            return loadReplicated(model, plan, t0, locateNanos, planNanos);
         }
         if (early != null) {
             if (early.matches(plan)) {
-                return early.finish(model, plan, t0, parseNanos, planNanos);
+                return early.finish(model, plan, t0, locateNanos, parseNanos, planNanos);
             }
             // cannot happen for a file that passed validation, unless it changed in between
             early.abandon(null);
@@ -500,7 +505,6 @@ public final class WeightLoader {
                     devs.put(target, phx.device(target));
                 }
             }
-            long tAlloc = System.nanoTime();
             HostMapping mapping = null;
             for (Map.Entry<Integer, Long> e : plan.bufferBytes().entrySet()) {
                 int target = e.getKey();
@@ -558,7 +562,7 @@ public final class WeightLoader {
             Map<String, LoadedTensor> tensors = views(plan, buffers, devs, mapping);
             long tEnd = System.nanoTime();
             return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
-                    new LoadedModel.Phases(parseNanos, planNanos, tRead - tAlloc, tViews - tRead, tEnd - tViews));
+                    LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd));
         } catch (RuntimeException | Error e) {
             closeAll(owned, e);
             throw e;
@@ -592,7 +596,8 @@ public final class WeightLoader {
      * the k-th run of requests (about 1/N of the bytes, one contiguous range of the buffer),
      * then each device copies the other devices' ranges from them.
      */
-    private LoadedModel loadReplicated(ModelFiles model, ReadPlan plan, long t0, long parseNanos, long planNanos) {
+    private LoadedModel loadReplicated(ModelFiles model, ReadPlan plan, long t0, long locateNanos, long planNanos) {
+        long tPlanEnd = System.nanoTime();
         Phoenix phx = Phoenix.open();
         int n = devices.size();
         List<Device> devs = new ArrayList<>(n);
@@ -602,7 +607,6 @@ public final class WeightLoader {
             for (int id : devices) {
                 devs.add(phx.device(id));
             }
-            long tAlloc = System.nanoTime();
             int primary = devices.get(0);
             Long size = plan.bufferBytes().get(primary);
             boolean cover = size != null && readsCover(plan, primary, size);
@@ -649,7 +653,7 @@ public final class WeightLoader {
             }
             long tEnd = System.nanoTime();
             return new LoadedModel(model, plan, buffers, owned, replicas.get(primary), replicas, tEnd - t0,
-                    new LoadedModel.Phases(parseNanos, planNanos, tRead - tAlloc, tViews - tRead, tEnd - tViews));
+                    LoadedModel.Phases.sequential(t0, locateNanos, tPlanEnd - planNanos, planNanos, tRead, tViews, tEnd));
         } catch (RuntimeException | Error e) {
             closeAll(owned, e);
             throw e;
@@ -717,7 +721,7 @@ public final class WeightLoader {
 
 
     /** Loads into caller memory: one destination per tensor, from {@link #allocator}. */
-    private LoadedModel loadInto(ModelFiles model, long t0, long parseNanos) {
+    private LoadedModel loadInto(ModelFiles model, long t0, long locateNanos) {
         long tPlan = System.nanoTime();
         ReadPlan selection = ReadPlan.of(model, selector, Placement.all(Placement.HOST), options);
         if (intoBuffers != null) {
@@ -732,7 +736,6 @@ public final class WeightLoader {
         Map<String, TensorDestination> dests = new HashMap<>();
         List<AutoCloseable> handedOver = new ArrayList<>();
         try {
-            long tAlloc = System.nanoTime();
             for (ReadPlan.PlannedTensor p : selection.tensors().values()) {
                 if (p.nbytes() == 0) {
                     continue; // nothing to hold
@@ -780,7 +783,7 @@ public final class WeightLoader {
             }
             long tEnd = System.nanoTime();
             return new LoadedModel(model, plan, new TreeMap<>(), List.of(), tensors, Map.of(), tEnd - t0,
-                    new LoadedModel.Phases(parseNanos, planNanos, tRead - tAlloc, tViews - tRead, tEnd - tViews));
+                    LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd));
         } catch (RuntimeException | Error e) {
             closeAll(handedOver, e);
             throw e;

@@ -114,20 +114,9 @@ final class LoadCommand implements Callable<Integer> {
             warmUp.close(); // also when the target is wrong: its temporary model must be gone
         }
 
-        long t0 = System.nanoTime();
         // Everything onto one device (or copied into host memory): the loader parses the
         // headers itself, while the reads of the data sections already run.
         boolean parseInLoad = !parseFirst && only == null && devices == null && (device != null || copy);
-        ModelFiles model = null;
-        double parseSeconds = 0;
-        if (!parseInLoad) {
-            model = ModelFiles.open(path);
-            parseSeconds = (System.nanoTime() - t0) / 1e9;
-            if (only != null && model.names().stream().noneMatch(selector::test)) {
-                throw new IllegalArgumentException(path + ": --only " + only + " matches none of its "
-                        + model.names().size() + " tensors");
-            }
-        }
         target.announce(err);
         WeightLoader.Builder b = WeightLoader.builder().select(selector);
         if (direct || buffered) {
@@ -145,9 +134,23 @@ final class LoadCommand implements Callable<Integer> {
         } else {
             b.toDevice(device);
         }
+        ModelFiles model = null;
+        double parseSeconds = 0;
         LoadedModel m;
+        long t0;
+        // the bar (a thread of its own) and the loader are made before the clock starts, as
+        // the device is opened before it: "seconds" is the load
         try (ProgressBar bar = new ProgressBar(err, "loading", 1000)) {
             WeightLoader loader = b.progress(bar).build();
+            t0 = System.nanoTime();
+            if (!parseInLoad) {
+                model = ModelFiles.open(path);
+                parseSeconds = (System.nanoTime() - t0) / 1e9;
+                if (only != null && model.names().stream().noneMatch(selector::test)) {
+                    throw new IllegalArgumentException(path + ": --only " + only + " matches none of its "
+                            + model.names().size() + " tensors");
+                }
+            }
             m = parseInLoad ? loader.load(path) : loader.load(model);
         }
         double seconds = (System.nanoTime() - t0) / 1e9;
@@ -159,7 +162,10 @@ final class LoadCommand implements Callable<Integer> {
             Map<String, String> sha = checksums ? TensorDigests.sha256(m) : Map.of();
             String mode = device == null ? "host" : device.mode().name().toLowerCase(Locale.ROOT);
             if (json) {
-                writeJson(out, model, m, mode, device, seconds, parseSeconds, sha, several, spread, checksums);
+                // the command's own share: the progress bar's close, and (parsed here first) the
+                // parse, which parse_seconds then reports
+                double cliSeconds = seconds - m.seconds() - (parseInLoad ? 0 : parseSeconds);
+                writeJson(out, model, m, mode, device, seconds, cliSeconds, parseSeconds, sha, several, spread, checksums);
             } else {
                 writeText(out, model, m, mode, device, seconds, sha);
                 for (Device d : several) {
@@ -252,7 +258,8 @@ final class LoadCommand implements Callable<Integer> {
     }
 
     private static void writeJson(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
-                                  double seconds, double parseSeconds, Map<String, String> sha, List<Device> several,
+                                  double seconds, double cliSeconds, double parseSeconds, Map<String, String> sha,
+                                  List<Device> several,
                                   String spread, boolean checksums) throws IOException {
         JsonGenerator g = new JsonFactory().createGenerator(out);
         g.useDefaultPrettyPrinter();
@@ -265,11 +272,17 @@ final class LoadCommand implements Callable<Integer> {
         g.writeNumberField("bytes", m.bytes());
         g.writeNumberField("seconds", round(seconds, 6));
         g.writeNumberField("gb_per_s", round(m.bytes() / seconds / 1e9, 6));
+        // the phases tile "seconds": cli + locate + parse + plan + allocate + read + view + other,
+        // except that with reads_overlap_parse the parse, plan and view run within read
+        g.writeNumberField("cli_seconds", round(cliSeconds, 6));
+        g.writeBooleanField("reads_overlap_parse", m.readsOverlapParse());
+        g.writeNumberField("locate_seconds", round(m.locateSeconds(), 6));
         g.writeNumberField("parse_seconds", round(parseSeconds, 6));
         g.writeNumberField("plan_seconds", round(m.planSeconds(), 6));
         g.writeNumberField("allocate_seconds", round(m.allocateSeconds(), 6));
         g.writeNumberField("read_seconds", round(m.readSeconds(), 6));
         g.writeNumberField("view_seconds", round(m.viewSeconds(), 6));
+        g.writeNumberField("other_seconds", round(m.otherSeconds(), 6));
         if (!several.isEmpty()) {
             g.writeStringField("spread", spread);
             g.writeArrayFieldStart("devices");

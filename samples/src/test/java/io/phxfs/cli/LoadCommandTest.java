@@ -83,6 +83,44 @@ class LoadCommandTest {
         }
     }
 
+    /**
+     * Every millisecond of "seconds" belongs to a named phase: the phases that follow one
+     * another sum to it (the parse, plan and views inside the read when the reads started
+     * first), and what no phase holds stays under a millisecond. Each way a load runs: reads
+     * before the parse (device, host copy), parsed first, the index named, and host mapping.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"--device=0", "--host --copy", "--device=0 --parse-first", "--host", "--device=0 INDEX"})
+    void thePhasesTileTheLoadsSeconds(String args) {
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of("load"));
+        boolean index = args.endsWith("INDEX");
+        cmd.add(Fixtures.file(index ? "tiny-gpt2-sharded/model.safetensors.index.json" : "tiny-gpt2-sharded").toString());
+        cmd.addAll(java.util.List.of(args.replace(" INDEX", "").split(" ")));
+        cmd.add("--json");
+        Cli r = Cli.run(cmd.toArray(String[]::new));
+        assertEquals(0, r.exit(), r.toString());
+        JsonNode j = r.json();
+        boolean overlap = j.path("reads_overlap_parse").asBoolean();
+        assertEquals(!args.contains("--parse-first") && !args.equals("--host"), overlap, r::toString);
+        java.util.List<String> seq = new java.util.ArrayList<>(java.util.List.of("cli", "locate", "allocate", "read", "other"));
+        if (!overlap) {
+            seq.addAll(java.util.List.of("parse", "plan", "view"));
+        }
+        double sum = 0;
+        for (String k : seq) {
+            assertTrue(j.path(k + "_seconds").isNumber(), k + "_seconds missing: " + r);
+            assertTrue(j.path(k + "_seconds").asDouble() >= (k.equals("other") ? -1e-3 : 0), k + ": " + r);
+            sum += j.path(k + "_seconds").asDouble();
+        }
+        // each phase is rounded to a microsecond in the JSON
+        assertEquals(j.path("seconds").asDouble(), sum, 1e-5 * seq.size(), r::toString);
+        assertTrue(Math.abs(j.path("other_seconds").asDouble()) < 1e-3, r::toString);
+        if (overlap) {
+            double inside = j.path("parse_seconds").asDouble() + j.path("plan_seconds").asDouble() + j.path("view_seconds").asDouble();
+            assertTrue(inside <= j.path("read_seconds").asDouble() + 1e-5, "parse, plan and views within the read: " + r);
+        }
+    }
+
     @Test
     void shardedModelMatchesTheSingleFileReference() {
         Cli r = Cli.run("load", Fixtures.file("tiny-gpt2-sharded").toString(), "--host", "--json", "--checksums");

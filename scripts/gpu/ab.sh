@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run ON THE GPU MACHINE after scripts/gpu/ab-prepare.sh REV_A REV_B [...] here (carry
+# .gpu/jre.tar.xz .gpu/uring .gpu/ab): the A/B harness of every loader performance change.
+# Builds each revision's libphoenix (Release, from its own sources), writes the checkpoints
+# (AB_CHECKPOINTS, default all):
+#   st-dense   safetensors.torch.save_file, 4 shards + model.safetensors.index.json, Llama-8B
+#              layer shapes, 3 layers a shard, bf16 (5.2 GB): as users' checkpoints come
+#   gen-dense  phoenix gen-model --size 5g --shards 4 (the same shapes, our own writer)
+#   st-moe     save_file, one file, 4,681 tensors of 1 MiB (4.9 GB)
+# then, page cache warm, loads each with every revision's `phoenix load --device 0 --json` in a
+# fresh JVM, revisions interleaved round by round (AB_ROUNDS, default 5), beside the pinned
+# host-to-device rate of the same run (torch). Prints per checkpoint each revision's median
+# GB/s, its ratio to the link, its phases, and each later revision's ratio to the first with
+# the spread of the per-round ratios. Outputs in $OUT: ab.json (every run), ab-table.txt.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+out=${OUT:-gpu-results}; mkdir -p "$out"
+[ -f .gpu/ab/order ] || { echo "ab.sh: no .gpu/ab/order: run scripts/gpu/ab-prepare.sh REV_A REV_B here first" >&2; exit 2; }
+[ -x .gpu/jre/bin/java ] || tar -C .gpu -xJf .gpu/jre.tar.xz
+while read -r name desc; do
+  src=build/ab/$name; rm -rf "$src" && mkdir -p "$src"
+  tar -C "$src" -xf ".gpu/ab/$name/native.tar"
+  cmake -S "$src/phoenix-native" -B "$src/build" -DCMAKE_BUILD_TYPE=Release \
+    -DURING_STATIC="$root/.gpu/uring/lib/liburing.a" -DURING_INCLUDE="$root/.gpu/uring/include" > "$out/ab-build-$name.txt" 2>&1 &&
+    cmake --build "$src/build" -j --target phoenix >> "$out/ab-build-$name.txt" 2>&1 \
+    || { echo "ab.sh: libphoenix of $name failed to build"; tail -20 "$out/ab-build-$name.txt"; exit 1; }
+  echo "ab.sh: built $name ($desc)"
+done < .gpu/ab/order
+timeout 480 python3 scripts/gpu/ab.py --order .gpu/ab/order --rounds "${AB_ROUNDS:-5}" \
+  --checkpoints "${AB_CHECKPOINTS:-st-dense,gen-dense,st-moe}" --json "$out/ab.json" 2>&1 | tee "$out/ab-table.txt"
