@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-[ $# -ge 2 ] || { echo "usage: $0 REV_A REV_B [REV...]  (a commit, a branch, or 'tree')" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 REV_A [REV_B...]  (a commit, a branch, or 'tree')" >&2; exit 2; }
 JAVA_HOME=$(scripts/setup.sh)
 export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
 rm -rf .gpu/ab && mkdir -p .gpu/ab build/ab

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Run ON THE GPU MACHINE from scripts/gpu/ab.sh: loads the same checkpoints with every prepared
 revision's CLI, interleaved round by round in one run, beside the pinned host-to-device rate.
-Usage: ab.py --order .gpu/ab/order [--rounds 5] [--checkpoints st-dense,gen-dense,st-moe] [--json F]"""
+Usage: ab.py --order .gpu/ab/order [--rounds 5] [--checkpoints st-dense,gen-dense,st-moe] [--json F]
+             [--settings "NAME:VAR=V,VAR=V;NAME:..."]   (the last revision again under each setting's
+             environment, as one more variant NAME in the rounds: e.g. "w12:PHX_WORKERS=12")"""
 import json, os, statistics, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -14,8 +16,12 @@ def arg(name, default):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
+VARIANTS = {}  # variant name -> (revision, environment)
+
+
 def cli(rev, *args, env=None, timeout=120):
-    e = dict(os.environ, PHX_LIBRARY_PATH=os.path.join(ROOT, "build", "ab", rev, "build", "libphoenix.so"), **(env or {}))
+    rev, venv = VARIANTS.get(rev, (rev, {}))
+    e = dict(os.environ, PHX_LIBRARY_PATH=os.path.join(ROOT, "build", "ab", rev, "build", "libphoenix.so"), **venv, **(env or {}))
     cmd = [JAVA, "--enable-native-access=ALL-UNNAMED", "-cp", os.path.join(ROOT, ".gpu", "ab", rev, "phoenix-cli.jar"),
            "io.phxfs.cli.PhoenixCli", *args]
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
@@ -112,6 +118,12 @@ def main():
     revs = [o[0] for o in order]
     rounds = int(arg("--rounds", "5"))
     kinds = arg("--checkpoints", "st-dense,gen-dense,st-moe").split(",")
+    for spec in [x for x in arg("--settings", "").split(";") if x.strip()]:
+        vname, _, assigns = spec.partition(":")
+        venv = dict(a.split("=", 1) for a in assigns.split(",") if a)
+        VARIANTS[vname] = (revs[-1], venv)
+        order.append([vname, f"{revs[-1]} with {' '.join(f'{k}={v}' for k, v in venv.items())}"])
+        revs.append(vname)
     res = {"revisions": dict(order), "rounds": rounds, "checkpoints": {}}
     for name, desc in order:
         print(f"revision {name}: {desc}", flush=True)

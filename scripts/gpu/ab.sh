@@ -11,7 +11,10 @@
 # fresh JVM, revisions interleaved round by round (AB_ROUNDS, default 5), beside the pinned
 # host-to-device rate of the same run (torch). Prints per checkpoint each revision's median
 # GB/s, its ratio to the link, its phases, and each later revision's ratio to the first with
-# the spread of the per-round ratios. Outputs in $OUT: ab.json (every run), ab-table.txt.
+# the spread of the per-round ratios. AB_SETTINGS="NAME:VAR=V,...;..." adds the last revision
+# under other environments as variants (ab.py --settings); AB_RW=1 then runs rw_bench (device
+# <-> page cache against the kernel's pread/pwrite) with the last revision's library.
+# Outputs in $OUT: ab.json (every run), ab-table.txt, rw-bench.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -28,4 +31,10 @@ while read -r name desc; do
   echo "ab.sh: built $name ($desc)"
 done < .gpu/ab/order
 timeout 480 python3 scripts/gpu/ab.py --order .gpu/ab/order --rounds "${AB_ROUNDS:-5}" \
-  --checkpoints "${AB_CHECKPOINTS:-st-dense,gen-dense,st-moe}" --json "$out/ab.json" 2>&1 | tee "$out/ab-table.txt"
+  --checkpoints "${AB_CHECKPOINTS:-st-dense,gen-dense,st-moe}" --settings "${AB_SETTINGS:-}" --json "$out/ab.json" 2>&1 | tee "$out/ab-table.txt"
+if [ -n "${AB_RW:-}" ]; then
+  # device <-> page cache both ways beside the kernel's own pread/pwrite, with the last revision
+  last=$(tail -1 .gpu/ab/order | cut -d' ' -f1); b=build/ab/$last/build
+  gcc -O2 -Wall -Wextra -Iphoenix-native/include phoenix-native/tests/gpu/rw_bench.c -L$b -lphoenix -lpthread \
+    -Wl,-rpath="$root/$b" -o $b/rw_bench && timeout 200 $b/rw_bench /tmp "${RW_GIB:-4}" 2>&1 | tee "$out/rw-bench.txt"
+fi
