@@ -118,11 +118,12 @@ def main():
     revs = [o[0] for o in order]
     rounds = int(arg("--rounds", "5"))
     kinds = arg("--checkpoints", "st-dense,gen-dense,st-moe").split(",")
+    last = revs[-1]  # the revision the settings run, and the one that writes gen-model's checkpoint
     for spec in [x for x in arg("--settings", "").split(";") if x.strip()]:
         vname, _, assigns = spec.partition(":")
         venv = dict(a.split("=", 1) for a in assigns.split(",") if a)
-        VARIANTS[vname] = (revs[-1], venv)
-        order.append([vname, f"{revs[-1]} with {' '.join(f'{k}={v}' for k, v in venv.items())}"])
+        VARIANTS[vname] = (last, venv)
+        order.append([vname, f"{last} with {' '.join(f'{k}={v}' for k, v in venv.items())}"])
         revs.append(vname)
     res = {"revisions": dict(order), "rounds": rounds, "checkpoints": {}}
     for name, desc in order:
@@ -130,7 +131,7 @@ def main():
     dirs = {}
     for k in kinds:
         t0 = time.time()
-        dirs[k] = make(k, revs[-1])
+        dirs[k] = make(k, last)
         print(f"checkpoint {k}: {dirs[k]} ({sum(os.path.getsize(os.path.join(dirs[k], n)) for n in os.listdir(dirs[k])) / 1e9:.2f} GB,"
               f" {time.time() - t0:.0f} s to write)", flush=True)
     link, link_runs = pinned_h2d()

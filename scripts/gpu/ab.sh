@@ -33,8 +33,16 @@ done < .gpu/ab/order
 timeout 480 python3 scripts/gpu/ab.py --order .gpu/ab/order --rounds "${AB_ROUNDS:-5}" \
   --checkpoints "${AB_CHECKPOINTS:-st-dense,gen-dense,st-moe}" --settings "${AB_SETTINGS:-}" --json "$out/ab.json" 2>&1 | tee "$out/ab-table.txt"
 if [ -n "${AB_RW:-}" ]; then
-  # device <-> page cache both ways beside the kernel's own pread/pwrite, with the last revision
+  # device <-> page cache both ways beside the kernel's own pread/pwrite, with the last revision,
+  # under its defaults and then each AB_SETTINGS environment
   last=$(tail -1 .gpu/ab/order | cut -d' ' -f1); b=build/ab/$last/build
   gcc -O2 -Wall -Wextra -Iphoenix-native/include phoenix-native/tests/gpu/rw_bench.c -L$b -lphoenix -lpthread \
-    -Wl,-rpath="$root/$b" -o $b/rw_bench && timeout 200 $b/rw_bench /tmp "${RW_GIB:-4}" 2>&1 | tee "$out/rw-bench.txt"
+    -Wl,-rpath="$root/$b" -o $b/rw_bench || exit 1
+  IFS=';' read -ra specs <<< "default:;${AB_SETTINGS:-}"
+  for spec in "${specs[@]}"; do
+    [ -n "$spec" ] || continue
+    vname=${spec%%:*}; assigns=${spec#*:}
+    echo "== rw_bench, $vname ${assigns//,/ }"
+    env ${assigns//,/ } timeout 200 $b/rw_bench /tmp "${RW_GIB:-4}" 2>&1 | grep -E "write|pwrite|read  page|verified" | tee "$out/rw-bench-$vname.txt"
+  done
 fi
