@@ -17,12 +17,13 @@ static int cfg_loaded;
 static int default_workers(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    /* Up to 10. On the H200 host (16 cores) a warm 5 GB load with 2 x 4 MiB slots a worker
-     * measured 48.7 GB/s with 10 workers (runs 48.1-49.3), 48.4 with 12 and 46.4 with 8
-     * (42.2-48.8): past 10 the link, not the page-cache copy, is the limit, and more threads
-     * only add CPU (docs/benchmarks.md, issue 13). */
+    /* Up to 12. Writes need them: on the H200 host device -> page cache over 8 files reached
+     * 21.5-24.4 GB/s with 10 workers (0.79-0.86x the kernel's own pwrite from host memory,
+     * same run) and 27.9 with 12 (1.03x); loads are level past 10 (0.985-0.991x of 10 with
+     * 12, 48.7 against 48.4 GB/s in an earlier run): there the link, not the page-cache copy,
+     * is the limit (docs/benchmarks.md, issues 13 and 23). */
     if (n < 1) n = 1;
-    return n > 10 ? 10 : (int)n;
+    return n > 12 ? 12 : (int)n;
 }
 
 static int parse_size(const char *v, long long lo, long long hi, long long *out)
@@ -116,7 +117,7 @@ static void load_env(void)
          * (phoenix-native/tests/gpu/copy_ceiling.cu, docs/benchmarks.md). */
         phx_cfg.slot_bytes = 4u << 20;
         phx_cfg.slots = 2;
-        /* 32 slots: more than 10 workers keep in flight at 2 each, with room for callers'
+        /* 32 slots: more than 12 workers keep in flight at 2 each, with room for callers'
          * small transfers and stream-ordered I/O */
         phx_cfg.pinned_bytes = 128u << 20;
         phx_cfg.chunk_bytes = 8u << 20;
