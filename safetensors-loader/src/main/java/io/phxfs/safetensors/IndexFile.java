@@ -18,6 +18,7 @@ import java.util.List;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -150,18 +151,29 @@ final class IndexFile {
             throw new SafetensorsFormatException(index, "field weight_map", "is not an object of tensor name to file");
         }
         Map<String, Path> m = new LinkedHashMap<>();
+        // a 96,000-tensor index names each of its 160 shards 600 times: each name is checked
+        // and looked up on disk once, and messages are made only for an error
+        Map<String, Path> shards = new HashMap<>();
         while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
             String name = p.currentName();
-            String subject = "weight_map entry " + Names.quote(name);
             if (p.nextToken() != JsonToken.VALUE_STRING) {
-                throw new SafetensorsFormatException(index, subject, "the shard is not given as a file name string");
+                throw new SafetensorsFormatException(index, subject(name), "the shard is not given as a file name string");
             }
-            Path shard = shard(p.getText(), index, dir, subject);
+            String file = p.getText();
+            Path shard = shards.get(file);
+            if (shard == null) {
+                shard = shard(file, index, dir, subject(name));
+                shards.put(file, shard);
+            }
             if (m.put(name, shard) != null) {
-                throw new SafetensorsFormatException(index, subject, "appears twice");
+                throw new SafetensorsFormatException(index, subject(name), "appears twice");
             }
         }
         return m;
+    }
+
+    private static String subject(String tensor) {
+        return "weight_map entry " + Names.quote(tensor);
     }
 
     /** Resolves a shard name, refusing any that could leave the directory of the index. */
