@@ -30,10 +30,19 @@ import java.util.TreeSet;
  * @param maxLocalDiskBytes the disk tier's cap ({@code max_local_disk_size}, default 10 GB)
  * @param diskMinFreeBytes  free space the disk tier leaves on its file system ({@code local_disk_min_free}, default 1 GB)
  * @param fsync             when chunk files are synced ({@code local_disk_fsync}: none, file (default) or full)
- * @param remoteUrl         the Redis tier ({@code remote_url}, {@code redis://} or {@code rediss://}), or null
+ * @param remoteUrl         the Redis tier ({@code remote_url}: {@code redis://}, {@code rediss://},
+ *                          {@code redis-cluster://h1:p1,h2:p2,...} or {@code rediss-cluster://...}, see
+ *                          {@link RemoteUrl}), or null
  * @param remoteUsername    Redis ACL user ({@code remote_username}), or null
- * @param remotePassword    Redis password ({@code remote_password}), or null
+ * @param remotePassword    Redis password ({@code remote_password}), or null; never in {@link #toString()}
  * @param remoteTimeout     per-command limit for Redis ({@code remote_timeout_ms}, default 2000)
+ * @param remoteReadFrom    where a cluster's reads go ({@code remote_read_from}: master (default),
+ *                          master_preferred, replica, replica_preferred, any, any_replica, nearest)
+ * @param remoteTlsCaFile   PEM file of the CA certificates that TLS servers are checked against
+ *                          ({@code remote_tls_ca_file}), or null for the JVM's trust store
+ * @param remoteTlsCertFile PEM client certificate chain for servers that ask for one
+ *                          ({@code remote_tls_cert_file}, with {@code remote_tls_key_file}), or null
+ * @param remoteTlsKeyFile  PEM (PKCS#8, unencrypted) key of that certificate ({@code remote_tls_key_file}), or null
  * @param writeQueueChunks  write-behind queue bound in chunks ({@code write_queue_chunks}, default 64)
  * @param ioThreads         threads moving chunks to and from disk and Redis ({@code io_threads}, default 4)
  * @param model             the model's name in keys ({@code model_name}, default "model")
@@ -43,11 +52,13 @@ import java.util.TreeSet;
 public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean localCpu, long maxLocalCpuBytes,
                             Path localDisk, long maxLocalDiskBytes, long diskMinFreeBytes, DiskTier.FsyncPolicy fsync,
                             String remoteUrl, String remoteUsername, String remotePassword, Duration remoteTimeout,
+                            String remoteReadFrom, Path remoteTlsCaFile, Path remoteTlsCertFile, Path remoteTlsKeyFile,
                             int writeQueueChunks, int ioThreads, String model, int worldSize, int workerId) {
     private static final double GB = 1e9;
     private static final Set<String> KEYS = new TreeSet<>(Set.of("chunk_size", "save_unfull_chunk", "local_cpu",
             "max_local_cpu_size", "local_disk", "max_local_disk_size", "local_disk_min_free", "local_disk_fsync",
-            "remote_url", "remote_username", "remote_password", "remote_timeout_ms", "write_queue_chunks",
+            "remote_url", "remote_username", "remote_password", "remote_timeout_ms", "remote_read_from",
+            "remote_tls_ca_file", "remote_tls_cert_file", "remote_tls_key_file", "write_queue_chunks",
             "io_threads", "model_name", "world_size", "worker_id"));
 
     /**
@@ -69,12 +80,57 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
         if (workerId < 0 || workerId >= worldSize) {
             throw new IllegalArgumentException("worker_id " + workerId + " outside world_size " + worldSize);
         }
-        if (remoteUrl != null && !remoteUrl.startsWith("redis://") && !remoteUrl.startsWith("rediss://")) {
-            throw new IllegalArgumentException("remote_url '" + remoteUrl + "': only redis:// and rediss:// are supported");
-        }
         if (fsync == null || remoteTimeout == null || model == null) {
             throw new IllegalArgumentException("fsync, remote timeout and model name are required");
         }
+        remoteReadFrom = remoteReadFrom == null ? "master" : remoteReadFrom.toLowerCase(Locale.ROOT);
+        checkRemote(remoteUrl, remoteTimeout, remoteReadFrom, remoteTlsCaFile, remoteTlsCertFile, remoteTlsKeyFile);
+    }
+
+    /** The remote_* settings together: each alone may be fine and the set still make no sense. */
+    private static void checkRemote(String url, Duration timeout, String readFrom, Path ca, Path cert, Path key) {
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("remote_timeout_ms must be > 0, was " + timeout.toMillis());
+        }
+        RedisTier.readFrom(readFrom); // names remote_read_from when it is none of the known
+        RemoteUrl u = url == null ? null : RemoteUrl.parse(url, "remote_url");
+        if (u != null && !u.isCluster() && !readFrom.equals("master")) {
+            throw new IllegalArgumentException("remote_read_from: " + readFrom + " needs replicas to read from, a"
+                    + " redis-cluster:// remote_url; remote_url '" + u + "' is one server");
+        }
+        if ((ca != null || cert != null || key != null) && (u == null || !u.tls())) {
+            throw new IllegalArgumentException("remote_tls_*: set, but remote_url '" + u + "' is not rediss:// or"
+                    + " rediss-cluster://");
+        }
+        if ((cert == null) != (key == null)) {
+            throw new IllegalArgumentException("remote_tls_cert_file and remote_tls_key_file go together; only "
+                    + (cert != null ? "remote_tls_cert_file" : "remote_tls_key_file") + " is set");
+        }
+        readable("remote_tls_ca_file", ca);
+        readable("remote_tls_cert_file", cert);
+        readable("remote_tls_key_file", key);
+    }
+
+    private static void readable(String key, Path p) {
+        if (p != null && !(Files.isRegularFile(p) && Files.isReadable(p))) {
+            throw new IllegalArgumentException(key + ": " + p + (Files.exists(p) ? " is not a readable file" : " does not exist"));
+        }
+    }
+
+    /**
+     * The settings, with the password masked and {@code remote_url}'s too: a configuration is
+     * logged and printed.
+     */
+    @Override
+    public String toString() {
+        return "KvCacheConfig[chunkSize=" + chunkSize + ", saveUnfullChunk=" + saveUnfullChunk + ", localCpu=" + localCpu
+                + ", maxLocalCpuBytes=" + maxLocalCpuBytes + ", localDisk=" + localDisk + ", maxLocalDiskBytes="
+                + maxLocalDiskBytes + ", diskMinFreeBytes=" + diskMinFreeBytes + ", fsync=" + fsync + ", remoteUrl="
+                + RemoteUrl.redact(remoteUrl) + ", remoteUsername=" + remoteUsername + ", remotePassword="
+                + (remotePassword == null ? null : "***") + ", remoteTimeout=" + remoteTimeout + ", remoteReadFrom="
+                + remoteReadFrom + ", remoteTlsCaFile=" + remoteTlsCaFile + ", remoteTlsCertFile=" + remoteTlsCertFile
+                + ", remoteTlsKeyFile=" + remoteTlsKeyFile + ", writeQueueChunks=" + writeQueueChunks + ", ioThreads="
+                + ioThreads + ", model=" + model + ", worldSize=" + worldSize + ", workerId=" + workerId + "]";
     }
 
     private static void positive(String key, long v) {
@@ -146,6 +202,10 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
                     case "remote_username" -> b.remoteUsername(text(k, v));
                     case "remote_password" -> b.remotePassword(text(k, v));
                     case "remote_timeout_ms" -> b.remoteTimeout(Duration.ofMillis(integer(k, v)));
+                    case "remote_read_from" -> b.remoteReadFrom(text(k, v));
+                    case "remote_tls_ca_file" -> b.remoteTlsCaFile(v.isNull() ? null : Path.of(text(k, v)));
+                    case "remote_tls_cert_file" -> b.remoteTlsCertFile(v.isNull() ? null : Path.of(text(k, v)));
+                    case "remote_tls_key_file" -> b.remoteTlsKeyFile(v.isNull() ? null : Path.of(text(k, v)));
                     case "write_queue_chunks" -> b.writeQueueChunks(integer(k, v));
                     case "io_threads" -> b.ioThreads(integer(k, v));
                     case "model_name" -> b.model(text(k, v));
@@ -218,6 +278,10 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
         private String remoteUsername;
         private String remotePassword;
         private Duration remoteTimeout = Duration.ofMillis(2000);
+        private String remoteReadFrom = "master";
+        private Path remoteTlsCaFile;
+        private Path remoteTlsCertFile;
+        private Path remoteTlsKeyFile;
         private int writeQueueChunks = 64;
         private int ioThreads = 4;
         private String model = "model";
@@ -318,7 +382,8 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
         /**
          * Sets {@code remote_url}.
          *
-         * @param v {@code redis://host:port}, or null for no remote tier
+         * @param v {@code redis://host:port}, {@code redis-cluster://h1:p1,h2:p2,...} (or the TLS forms
+         *          {@code rediss://}, {@code rediss-cluster://}), or null for no remote tier
          * @return this builder
          */
         public Builder remoteUrl(String v) {
@@ -356,6 +421,50 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
          */
         public Builder remoteTimeout(Duration v) {
             remoteTimeout = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code remote_read_from}.
+         *
+         * @param v master, master_preferred, replica, replica_preferred, any, any_replica or nearest
+         * @return this builder
+         */
+        public Builder remoteReadFrom(String v) {
+            remoteReadFrom = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code remote_tls_ca_file}.
+         *
+         * @param v a PEM file of CA certificates, or null for the JVM's trust store
+         * @return this builder
+         */
+        public Builder remoteTlsCaFile(Path v) {
+            remoteTlsCaFile = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code remote_tls_cert_file}.
+         *
+         * @param v a PEM client certificate chain, or null
+         * @return this builder
+         */
+        public Builder remoteTlsCertFile(Path v) {
+            remoteTlsCertFile = v;
+            return this;
+        }
+
+        /**
+         * Sets {@code remote_tls_key_file}.
+         *
+         * @param v the PEM (PKCS#8) key of the client certificate, or null
+         * @return this builder
+         */
+        public Builder remoteTlsKeyFile(Path v) {
+            remoteTlsKeyFile = v;
             return this;
         }
 
@@ -423,7 +532,8 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
         public KvCacheConfig build() {
             return new KvCacheConfig(chunkSize, saveUnfullChunk, localCpu, maxLocalCpuBytes, localDisk,
                     maxLocalDiskBytes, diskMinFreeBytes, fsync, remoteUrl, remoteUsername, remotePassword,
-                    remoteTimeout, writeQueueChunks, ioThreads, model, worldSize, workerId);
+                    remoteTimeout, remoteReadFrom, remoteTlsCaFile, remoteTlsCertFile, remoteTlsKeyFile,
+                    writeQueueChunks, ioThreads, model, worldSize, workerId);
         }
     }
 }

@@ -94,8 +94,7 @@ public final class KvCacheEngine implements AutoCloseable {
                 d = new DiskTier(config.localDisk(), config.maxLocalDiskBytes(), config.diskMinFreeBytes(), config.fsync());
             }
             if (config.remoteUrl() != null) {
-                r = new RedisTier(config.remoteUrl(), config.remoteUsername(), config.remotePassword(),
-                        config.remoteTimeout());
+                r = new RedisTier(config);
             }
         } catch (RuntimeException | Error e) {
             for (KvTier t : new KvTier[] {m, d, r}) {
@@ -458,14 +457,16 @@ public final class KvCacheEngine implements AutoCloseable {
 
     /**
      * Writes queued chunks to the lower tiers: to the disk tier as one {@link DiskTier#putAll}
-     * (the chunks that were waiting are synced together), to the others one by one.
+     * (the chunks that were waiting are synced together), to the Redis tier as one pipelined
+     * {@link RedisTier#putAll} (their SETs in flight together, over a cluster's shards at once),
+     * to any other one by one.
      */
     private void writeJobs(List<WriteJob> jobs) {
         boolean[] ok = new boolean[jobs.size()];
         java.util.Arrays.fill(ok, true);
         try {
             for (KvTier t : lower) {
-                if (t == disk) {
+                if (t == disk || t == redis) {
                     List<KvTier.Put> puts = new ArrayList<>(jobs.size());
                     for (WriteJob j : jobs) {
                         puts.add(new KvTier.Put(j.chunk().key(), j.chunk().tokens(), j.pinned().segment()));
@@ -521,14 +522,14 @@ public final class KvCacheEngine implements AutoCloseable {
     }
 
     /**
-     * Without the memory tier, from a host buffer: all of the store's chunks go to the disk
-     * tier in one {@link DiskTier#putAll} (one batch, the files synced together), on one I/O
-     * thread, while the other tiers take them chunk by chunk on the others. False, doing
-     * nothing, when the buffer is not host memory (device chunks go through the staging pool,
-     * a few at a time) or there is no disk tier.
+     * Without the memory tier, from a host buffer: all of the store's chunks go to each lower
+     * tier in one {@link KvTier#putAll}, each tier on an I/O thread of its own: the disk tier
+     * writes them as one batch, the files synced together; the Redis tier pipelines their SETs
+     * (over a cluster's shards at once). False, doing nothing, when the buffer is not host
+     * memory (device chunks go through the staging pool, a few at a time) or there is no lower tier.
      */
     private boolean storeDirectTogether(List<Chunk> cs, KvBuffer src, List<CompletableFuture<Boolean>> done) {
-        if (disk == null || cs.isEmpty()) {
+        if (lower.isEmpty() || cs.isEmpty()) {
             return false;
         }
         List<KvTier.Put> puts = new ArrayList<>(cs.size());
@@ -539,16 +540,15 @@ public final class KvCacheEngine implements AutoCloseable {
             }
             puts.add(new KvTier.Put(c.key(), c.tokens(), view));
         }
-        CompletableFuture<boolean[]> onDisk = CompletableFuture.supplyAsync(() -> safePutAll(disk, puts), io);
+        List<CompletableFuture<boolean[]>> written = new ArrayList<>(lower.size());
+        for (KvTier t : lower) {
+            written.add(CompletableFuture.supplyAsync(() -> safePutAll(t, puts), io));
+        }
         for (int i = 0; i < cs.size(); i++) {
             int at = i;
-            CompletableFuture<Boolean> f = onDisk.thenApply(ok -> ok[at]);
-            for (KvTier t : lower) {
-                if (t != disk) {
-                    CompletableFuture<Boolean> other = CompletableFuture.supplyAsync(
-                            () -> safePut(t, cs.get(at), puts.get(at).payload()), io);
-                    f = f.thenCombine(other, (a, b) -> a && b);
-                }
+            CompletableFuture<Boolean> f = CompletableFuture.completedFuture(true);
+            for (CompletableFuture<boolean[]> w : written) {
+                f = f.thenCombine(w, (a, ok) -> a && ok[at]);
             }
             done.add(f);
         }
@@ -667,8 +667,11 @@ public final class KvCacheEngine implements AutoCloseable {
         // chunks the memory tier holds are copied in parallel; those it does not, when they go
         // straight into host memory, are read from the disk tier together (its reads of many
         // chunks in flight at once, as one large read has them: chunk by chunk, the disk idled
-        // between chunks), and what the disk lacks is fetched from the tiers below, in parallel
-        List<MemorySegment> views = disk == null ? null : hostViews(want, dst);
+        // between chunks), and what the disk lacks is fetched from the tiers below, in parallel.
+        // Without a disk tier the Redis tier takes that place: its GETs of all those chunks are
+        // pipelined, across a cluster's shards at once, instead of one round trip per chunk
+        KvTier first = lower.isEmpty() ? null : lower.getFirst();
+        List<MemorySegment> views = first == null ? null : hostViews(want, dst);
         List<Integer> fromDisk = new ArrayList<>();
         List<CompletableFuture<Boolean>> fs = new ArrayList<>(want.size());
         for (int i = 0; i < want.size(); i++) {
@@ -686,15 +689,15 @@ public final class KvCacheEngine implements AutoCloseable {
             fs.set(fromDisk.get(0), CompletableFuture.supplyAsync(() -> fetch(c, dst), io));
         } else if (!fromDisk.isEmpty()) {
             List<KvTier.Get> gets = fromDisk.stream().map(i -> new KvTier.Get(want.get(i).key(), views.get(i))).toList();
-            CompletableFuture<boolean[]> read = CompletableFuture.supplyAsync(() -> diskGetAll(gets), io);
-            List<KvTier> below = lower.subList(lower.indexOf(disk) + 1, lower.size());
+            CompletableFuture<boolean[]> read = CompletableFuture.supplyAsync(() -> getAllFrom(first, gets), io);
+            List<KvTier> below = lower.subList(1, lower.size());
             for (int j = 0; j < fromDisk.size(); j++) {
                 int at = j;
                 Chunk c = want.get(fromDisk.get(j));
                 MemorySegment v = views.get(fromDisk.get(j));
                 fs.set(fromDisk.get(j), read.thenCompose(hit -> {
                     if (hit[at]) {
-                        promote(c, v, disk);
+                        promote(c, v, first);
                         return CompletableFuture.completedFuture(true);
                     }
                     return below.isEmpty() ? CompletableFuture.completedFuture(false)
@@ -722,10 +725,10 @@ public final class KvCacheEngine implements AutoCloseable {
         return views;
     }
 
-    /** The disk tier's reads of several chunks; a tier that throws is a miss for all of them. */
-    private boolean[] diskGetAll(List<KvTier.Get> gets) {
+    /** A tier's reads of several chunks; a tier that throws is a miss for all of them. */
+    private static boolean[] getAllFrom(KvTier t, List<KvTier.Get> gets) {
         try {
-            return disk.getAll(gets);
+            return t.getAll(gets);
         } catch (RuntimeException e) {
             return new boolean[gets.size()];
         }

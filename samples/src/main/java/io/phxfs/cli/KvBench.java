@@ -2,8 +2,16 @@ package io.phxfs.cli;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
+import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisStringAsyncCommands;
+import io.lettuce.core.api.sync.RedisStringCommands;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.codec.RedisCodec;
 import io.lettuce.core.codec.StringCodec;
@@ -18,6 +26,7 @@ import io.phxfs.kvcache.DiskTier;
 import io.phxfs.kvcache.KvCacheConfig;
 import io.phxfs.kvcache.KvCacheEngine;
 import io.phxfs.kvcache.KvLayout;
+import io.phxfs.kvcache.RemoteUrl;
 import io.phxfs.kvcache.TierStats;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -27,6 +36,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -40,6 +50,8 @@ import java.util.zip.CRC32C;
 final class KvBench {
     private static final int CHUNK = 256;
     private static final int LOOKUP_TOKENS = 128 * 1024;
+    /** slf4j-simple's level for Lettuce's loggers (and Netty's under them, named io.netty: not touched). */
+    private static final String LETTUCE_LOG = "org.slf4j.simpleLogger.log.io.lettuce.core";
 
     private final KvCommand.Bench o;
 
@@ -68,9 +80,44 @@ final class KvBench {
         if (Files.exists(base) && !Files.isDirectory(base)) {
             throw new IllegalArgumentException("--dir " + base + ": not a directory");
         }
+        RemoteUrl remote = o.redis == null ? null : redisUrl(o.redis);
+        if (remote != null && System.getProperty(LETTUCE_LOG) == null) {
+            // Lettuce warns, with a stack trace, of every node it cannot reach or log in to; the
+            // tier says so once, in a line naming the URL, and counts the rest in its errors
+            System.setProperty(LETTUCE_LOG, "error");
+        }
         Phoenix phx = Phoenix.open();
         Device device = o.target.resolve(phx, true);
+        if (remote != null && device != null) {
+            throw new IllegalArgumentException("--redis compares host memory: use --host");
+        }
         o.target.announce(err, o.quiet);
+        // opened before the disk runs: an unreachable cluster, a wrong password or a bad
+        // certificate end the command at once, not after a minute of disk measurements
+        try (KvCacheEngine redisEngine = remote == null ? null : openRedis(layout)) {
+            return run(layout, fsync, progress, base, phx, device, remote, redisEngine);
+        }
+    }
+
+    /** {@code --redis}'s URL, checked; the message names the option, not the setting it becomes. */
+    private static RemoteUrl redisUrl(String url) {
+        return RemoteUrl.parse(url, "--redis");
+    }
+
+    private KvCacheEngine openRedis(KvLayout layout) {
+        KvCacheConfig cfg;
+        try {
+            cfg = KvCacheConfig.builder().localCpu(false).remoteUrl(o.redis)
+                    .remoteTimeout(Duration.ofSeconds(30)).ioThreads(o.ioThreads).model("bench").build();
+            return new KvCacheEngine(cfg, layout);
+        } catch (IllegalArgumentException e) {
+            String m = e.getMessage();
+            throw new IllegalArgumentException(m.startsWith("remote_url ") ? "--redis " + m.substring(11) : m, e);
+        }
+    }
+
+    private int run(KvLayout layout, DiskTier.FsyncPolicy fsync, Progress progress, Path base, Phoenix phx, Device device,
+                    RemoteUrl remote, KvCacheEngine redisEngine) throws Exception {
         long chunkBytes = layout.bytesPerChunk(CHUNK);
         long bytes = chunkBytes * o.chunks;
         int tokens = CHUNK * o.chunks;
@@ -163,8 +210,8 @@ final class KvBench {
             retrieveGbps = median(rt);
             Files.deleteIfExists(raw);
             lookupUs = lookup(work.resolve("lookup"), progress);
-            if (o.redis != null) {
-                redis(layout, buf, phx, redisFigures, progress);
+            if (redisEngine != null) {
+                redis(layout, buf, remote, redisEngine, redisFigures, progress);
             }
             if (keep) {
                 deleteTree(work.resolve("lookup"));
@@ -196,6 +243,9 @@ final class KvBench {
             for (var e : redisFigures.entrySet()) {
                 g.writeNumberField(e.getKey(), round(e.getValue()));
             }
+            if (remote != null) {
+                g.writeStringField("redis_baseline", remote.isCluster() ? "cluster-async" : "sync");
+            }
             g.writeEndObject();
             g.flush();
             out.println();
@@ -208,11 +258,13 @@ final class KvBench {
             out.printf("retrieve %7.2f GB/s   raw read  %7.2f GB/s   ratio %.2f%n", retrieveGbps, rawRead, retrieveGbps / rawRead);
             out.printf("lookup of a %d-token prompt: %.1f us%n", LOOKUP_TOKENS, lookupUs);
             if (!redisFigures.isEmpty()) {
-                out.printf("redis store %.2f GB/s vs lettuce SET %.2f GB/s (ratio %.2f); retrieve %.2f GB/s vs GET %.2f GB/s (ratio %.2f)%n",
-                        redisFigures.get("redis_store_gb_per_s"), redisFigures.get("lettuce_set_gb_per_s"),
-                        redisFigures.get("redis_store_gb_per_s") / redisFigures.get("lettuce_set_gb_per_s"),
-                        redisFigures.get("redis_retrieve_gb_per_s"), redisFigures.get("lettuce_get_gb_per_s"),
-                        redisFigures.get("redis_retrieve_gb_per_s") / redisFigures.get("lettuce_get_gb_per_s"));
+                String what = remote.isCluster() ? "redis cluster" : "redis";
+                String set = remote.isCluster() ? "lettuce cluster SET (async)" : "lettuce SET";
+                String get = remote.isCluster() ? "GET (async)" : "GET";
+                out.printf("%s store %.2f GB/s vs %s %.2f GB/s (ratio %.2f); retrieve %.2f GB/s vs %s %.2f GB/s (ratio %.2f)%n",
+                        what, redisFigures.get("redis_store_gb_per_s"), set, redisFigures.get("lettuce_set_gb_per_s"),
+                        redisFigures.get("redis_store_ratio"), redisFigures.get("redis_retrieve_gb_per_s"), get,
+                        redisFigures.get("lettuce_get_gb_per_s"), redisFigures.get("redis_retrieve_ratio"));
             }
             out.flush();
         }
@@ -358,49 +410,80 @@ final class KvBench {
         }
     }
 
-    /** The Redis tier against plain Lettuce SET/GET of the same chunk bytes, on the same server. */
-    private void redis(KvLayout layout, RegisteredBuffer buf, Phoenix phx, Map<String, Double> out, Progress progress)
-            throws Exception {
+    /**
+     * The Redis tier against plain Lettuce SET/GET of the same chunk bytes, on the same server or
+     * cluster. On one server the plain side is a synchronous loop, as a user would write it; on
+     * a cluster it is Lettuce's own cluster client at its best, every SET (then every GET) sent
+     * asynchronously before any reply is awaited, as the tier pipelines them. The plain keys
+     * carry the tier's key as a hash tag, so that in a cluster each lands on the same shard as
+     * the tier's chunk of the same bytes.
+     */
+    private void redis(KvLayout layout, RegisteredBuffer host, RemoteUrl remote, KvCacheEngine e, Map<String, Double> out,
+                       Progress progress) throws Exception {
         long chunkBytes = layout.bytesPerChunk(CHUNK);
         int chunks = o.chunks;
         long bytes = chunkBytes * chunks;
-        RegisteredBuffer host = buf.segment().isPresent() ? buf : null;
-        if (host == null) {
-            throw new IllegalArgumentException("--redis compares host memory: use --host");
-        }
         double[] ts = new double[o.repeat];
         double[] tr = new double[o.repeat];
         double[] ps = new double[o.repeat];
         double[] pg = new double[o.repeat];
-        KvCacheConfig cfg = KvCacheConfig.builder().localCpu(false).remoteUrl(o.redis)
-                .remoteTimeout(java.time.Duration.ofSeconds(30)).ioThreads(o.ioThreads).model("bench").build();
-        RedisClient client = RedisClient.create(o.redis);
-        try (KvCacheEngine e = new KvCacheEngine(cfg, layout);
-             StatefulRedisConnection<String, byte[]> c = client.connect(RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE))) {
+        boolean cluster = remote.isCluster();
+        Duration timeout = Duration.ofSeconds(30);
+        List<RedisURI> uris = remote.redisUris(null, null, timeout);
+        AbstractRedisClient client = cluster
+                ? RedisClusterClient.create(uris) : RedisClient.create(uris.getFirst());
+        RedisCodec<String, byte[]> codec = RedisCodec.of(StringCodec.UTF8, ByteArrayCodec.INSTANCE);
+        try (StatefulConnection<String, byte[]> c = cluster
+                ? ((RedisClusterClient) client).connect(codec)
+                : ((RedisClient) client).connect(codec)) {
+            Plain plain = new Plain(c);
             ChunkedKv kv = new ChunkedKv(host, layout, CHUNK);
             byte[][] values = new byte[chunks][];
+            // untimed warm-up of both sides: connections to every node, the JIT, the servers' allocators
+            int[] warm = randomTokens(CHUNK * Math.min(chunks, 2), 499);
+            String[] warmKeys = new String[warm.length / CHUNK];
+            for (int i = 0; i < warmKeys.length; i++) {
+                warmKeys[i] = "plain:{" + e.key(hashOf(warm, i)) + "}";
+                values[i] = host.segment().get().asSlice(i * chunkBytes, chunkBytes).toArray(ValueLayout.JAVA_BYTE);
+            }
+            plain.set(warmKeys, values, cluster);
+            plain.get(warmKeys, values, cluster);
+            e.store(warm, kv);
+            e.retrieve(warm, kv);
+            for (int i = 0; i < warmKeys.length; i++) {
+                plain.del(warmKeys[i]);
+                e.tiers().getFirst().remove(e.key(hashOf(warm, i)));
+            }
+            plain.settle();
             for (int r = 0; r < o.repeat; r++) {
                 int[] prompt = randomTokens(CHUNK * chunks, 500 + r);
+                String[] keys = new String[chunks];
                 // plain: the same bytes as byte[] (copied out of the buffer beforehand, not timed)
                 for (int i = 0; i < chunks; i++) {
                     values[i] = host.segment().get().asSlice(i * chunkBytes, chunkBytes).toArray(ValueLayout.JAVA_BYTE);
+                    keys[i] = "plain:{" + e.key(hashOf(prompt, i)) + "}";
                 }
                 // the order alternates between runs, so that a drift of the server or the machine
-                // during a run does not always favour the same side
+                // during a run does not always favour the same side; each side starts from the
+                // same state: the other's keys deleted, and (in a cluster) every replica caught up
+                // with its master, whose copying of 2 x 512 MiB otherwise slowed the second side
                 int n = 0;
                 int m = 0;
                 for (int side = 0; side < 2; side++) {
                     if ((side + r) % 2 == 0) {
                         long t0 = System.nanoTime();
-                        for (int i = 0; i < chunks; i++) {
-                            c.sync().set("plain-" + r + "-" + i, values[i]);
-                        }
+                        plain.set(keys, values, cluster);
                         ps[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
                         t0 = System.nanoTime();
-                        for (int i = 0; i < chunks; i++) {
-                            values[i] = c.sync().get("plain-" + r + "-" + i);
-                        }
+                        plain.get(keys, values, cluster);
                         pg[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                        for (int i = 0; i < chunks; i++) {
+                            if (!Arrays.equals(values[i],
+                                    host.segment().get().asSlice(i * chunkBytes, chunkBytes).toArray(ValueLayout.JAVA_BYTE))) {
+                                throw new IllegalStateException("plain GET of chunk " + i + " returned other bytes");
+                            }
+                            plain.del(keys[i]);
+                        }
                     } else {
                         long t0 = System.nanoTime();
                         n = e.store(prompt, kv);
@@ -408,26 +491,106 @@ final class KvBench {
                         t0 = System.nanoTime();
                         m = e.retrieve(prompt, kv);
                         tr[r] = bytes / ((System.nanoTime() - t0) / 1e9) / 1e9;
+                        for (int i = 0; i < chunks; i++) {
+                            e.tiers().getFirst().remove(e.key(hashOf(prompt, i)));
+                        }
                     }
+                    plain.settle();
                 }
                 if (n != CHUNK * chunks || m != n) {
                     throw new IllegalStateException("redis tier stored " + n + ", retrieved " + m + ": "
                             + e.metrics().tier("redis"));
                 }
-                for (int i = 0; i < chunks; i++) {
-                    c.sync().del("plain-" + r + "-" + i);
-                    e.tiers().getFirst().remove(e.key(hashOf(prompt, i)));
-                }
-                progress.step("redis run %d/%d: SET %.2f GB/s, tier store %.2f GB/s, GET %.2f GB/s, tier retrieve %.2f GB/s",
-                        r + 1, o.repeat, ps[r], ts[r], pg[r], tr[r]);
+                progress.step("redis%s run %d/%d: SET %.2f GB/s, tier store %.2f GB/s, GET %.2f GB/s, tier retrieve %.2f GB/s",
+                        cluster ? " cluster" : "", r + 1, o.repeat, ps[r], ts[r], pg[r], tr[r]);
             }
         } finally {
-            client.shutdown();
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
         }
         out.put("redis_store_gb_per_s", median(ts));
         out.put("redis_retrieve_gb_per_s", median(tr));
         out.put("lettuce_set_gb_per_s", median(ps));
         out.put("lettuce_get_gb_per_s", median(pg));
+        // the median of the runs' ratios: each run times both sides back to back, so a drift of the
+        // machine between runs cancels out of a run's ratio, not out of the ratio of the medians
+        double[] sr = new double[o.repeat];
+        double[] rr = new double[o.repeat];
+        for (int r = 0; r < o.repeat; r++) {
+            sr[r] = ts[r] / ps[r];
+            rr[r] = tr[r] / pg[r];
+        }
+        out.put("redis_store_ratio", median(sr));
+        out.put("redis_retrieve_ratio", median(rr));
+    }
+
+    /** Plain Lettuce on one server's connection or a cluster's, by the interfaces both share. */
+    private record Plain(StatefulConnection<String, byte[]> c) {
+        @SuppressWarnings("unchecked")
+        private RedisStringAsyncCommands<String, byte[]> async() {
+            return c instanceof StatefulRedisConnection<String, byte[]> s ? s.async()
+                    : ((StatefulRedisClusterConnection<String, byte[]>) c).async();
+        }
+
+        private RedisStringCommands<String, byte[]> sync() {
+            return c instanceof StatefulRedisConnection<String, byte[]> s ? s.sync()
+                    : ((StatefulRedisClusterConnection<String, byte[]>) c).sync();
+        }
+
+        void set(String[] keys, byte[][] values, boolean pipelined) throws Exception {
+            if (!pipelined) {
+                for (int i = 0; i < keys.length; i++) {
+                    sync().set(keys[i], values[i]);
+                }
+                return;
+            }
+            List<RedisFuture<String>> fs = new ArrayList<>(keys.length);
+            for (int i = 0; i < keys.length; i++) {
+                fs.add(async().set(keys[i], values[i]));
+            }
+            for (var f : fs) {
+                f.get();
+            }
+        }
+
+        void get(String[] keys, byte[][] values, boolean pipelined) throws Exception {
+            if (!pipelined) {
+                for (int i = 0; i < keys.length; i++) {
+                    values[i] = sync().get(keys[i]);
+                }
+                return;
+            }
+            List<RedisFuture<byte[]>> fs = new ArrayList<>(keys.length);
+            for (String k : keys) {
+                fs.add(async().get(k));
+            }
+            for (int i = 0; i < keys.length; i++) {
+                values[i] = fs.get(i).get();
+            }
+        }
+
+        /** In a cluster: waits until every master's replicas have acknowledged all its writes (WAIT). */
+        void settle() {
+            if (!(c instanceof StatefulRedisClusterConnection<String, byte[]> cn)) {
+                return;
+            }
+            var nodes = cn.getPartitions();
+            for (var n : nodes) {
+                if (n.is(io.lettuce.core.cluster.models.partitions.RedisClusterNode.NodeFlag.UPSTREAM)) {
+                    long replicas = nodes.stream().filter(x -> n.getNodeId().equals(x.getSlaveOf())).count();
+                    if (replicas > 0) {
+                        cn.getConnection(n.getNodeId()).sync().waitForReplication((int) replicas, 60_000);
+                    }
+                }
+            }
+        }
+
+        void del(String key) {
+            if (c instanceof StatefulRedisConnection<String, byte[]> s) {
+                s.sync().del(key);
+            } else {
+                ((StatefulRedisClusterConnection<String, byte[]>) c).sync().del(key);
+            }
+        }
     }
 
     private static byte[] hashOf(int[] prompt, int chunk) {
