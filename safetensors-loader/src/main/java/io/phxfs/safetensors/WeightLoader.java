@@ -12,6 +12,7 @@ import io.phxfs.core.PhoenixException;
 import io.phxfs.core.PhxFile;
 import io.phxfs.core.RegisteredBuffer;
 import io.phxfs.safetensors.LoadBatch.Read;
+import io.phxfs.safetensors.s3.S3Reads;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -414,7 +415,12 @@ public final class WeightLoader {
         long t0 = System.nanoTime();
         ModelFiles.Located located = ModelFiles.locate(path, parser);
         long locateNanos = System.nanoTime() - t0;
-        EarlyReads early = EarlyReads.start(this, located);
+        // s3://: no early reads (they open files through libphoenix); the shards' headers fetched at once
+        boolean objects = S3Reads.any(located.files());
+        if (objects) {
+            S3Reads.prefetchHeaders(located.files());
+        }
+        EarlyReads early = objects ? null : EarlyReads.start(this, located);
         long tParse = System.nanoTime();
         ModelFiles model;
         try {
@@ -426,6 +432,24 @@ public final class WeightLoader {
             throw e;
         }
         return load(model, t0, locateNanos, System.nanoTime() - tParse, early);
+    }
+
+    /**
+     * {@link #load(Path)} of a URI: {@code s3://bucket/prefix/} (a model directory in a bucket,
+     * read by the endpoint, region and credentials of {@link io.phxfs.safetensors.s3.S3Settings#fromEnvironment()}),
+     * {@code file:} or any scheme java.nio.file knows.
+     *
+     * @throws IOException                when an object, a file or a header cannot be read; an
+     *                                    {@link io.phxfs.safetensors.s3.S3Exception} names the URL,
+     *                                    the HTTP status and S3's error code
+     * @throws java.io.UncheckedIOException when a tensor range cannot be read from S3 after its
+     *                                    retries (the S3Exception is its cause); nothing stays allocated
+     * @param uri the model's URI
+     * @return the loaded model; the caller closes it
+     */
+    public LoadedModel load(java.net.URI uri) throws IOException {
+        return load("s3".equalsIgnoreCase(uri.getScheme()) ? io.phxfs.safetensors.s3.S3FileSystemProvider.pathOf(
+                "s3://" + (uri.getAuthority() == null ? "" : uri.getAuthority()) + uri.getPath()) : Path.of(uri));
     }
 
     /**
@@ -554,10 +578,7 @@ public final class WeightLoader {
             if (mapping == null && mapHost == null && direct == null && !writable && plan.targets().contains(Placement.HOST)) {
                 hostFiles(plan).forEach(h -> warmUp.add(h.file()));
             }
-            try (LoadBatch batch = batch(reads, warmUp::contains, mapped)) {
-                batch.start();
-                batch.finish();
-            }
+            readAll(reads, warmUp::contains, mapped);
             long tViews = System.nanoTime();
             Map<String, LoadedTensor> tensors = views(plan, buffers, devs, mapping);
             long tEnd = System.nanoTime();
@@ -635,10 +656,7 @@ public final class WeightLoader {
                 hi[k] = Math.max(hi[k], r.bufferOffset() + r.length());
                 before += r.length();
             }
-            try (LoadBatch batch = batch(reads, f -> false, 0)) {
-                batch.start();
-                batch.finish();
-            }
+            readAll(reads, f -> false, 0);
             copyShares(devs, buffers, lo, hi);
             long tViews = System.nanoTime();
             Map<Integer, Map<String, LoadedTensor>> replicas = new LinkedHashMap<>();
@@ -768,10 +786,7 @@ public final class WeightLoader {
                 }
             }
             long tRead = System.nanoTime();
-            try (LoadBatch batch = batch(reads, h -> true, 0)) {
-                batch.start();
-                batch.finish();
-            }
+            readAll(reads, h -> true, 0);
             long tViews = System.nanoTime();
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
@@ -807,6 +822,19 @@ public final class WeightLoader {
         }
     }
 
+    /** The reads of a load: of S3 objects as parallel ranged GETs (S3Reads), of files as one libphoenix batch. */
+    private void readAll(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
+        if (S3Reads.any(reads.stream().map(Read::file).toList())) {
+            S3Reads.read(reads.stream().map(r -> new S3Reads.Range(r.file(), r.buffer(), r.bufferOffset(), r.fileOffset(),
+                    r.length(), r.neededLength(), r.zeroTail())).toList(), progress);
+            return;
+        }
+        try (LoadBatch batch = batch(reads, buffered, inPlace)) {
+            batch.start();
+            batch.finish();
+        }
+    }
+
     /** A batch of this loader's reads, opened as {@link #open} says, reporting to its listener. */
     LoadBatch batch(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
         return new LoadBatch(reads, this::open, buffered, inPlace, progress);
@@ -833,8 +861,8 @@ public final class WeightLoader {
     }
 
     private boolean shouldMap(ReadPlan plan) {
-        if (writable) {
-            return false;
+        if (writable || S3Reads.any(hostFiles(plan).stream().map(SafetensorsHeader::file).toList())) {
+            return false; // an S3 object cannot be mapped: its host tensors are always copies
         }
         if (mapHost != null) {
             return mapHost;

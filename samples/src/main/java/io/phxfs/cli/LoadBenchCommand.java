@@ -53,6 +53,8 @@ import picocli.CommandLine.Spec;
         description = {"Compares loading safetensors weights with the WeightLoader against dd, a FileChannel loop and mmap"
                 + " loops, like with like (mappings with mappings, copies with copies); reports peak RSS.",
                 "PATH is what load accepts: a .safetensors file, a model directory or an index file.",
+                "With s3://BUCKET/PREFIX/: the loader against the same server's raw parallel ranged GETs (same"
+                        + " concurrency PHX_S3_CONCURRENCY and range size PHX_S3_RANGE_MB), rounds alternating.",
                 "Target: device 0 unless --device N or --host (as load); host memory where there is no accelerator.",
                 "Peak RSS counts the file pages a mapping makes resident (the page cache, shared) as well as copies:"
                         + " both are shown apart."})
@@ -61,7 +63,8 @@ final class LoadBenchCommand implements Callable<Integer> {
     private static final long MAP_WINDOW = 1L << 30;
     private static final int PAGE = 4096;
 
-    @Parameters(index = "0", paramLabel = "PATH", description = "A .safetensors file, a model directory or an index file.")
+    @Parameters(index = "0", paramLabel = "PATH", converter = ModelPaths.class,
+            description = "A .safetensors file, a model directory or an index file, or s3://BUCKET/PREFIX/.")
     Path path;
 
     @ArgGroup(exclusive = true)
@@ -112,6 +115,12 @@ final class LoadBenchCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         Progress progress = new Progress(err, quiet);
+        if (io.phxfs.safetensors.s3.S3FileSystemProvider.isS3(path)) {
+            // objects: no page cache, dd or mmap to compare with; the server's raw ranged-GET rate instead
+            Device d = target.resolve(Phoenix.open(), false);
+            target.announce(err, quiet);
+            return S3LoadBench.run(path, d, d == null ? "host memory" : "device " + d.id(), repeat, json, progress, out);
+        }
         ModelFiles model = ModelFiles.open(path);
         List<SafetensorsHeader> files = model.files();
         long size = files.stream().mapToLong(SafetensorsHeader::fileSize).sum();

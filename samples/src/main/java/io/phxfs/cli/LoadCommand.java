@@ -40,11 +40,13 @@ import picocli.CommandLine.Spec;
                 "In host memory, tensors of page-cache-warm files are read-only mappings of the files (no copy);"
                         + " --copy gives writable copies instead.",
                 "PATH is a .safetensors file, a model directory (model.safetensors or model.safetensors.index.json)"
-                        + " or an index file.",
+                        + " or an index file; or s3://BUCKET/PREFIX/ (a model directory in S3-compatible storage:"
+                        + " AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_PROFILE).",
                 "Exit status: 0 loaded; 2 invalid input (a malformed file or one of another kind, a path that"
                         + " leads to no file: ENOENT, ENOTDIR, EISDIR, ELOOP); 1 other failures (EACCES, EIO...)."})
 final class LoadCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "PATH", description = "A .safetensors file, a model directory or an index file.")
+    @Parameters(index = "0", paramLabel = "PATH", converter = ModelPaths.class,
+            description = "A .safetensors file, a model directory or an index file, or s3://BUCKET/PREFIX/.")
     Path path;
 
     @ArgGroup(exclusive = true)
