@@ -38,6 +38,7 @@ class ServeBenchCommandTest {
             String tier = run.path("tier").asText();
             seen.merge(tier, 1, Integer::sum);
             assertEquals(3 * 6, run.path("completion_tokens").asInt(), run::toString);
+            assertTrue(run.path("ttft_first_s").asDouble() > 0, run::toString);
             assertEquals(3 * 608, run.path("prompt_tokens").asInt(), run::toString);
             if (tier.equals("off")) {
                 assertEquals(0, run.path("cached_tokens").asInt(), run::toString);

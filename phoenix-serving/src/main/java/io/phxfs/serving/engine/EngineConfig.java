@@ -13,9 +13,14 @@ import java.util.Objects;
  * @param maxRunning requests decoded together in one batch, at least 1
  * @param maxWaiting requests queued beyond those, at least 0; past it submit refuses
  * @param observer receives timings for metrics
+ * @param idlePrefixBytes bytes of prefix KV kept resident (on the GPU, or in host memory) after
+ *        the requests that used it end, for the next request with that prefix; 0 for none,
+ *        {@link #AUTO} for half of what a full batch at full context needs, at most 4 GiB
  */
 public record EngineConfig(Path modelDir, Integer device, KvCacheConfig kvCache, int maxRunning, int maxWaiting,
-                           EngineObserver observer) {
+                           EngineObserver observer, long idlePrefixBytes) {
+    /** {@link #idlePrefixBytes} chosen from the model and the batch. */
+    public static final long AUTO = -1;
     /** Requests decoded together by default. */
     public static final int DEFAULT_MAX_RUNNING = 8;
     /** Requests queued by default. */
@@ -34,6 +39,9 @@ public record EngineConfig(Path modelDir, Integer device, KvCacheConfig kvCache,
         if (maxWaiting < 0) {
             throw new IllegalArgumentException("max waiting requests must be at least 0, was " + maxWaiting);
         }
+        if (idlePrefixBytes < AUTO) {
+            throw new IllegalArgumentException("idle prefix bytes must be at least 0, was " + idlePrefixBytes);
+        }
         observer = observer == null ? EngineObserver.NONE : observer;
     }
 
@@ -44,7 +52,7 @@ public record EngineConfig(Path modelDir, Integer device, KvCacheConfig kvCache,
      * @return the configuration
      */
     public static EngineConfig of(Path modelDir) {
-        return new EngineConfig(modelDir, null, null, DEFAULT_MAX_RUNNING, DEFAULT_MAX_WAITING, EngineObserver.NONE);
+        return new EngineConfig(modelDir, null, null, DEFAULT_MAX_RUNNING, DEFAULT_MAX_WAITING, EngineObserver.NONE, AUTO);
     }
 
     /**
@@ -54,7 +62,7 @@ public record EngineConfig(Path modelDir, Integer device, KvCacheConfig kvCache,
      * @return a new configuration
      */
     public EngineConfig withKvCache(KvCacheConfig kv) {
-        return new EngineConfig(modelDir, device, kv, maxRunning, maxWaiting, observer);
+        return new EngineConfig(modelDir, device, kv, maxRunning, maxWaiting, observer, idlePrefixBytes);
     }
 
     /**
@@ -65,7 +73,7 @@ public record EngineConfig(Path modelDir, Integer device, KvCacheConfig kvCache,
      * @return a new configuration
      */
     public EngineConfig withLimits(int running, int waiting) {
-        return new EngineConfig(modelDir, device, kvCache, running, waiting, observer);
+        return new EngineConfig(modelDir, device, kvCache, running, waiting, observer, idlePrefixBytes);
     }
 
     /**
@@ -75,7 +83,7 @@ public record EngineConfig(Path modelDir, Integer device, KvCacheConfig kvCache,
      * @return a new configuration
      */
     public EngineConfig withObserver(EngineObserver o) {
-        return new EngineConfig(modelDir, device, kvCache, maxRunning, maxWaiting, o);
+        return new EngineConfig(modelDir, device, kvCache, maxRunning, maxWaiting, o, idlePrefixBytes);
     }
 
     /**
@@ -85,6 +93,16 @@ public record EngineConfig(Path modelDir, Integer device, KvCacheConfig kvCache,
      * @return a new configuration
      */
     public EngineConfig withDevice(Integer d) {
-        return new EngineConfig(modelDir, d, kvCache, maxRunning, maxWaiting, observer);
+        return new EngineConfig(modelDir, d, kvCache, maxRunning, maxWaiting, observer, idlePrefixBytes);
+    }
+
+    /**
+     * This configuration with another budget for idle prefix blocks.
+     *
+     * @param bytes bytes, 0 for none, or {@link #AUTO}
+     * @return a new configuration
+     */
+    public EngineConfig withIdlePrefixBytes(long bytes) {
+        return new EngineConfig(modelDir, device, kvCache, maxRunning, maxWaiting, observer, bytes);
     }
 }

@@ -2,6 +2,7 @@ package io.phxfs.serving.engine;
 
 import ai.djl.ndarray.NDArray;
 import ai.djl.ndarray.NDManager;
+import io.phxfs.core.RegisteredBuffer;
 import io.phxfs.djl.CausalLmBlock;
 import io.phxfs.djl.KvCache;
 import io.phxfs.kvcache.KvLayout;
@@ -70,8 +71,10 @@ final class Scheduler implements Runnable {
         // host: keep what a full batch at full context needs, at most 2 GiB
         this.kvMemory = config.device() == null ? KvMemory.host(Math.min(2L << 30, perRequest * maxRunning))
                 : KvMemory.device(config.device());
+        long idle = config.idlePrefixBytes() == EngineConfig.AUTO ? Math.min(4L << 30, perRequest * maxRunning / 2)
+                : config.idlePrefixBytes();
         this.sharedPrefixes = prefix == null ? null : new SharedPrefixes(kvMemory, block, manager, layout,
-                prefix.chunkSize());
+                prefix.chunkSize(), idle);
     }
 
     /** {@link SharedPrefixes#counts()}, read after the loop has settled (tests). */
@@ -235,7 +238,7 @@ final class Scheduler implements Runnable {
             s.startText(tokenizer);
             int maxTokens = s.request.sampling().maxTokens();
             if (prefix == null) {
-                s.kv = new SequenceKv(kvMemory::allocate, block, manager, null, prompt.length + maxTokens, layout);
+                s.kv = new SequenceKv(this::allocateKv, block, manager, null, prompt.length + maxTokens, layout);
             } else {
                 byte[] extra = prefix.extra(s.request.cacheSalt());
                 int hit = prefix.lookup(prompt, extra);
@@ -243,7 +246,7 @@ final class Scheduler implements Runnable {
                 // request with it fills a shared block from the tier
                 SharedPrefixes.Block common = hit == 0 ? null : sharedPrefixes.acquire(prompt, hit, extra, prefix);
                 int base = common == null ? 0 : common.length();
-                s.kv = new SequenceKv(kvMemory::allocate, block, manager, common, prompt.length - base + maxTokens, layout);
+                s.kv = new SequenceKv(this::allocateKv, block, manager, common, prompt.length - base + maxTokens, layout);
                 if (common == null && hit > 0) {
                     int reused = kvMemory.onDevice()
                             ? deviceReuse(prompt, hit, extra, s.kv)
@@ -261,6 +264,18 @@ final class Scheduler implements Runnable {
             }
         } catch (RuntimeException e) {
             fail(s, e);
+        }
+    }
+
+    /** Memory for a request's cache: idle prefix blocks give way when there is none. */
+    private RegisteredBuffer allocateKv(long bytes) {
+        try {
+            return kvMemory.allocate(bytes);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            if (sharedPrefixes == null || !sharedPrefixes.evictIdle()) {
+                throw e;
+            }
+            return kvMemory.allocate(bytes);
         }
     }
 

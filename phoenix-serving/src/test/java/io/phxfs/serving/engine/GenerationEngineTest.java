@@ -168,7 +168,8 @@ class GenerationEngineTest {
                 assertEquals(512, r.usage().cachedTokens(), "prompt " + i);
             }
             long[] counts = e.sharedPrefixCountsForTest();
-            assertEquals(0, counts[0], "the last request to end frees the shared block");
+            assertEquals(1, counts[0], "the block stays resident after its last request: " + java.util.Arrays.toString(counts));
+            assertEquals(1, counts[3], "... idle: " + java.util.Arrays.toString(counts));
             assertTrue(counts[1] >= 1 && counts[1] + counts[2] == prompts.length, java.util.Arrays.toString(counts));
             assertTrue(counts[2] >= 1, "requests admitted together share the block: " + java.util.Arrays.toString(counts));
             // the chunk past the prefix was stored from the request's own buffers: a repeat reuses it too
@@ -178,6 +179,74 @@ class GenerationEngineTest {
             Collector.Result longer = run(e, greedy(prompts[3], max));
             assertEquals(1024, longer.usage().cachedTokens());
             assertArrayEquals(expected.get(3), longer.tokens());
+        }
+    }
+
+    /**
+     * One client at a time over a cached prefix: the first request fills a block from the tier,
+     * the next ones join it while it is idle (no tier read), within the idle budget; with a
+     * budget of 0 each request reads the tier again; past the budget the least recently used
+     * idle block goes. Every output equals the tier off's.
+     */
+    @Test
+    void idlePrefixBlocksServeTheNextRequestWithinTheirBudgetAndStayExact() throws Exception {
+        String fixture = "tiny-chat-llama";
+        JsonNode ref = Fixtures.reference(fixture);
+        int[] ids = Fixtures.ints(longest(ref).get("ids"));
+        int[] a = java.util.Arrays.copyOf(ids, 512);
+        int[] b = suffix(ids, 0, 512); // another 512-token prefix
+        int[][] prompts = {join(a, suffix(ids, 3, 9)), join(a, suffix(ids, 60, 5)), join(b, suffix(ids, 11, 7)),
+                join(a, suffix(ids, 17, 4)), join(b, suffix(ids, 23, 6))};
+        int max = 6;
+        List<int[]> expected = new ArrayList<>();
+        try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(Fixtures.dir(fixture)))) {
+            for (int[] p : prompts) {
+                expected.add(run(e, greedy(p, max)).tokens());
+            }
+        }
+        // one block: 2 x layers x kv_heads x 512 x head_dim floats
+        EngineConfig base = EngineConfig.of(Fixtures.dir(fixture)).withKvCache(memoryTier());
+        long block;
+        try (GenerationEngine e = GenerationEngine.open(base)) {
+            run(e, greedy(join(a, suffix(ids, 200, 3)), max)); // both prefixes into the tier
+            run(e, greedy(join(b, suffix(ids, 210, 3)), max));
+            for (int i = 0; i < 2; i++) {
+                Collector.Result r = run(e, greedy(prompts[i], max));
+                assertArrayEquals(expected.get(i), r.tokens(), "prompt " + i);
+                assertEquals(512, r.usage().cachedTokens());
+            }
+            long[] c = e.sharedPrefixCountsForTest();
+            assertEquals(1, c[1], "filled from the tier once: " + java.util.Arrays.toString(c));
+            assertEquals(1, c[2], "the second request joined the idle block: " + java.util.Arrays.toString(c));
+            block = c[4];
+            assertTrue(block > 0, java.util.Arrays.toString(c));
+        }
+        // no budget: each request reads the tier
+        try (GenerationEngine e = GenerationEngine.open(base.withIdlePrefixBytes(0))) {
+            run(e, greedy(join(a, suffix(ids, 200, 3)), max));
+            for (int i = 0; i < 2; i++) {
+                assertArrayEquals(expected.get(i), run(e, greedy(prompts[i], max)).tokens(), "prompt " + i);
+            }
+            long[] c = e.sharedPrefixCountsForTest();
+            assertEquals(0, c[0], java.util.Arrays.toString(c));
+            assertEquals(2, c[1], "filled for each request: " + java.util.Arrays.toString(c));
+            assertEquals(0, c[2], java.util.Arrays.toString(c));
+        }
+        // room for one idle block: a, a, b, a, b alternate; the older goes each time
+        try (GenerationEngine e = GenerationEngine.open(base.withIdlePrefixBytes(block))) {
+            run(e, greedy(join(a, suffix(ids, 200, 3)), max));
+            run(e, greedy(join(b, suffix(ids, 210, 3)), max));
+            for (int i = 0; i < prompts.length; i++) {
+                Collector.Result r = run(e, greedy(prompts[i], max));
+                assertArrayEquals(expected.get(i), r.tokens(), "prompt " + i);
+                assertEquals(512, r.usage().cachedTokens(), "prompt " + i);
+                assertTrue(e.sharedPrefixCountsForTest()[4] <= block, "idle bytes within the budget");
+            }
+            long[] c = e.sharedPrefixCountsForTest();
+            assertEquals(4, c[1], "a, b, a, b filled; the second a joined: " + java.util.Arrays.toString(c));
+            assertEquals(1, c[2], java.util.Arrays.toString(c));
+            assertEquals(3, c[5], "evicted when the next prefix's block went idle: " + java.util.Arrays.toString(c));
+            assertEquals(1, c[3], java.util.Arrays.toString(c));
         }
     }
 

@@ -63,10 +63,12 @@ final class Load {
         }
         double wall = (System.nanoTime() - t0) / 1e9;
         double[] ttft = done.stream().mapToDouble(One::ttft).toArray();
+        // the first request sent: after a restart, the one that reads the prefix from the tier
+        double first = done.stream().filter(o -> o.index() == 0).mapToDouble(One::ttft).findFirst().orElse(Double.NaN);
         double[] itl = done.stream().flatMap(o -> o.itl().stream()).mapToDouble(Double::doubleValue).toArray();
         String[] texts = new String[prompts.size()];
         done.forEach(o -> texts[o.index()] = o.text());
-        return new Result("", concurrency, ttft, itl, done.stream().mapToLong(One::completion).sum(),
+        return new Result("", concurrency, ttft, first, itl, done.stream().mapToLong(One::completion).sum(),
                 done.stream().mapToLong(One::prompt).sum(), done.stream().mapToLong(One::cached).sum(), wall, texts);
     }
 

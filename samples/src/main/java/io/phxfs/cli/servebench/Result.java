@@ -11,6 +11,8 @@ import java.util.Locale;
  * @param tier the KV setting
  * @param concurrency clients at once
  * @param ttft seconds to the first token, one per request
+ * @param firstTtft the first request's (the one sent first): after a restart, the request whose
+ *        prefix comes from the tier itself, where the later ones may find it resident already
  * @param itl seconds between tokens, all requests together
  * @param completionTokens tokens generated in all
  * @param promptTokens prompt tokens in all
@@ -18,10 +20,10 @@ import java.util.Locale;
  * @param wallSeconds the run's duration
  * @param texts each request's generated text, by prompt index
  */
-record Result(String tier, int concurrency, double[] ttft, double[] itl, long completionTokens, long promptTokens,
+record Result(String tier, int concurrency, double[] ttft, double firstTtft, double[] itl, long completionTokens, long promptTokens,
               long cachedTokens, double wallSeconds, String[] texts) {
     Result named(String t, int c) {
-        return new Result(t, c, ttft, itl, completionTokens, promptTokens, cachedTokens, wallSeconds, texts);
+        return new Result(t, c, ttft, firstTtft, itl, completionTokens, promptTokens, cachedTokens, wallSeconds, texts);
     }
 
     /** How many of this run's outputs equal {@code base}'s for the same prompt (greedy, same prompts). */
@@ -78,6 +80,7 @@ record Result(String tier, int concurrency, double[] ttft, double[] itl, long co
         n.put("concurrency", concurrency);
         n.put("ttft_p50_s", ServeBench.round(ttftP50() * 1e3) / 1e3);
         n.put("ttft_p99_s", ServeBench.round(ttftP99() * 1e3) / 1e3);
+        n.put("ttft_first_s", ServeBench.round(firstTtft * 1e3) / 1e3);
         n.put("itl_p50_s", ServeBench.round(itlP50() * 1e3) / 1e3);
         n.put("itl_p99_s", ServeBench.round(itlP99() * 1e3) / 1e3);
         n.put("output_tokens_per_s", ServeBench.round(outputTokensPerSecond()));
