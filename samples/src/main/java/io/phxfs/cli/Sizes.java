@@ -15,14 +15,21 @@ import picocli.CommandLine.TypeConversionException;
  * (dd, disk vendors) they mean powers of 1000, and a benchmark size silently 2.4% off is
  * worse than an error.
  */
-final class Sizes {
+public final class Sizes {
     private Sizes() {}
 
     private static final Pattern SIZE = Pattern.compile("(\\d+)(?:([kmgtKMGT])((?i:ib))?|B)?");
     private static final Pattern DECIMAL_UNIT = Pattern.compile("\\d+[kmgtKMGT][bB]");
     private static final String HINT = "use a whole number of bytes or one with a unit: 4096, 4k, 64m, 1g, 4KiB";
 
-    static long parse(String text) {
+    /**
+     * A size as the CLI's options take it.
+     *
+     * @param text bytes, or a number with a unit of powers of 1024 (4k, 64m, 1g, 4KiB)
+     * @return the bytes
+     * @throws IllegalArgumentException naming the text and the forms accepted
+     */
+    public static long parse(String text) {
         String s = text.strip();
         Matcher m = SIZE.matcher(s);
         if (!m.matches()) {

@@ -161,7 +161,7 @@ final class ApiServer implements AutoCloseable {
      */
     static int run(ServeOptions o, PrintWriter out, PrintWriter err) throws Exception {
         EngineConfig config = EngineConfig.of(o.modelDir()).withDevice(o.device())
-                .withLimits(o.maxRunning(), o.maxWaiting());
+                .withLimits(o.maxRunning(), o.maxWaiting()).withIdlePrefixBytes(o.idlePrefixBytes());
         if (o.kvConfig() != null) {
             config = config.withKvCache(KvCacheConfig.load(o.kvConfig()));
         }

@@ -62,6 +62,13 @@ public final class ServeCommand implements Callable<Integer> {
             description = "Requests queued beyond those before new ones are answered 429 (default: ${DEFAULT-VALUE}).")
     int maxWaiting;
 
+    @Option(names = "--idle-prefix-bytes", paramLabel = "SIZE", defaultValue = "auto",
+            description = "Prefix KV kept resident (on the GPU with --device) after the requests that used it end, for the"
+                    + " next request with that prefix: a size (4g, 512m), 0 for none, or auto: half of what a full batch"
+                    + " at full context needs, at most 4 GiB (default: ${DEFAULT-VALUE}). Idle blocks give way when"
+                    + " memory runs out.")
+    String idlePrefix;
+
     @Spec
     CommandSpec spec;
 
@@ -103,10 +110,16 @@ public final class ServeCommand implements Callable<Integer> {
         if (name.isBlank()) {
             throw new IllegalArgumentException("--served-model-name: must not be empty");
         }
+        long idlePrefixBytes;
+        try {
+            idlePrefixBytes = "auto".equalsIgnoreCase(idlePrefix) ? -1 : io.phxfs.cli.Sizes.parse(idlePrefix);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--idle-prefix-bytes " + idlePrefix + ": " + e.getMessage());
+        }
         requireServing();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        return ApiServer.run(new ServeOptions(dir, bind, port, name, kvConfig, device, maxRunning, maxWaiting), out, err);
+        return ApiServer.run(new ServeOptions(dir, bind, port, name, kvConfig, device, maxRunning, maxWaiting, idlePrefixBytes), out, err);
     }
 
     /** A CLI built without the engine (phoenix-cli-nodjl.jar) says so, instead of a NoClassDefFoundError. */

@@ -14,7 +14,8 @@ import java.nio.file.Path;
  * @param device the accelerator, or null for the CPU
  * @param maxRunning requests decoded together
  * @param maxWaiting requests queued beyond those before 429
+ * @param idlePrefixBytes bytes of idle prefix blocks kept resident, -1 for the engine's choice
  */
 record ServeOptions(Path modelDir, String bind, int port, String servedName, Path kvConfig, Integer device,
-                    int maxRunning, int maxWaiting) {
+                    int maxRunning, int maxWaiting, long idlePrefixBytes) {
 }

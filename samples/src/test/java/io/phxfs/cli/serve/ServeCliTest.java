@@ -106,10 +106,15 @@ class ServeCliTest {
         assertEquals(2, badPort.exit(), badPort.toString());
         assertTrue(badPort.err().contains("--port 70000"), badPort.toString());
 
+        ServeTesting.Proc badIdle = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                "--idle-prefix-bytes", "4GB", "--port", "0"), null, Duration.ofMinutes(1));
+        assertEquals(2, badIdle.exit(), badIdle.toString());
+        assertTrue(badIdle.err().contains("--idle-prefix-bytes 4GB") && badIdle.err().contains("ambiguous"), badIdle.toString());
+
         ServeTesting.Proc help = ServeTesting.run(cli("serve", "--help"), null, Duration.ofMinutes(1));
         assertEquals(0, help.exit(), help.toString());
         for (String option : List.of("--bind", "--port", "--served-model-name", "--kv-config", "--device",
-                "--max-running", "--max-waiting")) {
+                "--max-running", "--max-waiting", "--idle-prefix-bytes")) {
             assertTrue(help.out().contains(option), option + " in\n" + help.out());
         }
     }
