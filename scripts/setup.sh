@@ -12,6 +12,12 @@ command -v mvn >/dev/null || { need+=(maven); why+=("maven: builds the Java modu
   || { need+=(liburing-dev); why+=("liburing-dev: libphoenix's io_uring engine, linked statically"); }
 command -v redis-server >/dev/null || [ -x /usr/bin/redis-server ] \
   || { need+=(redis-server); why+=("redis-server: kvcache-tier's Redis tests (where no Docker engine answers)"); }
+# the Docker engine kvcache-tier's Redis tests run in (Testcontainers; scripts/docker-engine.sh
+# starts it), unless one is there already or PHX_REDIS_DOCKER=off
+if [ "${PHX_REDIS_DOCKER:-auto}" != off ] && ! command -v dockerd >/dev/null && [ -z "${DOCKER_HOST:-}" ] \
+  && [ ! -S /var/run/docker.sock ]; then
+  need+=(docker.io); why+=("docker.io: the Docker engine kvcache-tier's Redis tests run in, through Testcontainers")
+fi
 # the serve tests drive the server with the official OpenAI SDK (npm) and curl
 command -v npm >/dev/null || { need+=(nodejs npm); why+=("nodejs, npm: the serve tests' OpenAI SDK client"); }
 command -v curl >/dev/null || { need+=(curl); why+=("curl: the serve tests' raw HTTP client"); }

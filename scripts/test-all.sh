@@ -105,6 +105,19 @@ step "README lines for the cuFile library and its sample, run as written" "$logs
 # with an NVMe disk and an ivshmem "GPU"; downloads and builds are cached under build/kmod.
 step "phxfs kernel module in QEMU guests (Debian 6.1 and 6.12)" "$logs/kmod.log" kmod/test/run.sh
 
+# kvcache-tier's Redis and Redis Cluster tests run in containers through Testcontainers: a Docker
+# engine is found or started here (scripts/docker-engine.sh, a bounded wait; it stays up for the
+# next run). With one, the tests must use it (PHX_REDIS_DOCKER=require); without, they fall back to
+# a plain redis-server and say so.
+if [ "${PHX_REDIS_DOCKER:-auto}" = off ]; then
+  echo "Docker engine for the Redis tests ... not used (PHX_REDIS_DOCKER=off: plain redis-server)"
+elif scripts/docker-engine.sh 2>"$logs/docker-engine.log"; then
+  export PHX_REDIS_DOCKER=${PHX_REDIS_DOCKER:-require}
+  echo "Docker engine for the Redis tests ... ok ($(tail -1 "$logs/docker-engine.log" | sed 's/^docker-engine: //'))"
+else
+  echo "Docker engine for the Redis tests ... none: plain redis-server fallback ($(tail -1 "$logs/docker-engine.log" | sed 's/^docker-engine: //'))"
+fi
+
 # Reports of test classes since deleted would otherwise be counted again.
 rm -rf ./*/target/surefire-reports*
 step "Java build and tests" "$logs/maven.log" mvn -B -q -ntp -Dstyle.color=never install

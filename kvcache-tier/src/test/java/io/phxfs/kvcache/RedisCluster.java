@@ -1,5 +1,7 @@
 package io.phxfs.kvcache;
 
+import com.github.dockerjava.api.model.Bind;
+import com.github.dockerjava.api.model.Volume;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -15,14 +17,21 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
+import org.testcontainers.containers.GenericContainer;
+import org.testcontainers.containers.wait.strategy.AbstractWaitStrategy;
 
 /**
  * A real Redis Cluster for a test class: Debian's {@code redis-server}, 3 masters and 3 replicas
- * on free loopback ports in a temporary directory, made with {@code redis-cli --cluster create
+ * on free loopback ports in a temporary directory: each node a container of {@link RedisImage}'s
+ * image through Testcontainers where a Docker engine answers (on the host's network, so that the
+ * addresses the cluster announces are the ones the client reaches; the temporary directory
+ * mounted at the same path, the processes running as its owner), otherwise a plain process, and
+ * the output says which, made with {@code redis-cli --cluster create
  * --cluster-replicas 1} and ready once every node says {@code cluster_state:ok} and every replica's
  * link is up. {@link #kill} ends a node with SIGKILL, {@link #pause} stops it with SIGSTOP (it
  * keeps its sockets and answers nothing), {@link #restart} brings a node back with its data
- * directory, where it rejoins the cluster.
+ * directory, where it rejoins the cluster. In containers these are {@code docker kill},
+ * {@code docker pause}/{@code unpause} (the cgroup freezer) and {@code docker start}.
  *
  * <p>{@link Security#ACL}: the default user has a password ({@code requirepass}), the tier logs in
  * as {@link #USER}, an ACL user allowed only the commands the tier and Lettuce send, and replicas
@@ -52,6 +61,8 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
     private String server;
     private String cli;
     private final List<Node> nodes = new ArrayList<>();
+    /** The image where the nodes run in containers, or null (plain processes). */
+    private String image;
 
     /** One redis-server process. */
     static final class Node {
@@ -59,6 +70,7 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
         final int busPort;
         final Path dir;
         Process process;
+        GenericContainer<?> container;
 
         Node(int port, int busPort, Path dir) {
             this.port = port;
@@ -86,6 +98,7 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
             System.err.println("*".repeat(100));
             Assumptions.abort(why);
         }
+        image = RedisImage.tag();
         long t0 = System.nanoTime();
         dir = Files.createTempDirectory("kv-redis-cluster");
         if (security == Security.TLS) {
@@ -115,7 +128,8 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
         awaitHealthy(30_000);
         System.err.printf("RedisCluster: %s, 3 masters + 3 replicas on %s, ready in %.1f s (%s)%n", security,
                 nodes.stream().map(n -> String.valueOf(n.port)).collect(Collectors.joining(",")),
-                (System.nanoTime() - t0) / 1e9, server);
+                (System.nanoTime() - t0) / 1e9, image != null ? RedisImage.how() + ", one container per node on the"
+                        + " host's network" : RedisImage.how() + ": " + server);
     }
 
     private static String binary(String name) {
@@ -156,6 +170,10 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
         // replica is promoted however long its link was down
         c.append("cluster-require-full-coverage no\ncluster-replica-validity-factor 0\n");
         c.append("save \"\"\nappendonly no\nprotected-mode no\n");
+        if (image != null) {
+            // the file a plain process's output is redirected to
+            c.append("logfile ").append(n.dir.resolve("redis.log")).append('\n');
+        }
         switch (security) {
             case NONE -> c.append("port ").append(n.port).append('\n');
             case ACL -> {
@@ -213,8 +231,43 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
     }
 
     private void start(Node n) throws IOException {
-        n.process = new ProcessBuilder(server, n.dir.resolve("redis.conf").toString()).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(n.dir.resolve("redis.log").toFile())).start();
+        if (image == null) {
+            n.process = new ProcessBuilder(server, n.dir.resolve("redis.conf").toString()).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(n.dir.resolve("redis.log").toFile())).start();
+        } else if (n.container != null) {
+            n.container.getDockerClient().startContainerCmd(n.container.getContainerId()).exec();
+        } else {
+            String user = Files.getAttribute(dir, "unix:uid") + ":" + Files.getAttribute(dir, "unix:gid");
+            n.container = RedisImage.container(image)
+                    .withNetworkMode("host")
+                    .withCommand(n.dir.resolve("redis.conf").toString())
+                    // the bind by hand: withFileSystemBind would first check file mounting with
+                    // an alpine container, an image no registry serves here
+                    .withCreateContainerCmdModifier(c -> c.withUser(user).getHostConfig()
+                            .withBinds(new Bind(dir.toString(), new Volume(dir.toString()))))
+                    // awaitAnswer waits (the image has no shell for Testcontainers' checks)
+                    .waitingFor(new AbstractWaitStrategy() {
+                        @Override
+                        protected void waitUntilReady() {
+                        }
+                    });
+            n.container.start();
+        }
+    }
+
+    /** The node's log file, and a container's own output (where redis-server stopped before it opened the file). */
+    private static String log(Node n) throws IOException {
+        Path f = n.dir.resolve("redis.log");
+        String log = Files.exists(f) ? Files.readString(f) : "(no " + f + ")";
+        return n.container != null ? log + "\ncontainer output: " + n.container.getLogs() : log;
+    }
+
+    private static boolean alive(Node n) {
+        if (n.container != null) {
+            return Boolean.TRUE.equals(n.container.getDockerClient().inspectContainerCmd(n.container.getContainerId())
+                    .exec().getState().getRunning());
+        }
+        return n.process != null && n.process.isAlive();
     }
 
     private void awaitAnswer(Node n) throws Exception {
@@ -223,9 +276,8 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
             if (cli(n, "ping").contains("PONG")) {
                 return;
             }
-            if (!n.process.isAlive() || System.nanoTime() > deadline) {
-                throw new IllegalStateException("redis-server did not start on port " + n.port + ": "
-                        + Files.readString(n.dir.resolve("redis.log")));
+            if (!alive(n) || System.nanoTime() > deadline) {
+                throw new IllegalStateException("redis-server did not start on port " + n.port + ": " + log(n));
             }
             Thread.sleep(30);
         }
@@ -304,7 +356,7 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
     }
 
     List<Node> live() {
-        return nodes.stream().filter(n -> n.process != null && n.process.isAlive()).toList();
+        return nodes.stream().filter(RedisCluster::alive).toList();
     }
 
     List<Node> nodes() {
@@ -359,15 +411,31 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
 
     /** SIGKILL: the process ends at once, no goodbye to the cluster or the clients. */
     void kill(Node n) throws InterruptedException {
+        if (n.container != null) {
+            n.container.getDockerClient().killContainerCmd(n.container.getContainerId()).exec();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (alive(n) && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            return;
+        }
         n.process.destroyForcibly();
         n.process.waitFor(10, TimeUnit.SECONDS);
     }
 
     void pause(Node n) throws Exception {
+        if (n.container != null) {
+            n.container.getDockerClient().pauseContainerCmd(n.container.getContainerId()).exec();
+            return;
+        }
         signal(n, "-STOP");
     }
 
     void resume(Node n) throws Exception {
+        if (n.container != null) {
+            n.container.getDockerClient().unpauseContainerCmd(n.container.getContainerId()).exec();
+            return;
+        }
         signal(n, "-CONT");
     }
 
@@ -408,6 +476,17 @@ final class RedisCluster implements BeforeAllCallback, AfterAllCallback {
     @Override
     public void afterAll(ExtensionContext ctx) throws Exception {
         for (Node n : nodes) {
+            if (n.container != null) {
+                try {
+                    var state = n.container.getDockerClient().inspectContainerCmd(n.container.getContainerId()).exec()
+                            .getState();
+                    if (Boolean.TRUE.equals(state.getPaused())) {
+                        n.container.getDockerClient().unpauseContainerCmd(n.container.getContainerId()).exec();
+                    }
+                } finally {
+                    n.container.stop(); // and removed
+                }
+            }
             if (n.process != null) {
                 n.process.destroyForcibly(); // SIGKILL ends a paused node too
             }

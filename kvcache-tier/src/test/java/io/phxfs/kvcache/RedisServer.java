@@ -1,5 +1,8 @@
 package io.phxfs.kvcache;
 
+import com.github.dockerjava.api.model.ExposedPort;
+import com.github.dockerjava.api.model.PortBinding;
+import com.github.dockerjava.api.model.Ports;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -15,14 +18,16 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.ParameterContext;
 import org.junit.jupiter.api.extension.ParameterResolver;
-import org.testcontainers.DockerClientFactory;
 import org.testcontainers.containers.GenericContainer;
+import org.testcontainers.containers.wait.strategy.Wait;
 
 /**
- * A real Redis for a test class: Testcontainers' {@code redis:7} where a Docker engine answers,
- * otherwise Debian's {@code redis-server} (scripts/setup.sh installs it) on a free loopback
- * port with a temporary directory. Injected as a parameter; {@link #stop()} and {@link #start()}
- * take the server away and bring it back on the same address.
+ * A real Redis for a test class: a container of {@link RedisImage}'s image (this machine's
+ * {@code redis-server}, built {@code FROM scratch}) through Testcontainers where a Docker engine
+ * answers, its port published on a free loopback port; otherwise Debian's {@code redis-server}
+ * (scripts/setup.sh installs it) on a free loopback port with a temporary directory, and the
+ * output says why. Injected as a parameter; {@link #stop()} and {@link #start()} take the server
+ * away and bring it back on the same address.
  */
 public final class RedisServer implements BeforeAllCallback, AfterAllCallback, ParameterResolver {
     private GenericContainer<?> container;
@@ -33,29 +38,32 @@ public final class RedisServer implements BeforeAllCallback, AfterAllCallback, P
 
     @Override
     public void beforeAll(ExtensionContext ctx) throws Exception {
-        if (dockerAnswers()) {
-            container = new GenericContainer<>("redis:7").withExposedPorts(6379);
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        String image = RedisImage.tag();
+        if (image != null) {
+            // a fixed host port, so that the container stopped and started again keeps its address
+            container = RedisImage.container(image)
+                    .withCommand("--port", "6379", "--bind", "0.0.0.0", "--dir", "/data", "--save", "", "--appendonly",
+                            "no", "--protected-mode", "no")
+                    .withExposedPorts(6379)
+                    .withCreateContainerCmdModifier(c -> c.getHostConfig().withPortBindings(
+                            new PortBinding(Ports.Binding.bindIpAndPort("127.0.0.1", port), ExposedPort.tcp(6379))))
+                    // the image has no shell for Testcontainers' port check
+                    .waitingFor(Wait.forLogMessage(".*Ready to accept connections.*\\n", 1)
+                            .withStartupTimeout(Duration.ofSeconds(60)));
             container.start();
-            port = container.getMappedPort(6379);
-            how = "Testcontainers redis:7";
+            how = RedisImage.how() + ", container " + container.getContainerId().substring(0, 12) + ", 127.0.0.1:" + port
+                    + " -> 6379";
+            awaitPong();
         } else {
             String bin = redisServerBinary();
             dir = Files.createTempDirectory("kv-redis");
-            try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-                port = s.getLocalPort();
-            }
-            how = bin + " on 127.0.0.1:" + port;
+            how = RedisImage.how() + ": " + bin + " on 127.0.0.1:" + port;
             start();
         }
         System.err.println("RedisServer: " + how);
-    }
-
-    private static boolean dockerAnswers() {
-        try {
-            return DockerClientFactory.instance().isDockerAvailable();
-        } catch (Throwable t) {
-            return false;
-        }
     }
 
     private static String redisServerBinary() {
@@ -77,10 +85,10 @@ public final class RedisServer implements BeforeAllCallback, AfterAllCallback, P
         return port;
     }
 
-    /** Takes the server away: the process ends (data gone), or the container is paused. */
+    /** Takes the server away: the process ends, or the container stops (data gone either way). */
     void stop() throws Exception {
         if (container != null) {
-            container.getDockerClient().pauseContainerCmd(container.getContainerId()).exec();
+            container.getDockerClient().stopContainerCmd(container.getContainerId()).withTimeout(10).exec();
             return;
         }
         if (process != null) {
@@ -95,12 +103,28 @@ public final class RedisServer implements BeforeAllCallback, AfterAllCallback, P
     /** Brings the server back on the same address and waits until it answers. */
     void start() throws Exception {
         if (container != null) {
-            container.getDockerClient().unpauseContainerCmd(container.getContainerId()).exec();
-            return;
+            container.getDockerClient().startContainerCmd(container.getContainerId()).exec();
+        } else {
+            process = new ProcessBuilder(redisServerBinary(), "--port", String.valueOf(port), "--bind", "127.0.0.1",
+                    "--dir", dir.toString(), "--save", "", "--appendonly", "no", "--protected-mode", "no")
+                    .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
         }
-        process = new ProcessBuilder(redisServerBinary(), "--port", String.valueOf(port), "--bind", "127.0.0.1",
-                "--dir", dir.toString(), "--save", "", "--appendonly", "no", "--protected-mode", "no")
-                .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
+        awaitPong();
+    }
+
+    private boolean alive() {
+        if (container != null) {
+            return Boolean.TRUE.equals(container.getDockerClient().inspectContainerCmd(container.getContainerId()).exec()
+                    .getState().getRunning());
+        }
+        return process.isAlive();
+    }
+
+    private String log() throws IOException {
+        return container != null ? container.getLogs() : Files.readString(dir.resolve("redis.log"));
+    }
+
+    private void awaitPong() throws Exception {
         long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
         while (true) {
             try (Socket s = new Socket(InetAddress.getLoopbackAddress(), port)) {
@@ -112,9 +136,8 @@ public final class RedisServer implements BeforeAllCallback, AfterAllCallback, P
             } catch (IOException e) {
                 // not up yet
             }
-            if (!process.isAlive() || System.nanoTime() > deadline) {
-                throw new IllegalStateException("redis-server did not start on port " + port + ": "
-                        + Files.readString(dir.resolve("redis.log")));
+            if (!alive() || System.nanoTime() > deadline) {
+                throw new IllegalStateException("redis-server did not start on port " + port + " (" + how + "): " + log());
             }
             Thread.sleep(20);
         }
