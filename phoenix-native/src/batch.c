@@ -36,8 +36,12 @@ static int prepare_request(phx_req_state_t *rs, phxfs_io_req_t *r, int is_write)
     rs->alt_fd = -1;
     atomic_init(&rs->err, 0);
     atomic_init(&rs->end, 0);
+    /* the buffer's end too: a late-bound buf_offset near INT64_MAX (cuFileReadAsync's cell, read
+     * when the stream gets there) pointed the transfer at base + offset wrapped around, and its
+     * size then sized the task list (security-1's fuzz test) */
     if (r->nbytes > (size_t)SSIZE_MAX || r->f_offset < 0 || r->buf_offset < 0 ||
-        (uint64_t)r->f_offset + r->nbytes > (uint64_t)INT64_MAX)
+        (uint64_t)r->f_offset + r->nbytes > (uint64_t)INT64_MAX || (uint64_t)r->buf_offset + r->nbytes > (uint64_t)INT64_MAX ||
+        (uintptr_t)r->buf + (uint64_t)r->buf_offset + r->nbytes < (uintptr_t)r->buf)
         return phx_fail(EINVAL, "request: nbytes %zu, file offset %lld or buffer offset %lld out of range",
                         r->nbytes, (long long)r->f_offset, (long long)r->buf_offset);
     /* only once the range is known to fit (it overflowed for a file end past INT64_MAX) */

@@ -16,18 +16,24 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -61,6 +67,10 @@ public final class DiskTier implements KvTier {
 
     static final String SUFFIX = ".kv";
     private static final String TMP = ".tmp-";
+    /** The cache directory's mode when the tier creates it, whatever the umask. */
+    static final Set<PosixFilePermission> DIR_MODE = PosixFilePermissions.fromString("rwx------");
+    /** Every chunk file's mode from its creation on, whatever the umask. */
+    static final Set<PosixFilePermission> FILE_MODE = PosixFilePermissions.fromString("rw-------");
 
     private final Path dir;
     private final long capBytes;
@@ -137,7 +147,7 @@ public final class DiskTier implements KvTier {
         long t0 = System.nanoTime();
         try {
             if (!readOnly) {
-                Files.createDirectories(dir);
+                preparePrivateDirectory(dir);
             }
             this.store = Files.getFileStore(dir);
         } catch (IOException e) {
@@ -146,6 +156,83 @@ public final class DiskTier implements KvTier {
         Phoenix.open();
         this.removedTemps = rebuild();
         this.startupNanos = System.nanoTime() - t0;
+    }
+
+    /**
+     * Creates the cache directory 0700 (parents as the umask says) when it is missing, and
+     * refuses one that another user owns or that group or others can write: anyone who can
+     * write there can plant or swap chunk files that this process then serves as KV cache, and
+     * a directory of another user's can be emptied or read by them. The messages (without the
+     * "local_disk DIR: " prefix the constructor adds) name the owner, the mode and the fix.
+     */
+    static void preparePrivateDirectory(Path dir) throws IOException {
+        long me = processUid();
+        if (!Files.exists(dir)) {
+            Path parent = dir.toAbsolutePath().getParent();
+            try {
+                if (parent != null) {
+                    Files.createDirectories(parent);
+                }
+                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(DIR_MODE));
+                Files.setPosixFilePermissions(dir, DIR_MODE); /* a umask like 0277 takes bits from 0700 too */
+            } catch (FileAlreadyExistsException raced) {
+                // created meanwhile (another tier of this process, or someone else): checked below
+            } catch (AccessDeniedException e) {
+                throw new IOException("cannot create it: permission denied on " + e.getFile() + " (this process runs as uid "
+                        + me + "); create the directory for this user (mode 0700) or point local_disk at one it can write", e);
+            }
+        }
+        PosixFileAttributes a = Files.readAttributes(dir, PosixFileAttributes.class);
+        if (!a.isDirectory()) {
+            throw new IOException("not a directory");
+        }
+        Object owner = Files.getAttribute(dir, "unix:uid");
+        String mode = PosixFilePermissions.toString(a.permissions()) + " (" + octal(a.permissions()) + ")";
+        if (me >= 0 && owner instanceof Integer uid && uid != me) {
+            throw new IOException("owned by uid " + uid + " (" + a.owner().getName() + "), mode " + mode
+                    + ", not by this process's uid " + me + ": another user could read, replace or delete the cached"
+                    + " chunks. Use a directory owned by this user (chown it, or point local_disk elsewhere)");
+        }
+        if (a.permissions().contains(PosixFilePermission.GROUP_WRITE) || a.permissions().contains(PosixFilePermission.OTHERS_WRITE)) {
+            throw new IOException("mode " + mode + " lets group or others write into it (owner " + a.owner().getName()
+                    + "), so they could plant or swap cached chunks. Run 'chmod 700 " + dir + "' or point local_disk elsewhere");
+        }
+        if (!Files.isWritable(dir) || !Files.isExecutable(dir)) {
+            throw new IOException("not writable by this process (uid " + me + "; owner " + a.owner().getName() + ", mode " + mode
+                    + "). Give the owner rwx ('chmod 700 " + dir + "') or point local_disk at a directory this user can write");
+        }
+    }
+
+    /** This process's effective uid (the owner of /proc/self on Linux), or -1 when unknown. */
+    private static long processUid() {
+        try {
+            return ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).longValue();
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    private static String octal(Set<PosixFilePermission> perms) {
+        int m = 0;
+        for (PosixFilePermission p : perms) {
+            m |= 1 << (8 - p.ordinal());
+        }
+        return String.format("%04o", m);
+    }
+
+    /**
+     * Creates a chunk's temporary file 0600 before libphoenix opens it: PhxFile.open creates
+     * with 0644 less the umask and takes no mode, so the file is made here, never broader than
+     * 0600 (the creation mode) and set to exactly 0600 before any byte is written; PhxFile then
+     * opens the existing file (O_CREAT without effect, O_TRUNC empties a leftover).
+     */
+    private static void createPrivateFile(Path p) throws IOException {
+        try {
+            Files.createFile(p, PosixFilePermissions.asFileAttribute(FILE_MODE));
+        } catch (FileAlreadyExistsException e) {
+            // a leftover of an earlier process with this pid: truncated by the open
+        }
+        Files.setPosixFilePermissions(p, FILE_MODE);
     }
 
     /** Reads every header; deletes temporary leftovers and bad files. Returns the temporaries removed. */
@@ -437,12 +524,15 @@ public final class DiskTier implements KvTier {
         List<Pending> open = new ArrayList<>(ps.size());
         for (Pending p : ps) {
             try {
+                createPrivateFile(p.tmp);
                 p.file = PhxFile.open(p.tmp, OpenMode.WRITE, OpenMode.CREATE, OpenMode.TRUNCATE, OpenMode.DIRECT);
                 p.payload = host.wrap(p.put.payload());
                 open.add(p);
             } catch (PhoenixException e) {
                 p.fail(e.errno());
-            } catch (RuntimeException e) {
+            } catch (AccessDeniedException e) {
+                p.fail(Errno.EACCES);
+            } catch (IOException | RuntimeException e) {
                 p.fail(Errno.EIO);
             }
         }

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -164,9 +165,15 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
         try {
             root = mapper.readTree(Files.readAllBytes(file));
         } catch (IOException e) {
-            if (e instanceof com.fasterxml.jackson.core.JacksonException) {
+            if (e instanceof com.fasterxml.jackson.core.JacksonException je) {
+                // the parser's message quotes the token it stopped at (a password, unquoted) and its
+                // full form a snippet of the file: only the masked first line and the place are
+                // kept, and the parser's exception is not attached as the cause
+                var at = je.getLocation();
+                String where = at == null || at.getLineNr() < 0 ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
+                String why = je.getOriginalMessage() == null ? "" : je.getOriginalMessage().lines().findFirst().orElse("");
                 throw new IllegalArgumentException(file + ": not valid " + (name.endsWith(".json") ? "JSON" : "YAML")
-                        + ": " + e.getMessage().lines().findFirst().orElse(""), e);
+                        + ": " + maskSecrets(why, file) + where);
             }
             throw new UncheckedIOException(file + ": " + e.getMessage(), e);
         }
@@ -243,9 +250,44 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
 
     private static String text(String k, JsonNode v) {
         if (!v.isTextual()) {
-            throw new IllegalArgumentException(k + ": expected a string, found '" + v.asText() + "'");
+            // remote_password: 12345 is a password too, never echoed
+            String found = k.equals("remote_password") ? "a " + v.getNodeType().toString().toLowerCase(Locale.ROOT) : "'" + v.asText() + "'";
+            throw new IllegalArgumentException(k + ": expected a string, found " + found);
         }
         return v.textValue();
+    }
+
+    private static final java.util.regex.Pattern PASSWORD_VALUE =
+            java.util.regex.Pattern.compile("remote_password[\"']?\\s*[:=]\\s*[\"']?([^\"'\\s,}\\]#]+)");
+    private static final java.util.regex.Pattern URL_USERINFO = java.util.regex.Pattern.compile("://([^\\s\"']*)@");
+
+    /**
+     * {@code msg} with every password the file holds ({@code remote_password}'s value, the
+     * user-info of any URL) replaced by {@code ***}; the file is read again for them.
+     */
+    static String maskSecrets(String msg, Path file) {
+        String text;
+        try {
+            text = Files.readString(file, java.nio.charset.StandardCharsets.UTF_8);
+        } catch (IOException | RuntimeException e) {
+            return msg.replaceAll("'[^']*'", "'***'"); // cannot tell the secrets: mask every quoted token
+        }
+        List<String> secrets = new java.util.ArrayList<>();
+        for (var pat : List.of(PASSWORD_VALUE, URL_USERINFO)) {
+            var m = pat.matcher(text);
+            while (m.find()) {
+                String v = m.group(1);
+                int colon = pat == URL_USERINFO ? v.indexOf(':') : -1;
+                secrets.add(colon >= 0 ? v.substring(colon + 1) : v);
+            }
+        }
+        secrets.sort((a, b) -> b.length() - a.length());
+        for (String sec : secrets) {
+            if (!sec.isEmpty()) {
+                msg = msg.replace(sec, "***");
+            }
+        }
+        return msg;
     }
 
     /** {@code file:///path} (LMCache's form) or a plain path. */

@@ -401,7 +401,7 @@ final class S3Client implements AutoCloseable {
         String why = t instanceof ConnectException ? "cannot connect to " + settings.endpointName() + " (" + t.getMessage() + ")"
                 : t instanceof HttpTimeoutException ? "timed out after " + settings.timeout().toSeconds() + " s"
                 : t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
-        return retryable(url, what, 0, null, why, t);
+        return retryable(url, what, 0, null, mask(why), t);
     }
 
     /** A signed request for {@code key} of {@code bucket} (the bucket itself when key is null). */
@@ -513,9 +513,19 @@ final class S3Client implements AutoCloseable {
                 || "SlowDown".equals(code) || "InternalError".equals(code) || "RequestTimeout".equals(code);
         if (retry) {
             long after = headers.firstValueAsLong("Retry-After").orElse(0);
-            return new RetryAfter(m.toString(), url, status, code, TimeUnit.SECONDS.toNanos(Math.min(after, 60)));
+            return new RetryAfter(mask(m.toString()), url, status, code, TimeUnit.SECONDS.toNanos(Math.min(after, 60)));
         }
-        return new S3Exception(m.toString(), url, status, code, false, null);
+        return new S3Exception(mask(m.toString()), url, status, code, false, null);
+    }
+
+    /** {@code s} with this client's secret key and session token replaced by {@code ***}, wherever a server echoed them. */
+    private String mask(String s) {
+        for (String secret : new String[] {settings.secretAccessKey(), settings.sessionToken()}) {
+            if (s != null && secret != null && !secret.isEmpty()) {
+                s = s.replace(secret, "***");
+            }
+        }
+        return s;
     }
 
     private String hint(int status, String code, HttpHeaders headers, String bucket) {

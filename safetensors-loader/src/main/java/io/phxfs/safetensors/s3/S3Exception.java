@@ -1,6 +1,7 @@
 package io.phxfs.safetensors.s3;
 
 import java.io.IOException;
+import java.util.regex.Pattern;
 
 /**
  * A request to an S3-compatible server that failed: the server's answer (HTTP status, S3's
@@ -21,8 +22,36 @@ public class S3Exception extends IOException {
     private final String code;
     private final boolean retryable;
 
+    /* what a signed request carries that must never be shown: presigned query parameters, the
+     * Authorization header's signature, and credentials named as in the AWS files and variables */
+    private static final Pattern[] SECRETS = {
+        Pattern.compile("(?i)(X-Amz-(?:Signature|Credential|Security-Token)=)[^&\\s\"'<>]*"),
+        Pattern.compile("(?i)(Signature=)[^,&\\s\"'<>]+"),
+        Pattern.compile("(?i)(Authorization\\s*[:=]\\s*)[^\\r\\n\\]]+"),
+        Pattern.compile("(?i)(AWS4-HMAC-SHA256\\s+)[^\\r\\n\\]]+"),
+        Pattern.compile("(?i)((?:aws_secret_access_key|aws_session_token|aws\\.secretAccessKey|aws\\.sessionToken|x-amz-security-token)[\"']?\\s*[=:]\\s*)[^\\s\"',;]+"),
+    };
+
+    /**
+     * {@code text} with signatures, presigned query values, Authorization headers and named
+     * secrets replaced by {@code ***}: every S3Exception's message goes through it, whatever a
+     * server or a library put there.
+     *
+     * @param text a message, or null
+     * @return the message without secrets
+     */
+    static String scrub(String text) {
+        if (text == null) {
+            return null;
+        }
+        for (Pattern p : SECRETS) {
+            text = p.matcher(text).replaceAll("$1***");
+        }
+        return text;
+    }
+
     S3Exception(String message, String url, int status, String code, boolean retryable, Throwable cause) {
-        super(message, cause);
+        super(scrub(message), cause);
         this.url = url;
         this.status = status;
         this.code = code;

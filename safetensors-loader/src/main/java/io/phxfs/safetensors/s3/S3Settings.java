@@ -205,25 +205,53 @@ public final class S3Settings {
         try {
             return agg.build().profile(name).orElse(null);
         } catch (UncheckedIOException | IllegalStateException e) {
-            throw new IllegalArgumentException("AWS profile files " + config + ", " + credentials + ": " + e.getMessage(), e);
+            // the profile parser's message may quote the line it stopped at (aws_secret_access_key = ...):
+            // scrubbed, and its exception not attached
+            throw new IllegalArgumentException("AWS profile files " + config + ", " + credentials + ": " + S3Exception.scrub(e.getMessage()));
         }
     }
 
     private static URI parseEndpoint(String s, String from) {
         URI u;
+        String shown = redactUrl(s);
         try {
             u = URI.create(s.endsWith("/") ? s.substring(0, s.length() - 1) : s);
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(from + ": '" + s + "' is not a URL: " + e.getMessage());
+            // URISyntaxException's message quotes the whole input: its reason and index only
+            String why = e.getCause() instanceof java.net.URISyntaxException x ? x.getReason() + " at index " + x.getIndex() : "malformed";
+            throw new IllegalArgumentException(from + ": '" + shown + "' is not a URL: " + why);
         }
         String scheme = u.getScheme() == null ? "" : u.getScheme().toLowerCase(Locale.ROOT);
         if (!scheme.equals("http") && !scheme.equals("https") || u.getHost() == null) {
-            throw new IllegalArgumentException(from + ": '" + s + "' is not an http:// or https:// URL with a host");
+            throw new IllegalArgumentException(from + ": '" + shown + "' is not an http:// or https:// URL with a host");
         }
         if (u.getRawQuery() != null || u.getUserInfo() != null) {
-            throw new IllegalArgumentException(from + ": '" + s + "': an endpoint has no query or user part");
+            throw new IllegalArgumentException(from + ": '" + shown + "': an endpoint has no query or user part");
         }
         return u;
+    }
+
+    /**
+     * An endpoint as messages may show it: the user part ({@code https://key:secret@host}) and
+     * the query (a presigned URL's {@code X-Amz-Signature=...}) become {@code ***}.
+     */
+    static String redactUrl(String s) {
+        if (s == null) {
+            return null;
+        }
+        int q = s.indexOf('?');
+        int h = s.indexOf('#');
+        int cut = q < 0 ? h : h < 0 ? q : Math.min(q, h);
+        String out = cut < 0 ? s : s.substring(0, cut) + s.charAt(cut) + "***";
+        int sep = out.indexOf("://");
+        int from = sep < 0 ? 0 : sep + 3;
+        int slash = out.indexOf('/', from);
+        int end = slash < 0 ? (cut < 0 ? out.length() : cut) : slash;
+        int at = out.lastIndexOf('@', Math.min(end, out.length()) - 1);
+        if (at >= from) {
+            out = out.substring(0, from) + "***" + out.substring(at);
+        }
+        return S3Exception.scrub(out);
     }
 
     private static int intSetting(Map<String, String> env, Properties props, String var, String prop, int dflt) {
