@@ -11,6 +11,8 @@ final class ApiException extends RuntimeException {
     static final String INVALID_REQUEST = "invalid_request_error";
     /** Type and code of the 429 answered while the waiting queue is full (OpenAI's code for its own 429s). */
     static final String RATE_LIMIT = "rate_limit_exceeded";
+    /** OpenAI's type for a missing or wrong API key (401). */
+    static final String AUTHENTICATION = "authentication_error";
     /** OpenAI's type for a failure of the server's own (500, 503). */
     static final String SERVER_ERROR = "server_error";
 

@@ -5,16 +5,29 @@ import io.phxfs.serving.engine.EngineConfig;
 import io.phxfs.serving.engine.GenerationEngine;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.net.InetAddress;
 import java.net.URI;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.io.Connection;
+import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.NetworkConnectionLimit;
+import org.eclipse.jetty.server.Handler;
 import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.Server;
@@ -35,23 +48,29 @@ import sun.misc.SignalHandler;
 final class ApiServer implements AutoCloseable {
     /** How long a drain waits for the requests under way before it closes their connections. */
     static final long DRAIN_MILLIS = 60_000;
-    /** Connections silent for this long are closed (a generation under way is never cut: see Exchange). */
-    static final long IDLE_MILLIS = 300_000;
 
     private final GenerationEngine engine;
     private final Server server;
     private final ServerConnector connector;
     private final ServeMetrics metrics;
     private final String servedName;
+    private final HeaderDeadline headers;
     private boolean closed;
 
     private ApiServer(GenerationEngine engine, Server server, ServerConnector connector, ServeMetrics metrics,
-                      String servedName) {
+                      String servedName, HeaderDeadline headers) {
         this.engine = engine;
         this.server = server;
         this.connector = connector;
         this.metrics = metrics;
         this.servedName = servedName;
+        this.headers = headers;
+    }
+
+    /** {@link #start(EngineConfig, String, String, int, HttpPolicy, PrintWriter)} with no key and the default limits. */
+    static ApiServer start(EngineConfig config, String servedName, String host, int port, PrintWriter log)
+            throws Exception {
+        return start(config, servedName, host, port, HttpPolicy.defaults(), log);
     }
 
     /**
@@ -61,15 +80,16 @@ final class ApiServer implements AutoCloseable {
      * @param servedName the name clients give as {@code model}
      * @param host the address to bind
      * @param port the port, 0 for any free one (see {@link #port})
+     * @param policy the API key, the server-wide cache salt and the limits
      * @param log where errors go
      */
-    static ApiServer start(EngineConfig config, String servedName, String host, int port, PrintWriter log)
-            throws Exception {
+    static ApiServer start(EngineConfig config, String servedName, String host, int port, HttpPolicy policy,
+                           PrintWriter log) throws Exception {
         ServeMetrics metrics = new ServeMetrics(servedName);
         GenerationEngine engine = GenerationEngine.open(config.withObserver(metrics));
         try {
             metrics.bind(engine);
-            ServeContext ctx = new ServeContext(engine, servedName, log);
+            ServeContext ctx = new ServeContext(engine, servedName, log, policy);
             Set<String> post = Set.of("POST");
             Set<String> get = Set.of("GET");
             Router router = new Router(List.of(
@@ -81,7 +101,7 @@ final class ApiServer implements AutoCloseable {
                     new Router.Route("/metrics", false, get, ex -> {
                         ServeMetrics.Scrape s = metrics.scrape(ex.header(HttpHeader.ACCEPT));
                         ex.send(200, s.contentType(), s.body());
-                    })), log);
+                    })), log, policy);
 
             VirtualThreadPool pool = new VirtualThreadPool();
             pool.setName("phoenix-serve");
@@ -89,18 +109,29 @@ final class ApiServer implements AutoCloseable {
             HttpConfiguration http = new HttpConfiguration();
             http.setSendServerVersion(false);
             http.setSendXPoweredBy(false);
+            // the request line and headers together (431 past it); the body's cap is the endpoints'
+            http.setRequestHeaderSize(policy.maxHeaderBytes());
+            http.setIdleTimeout(policy.idleTimeoutMillis());
             ServerConnector connector = new ServerConnector(server, new HttpConnectionFactory(http));
             connector.setHost(host);
             connector.setPort(port);
-            connector.setIdleTimeout(IDLE_MILLIS);
+            connector.setIdleTimeout(policy.idleTimeoutMillis());
             server.addConnector(connector);
+            // past the cap Jetty stops accepting: new connections wait in the kernel's backlog
+            server.addBean(new NetworkConnectionLimit(policy.maxConnections(), connector));
             // GracefulHandler: on stop, new requests get 503 and Jetty waits for those under way
-            server.setHandler(new GracefulHandler(router));
+            HeaderDeadline headers = new HeaderDeadline(connector, policy.headerTimeoutMillis());
+            server.setHandler(new GracefulHandler(headers.wrap(router)));
             server.setStopTimeout(DRAIN_MILLIS);
             server.setStopAtShutdown(false);
             server.setErrorHandler(new JsonErrorHandler());
-            server.start();
-            return new ApiServer(engine, server, connector, metrics, servedName);
+            try {
+                server.start();
+            } catch (Exception | Error e) {
+                headers.close();
+                throw e;
+            }
+            return new ApiServer(engine, server, connector, metrics, servedName, headers);
         } catch (Exception | Error e) {
             engine.close();
             throw e;
@@ -125,6 +156,11 @@ final class ApiServer implements AutoCloseable {
         return engine;
     }
 
+    /** The connections open now. */
+    int connections() {
+        return connector.getConnectedEndPoints().size();
+    }
+
     ServeMetrics metrics() {
         return metrics;
     }
@@ -144,6 +180,7 @@ final class ApiServer implements AutoCloseable {
             return;
         }
         closed = true;
+        headers.close();
         try {
             server.stop();
         } catch (InterruptedException e) {
@@ -179,9 +216,17 @@ final class ApiServer implements AutoCloseable {
         // before the model loads: a Ctrl-C while it does still ends with a drain (of nothing)
         Signal.handle(new Signal("INT"), onSignal);
         Signal.handle(new Signal("TERM"), onSignal);
-        ApiServer s = start(config, o.servedName(), o.bind(), o.port(), err);
+        HttpPolicy policy = o.policy() == null ? HttpPolicy.defaults() : o.policy();
+        ApiServer s = start(config, o.servedName(), o.bind(), o.port(), policy, err);
+        if (!policy.keyRequired() && !loopback(o.bind())) {
+            err.println("phoenix serve: warning: listening on " + o.bind() + " beyond this machine without an API key:"
+                    + " anyone who can reach the port can generate (and time the prefix cache); set --api-key or"
+                    + " PHOENIX_API_KEY, or --bind 127.0.0.1");
+            err.flush();
+        }
+        // the key itself is never printed
         out.println("phoenix serve: " + o.servedName() + " listening on " + s.baseUri()
-                + " (OpenAI API; Ctrl-C drains and stops)");
+                + " (OpenAI API" + (policy.keyRequired() ? ", API key required" : "") + "; Ctrl-C drains and stops)");
         out.flush();
         stop.await();
         int busy = s.engine().running() + s.engine().waiting();
@@ -195,8 +240,151 @@ final class ApiServer implements AutoCloseable {
         return 0;
     }
 
+    /** Whether every address the name stands for is a loopback one (0.0.0.0 and :: are not). */
+    static boolean loopback(String host) {
+        if (host == null || host.isBlank()) {
+            return false;
+        }
+        try {
+            for (InetAddress a : InetAddress.getAllByName(host)) {
+                if (!a.isLoopbackAddress()) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (UnknownHostException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Against slowloris: a client that sends its request line and headers a byte at a time keeps
+     * the idle timeout from firing. A connection that has received bytes since its last request
+     * ended (or since it opened), and has had no request handed to the handlers for longer than
+     * the deadline, is mid-headers for that long: it gets a 408 (OpenAI's shape) and is closed.
+     * Jetty's own types only: its parser is not exported to named modules.
+     */
+    static final class HeaderDeadline implements AutoCloseable {
+        private final ServerConnector connector;
+        private final long deadlineNanos;
+        private final ScheduledExecutorService timer;
+        /** Connections with a request in the handlers. */
+        private final Set<Connection> active = ConcurrentHashMap.newKeySet();
+        /** Per connection: bytes read when its last request ended. */
+        private final Map<Connection, Long> marks = new ConcurrentHashMap<>();
+        /** Per connection (the timer's thread only): when bytes past the mark were first seen. */
+        private final Map<Connection, Long> since = new HashMap<>();
+
+        HeaderDeadline(ServerConnector connector, long deadlineMillis) {
+            this.connector = connector;
+            this.deadlineNanos = TimeUnit.MILLISECONDS.toNanos(deadlineMillis);
+            this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "phoenix-serve-header-deadline");
+                t.setDaemon(true);
+                return t;
+            });
+            long period = Math.max(50, Math.min(1000, deadlineMillis / 4));
+            timer.scheduleWithFixedDelay(this::sweep, period, period, TimeUnit.MILLISECONDS);
+        }
+
+        /** The handler, with each request's connection marked busy until its callback completes. */
+        Handler wrap(Handler inner) {
+            return new Handler.Wrapper(inner) {
+                @Override
+                public boolean handle(Request request, Response response, Callback callback) throws Exception {
+                    Connection c = request.getConnectionMetaData().getConnection();
+                    active.add(c);
+                    Callback done = new Callback() {
+                        @Override
+                        public void succeeded() {
+                            end(c);
+                            callback.succeeded();
+                        }
+
+                        @Override
+                        public void failed(Throwable x) {
+                            end(c);
+                            callback.failed(x);
+                        }
+
+                        @Override
+                        public InvocationType getInvocationType() {
+                            return callback.getInvocationType();
+                        }
+                    };
+                    try {
+                        if (super.handle(request, response, done)) {
+                            return true;
+                        }
+                    } catch (Exception | Error e) {
+                        end(c);
+                        throw e;
+                    }
+                    end(c);
+                    return false;
+                }
+            };
+        }
+
+        private void end(Connection c) {
+            marks.put(c, c.getBytesIn());
+            active.remove(c);
+        }
+
+        private void sweep() {
+            try {
+                long now = System.nanoTime();
+                Set<Connection> live = new HashSet<>();
+                for (EndPoint ep : connector.getConnectedEndPoints()) {
+                    Connection c = ep.getConnection();
+                    if (c == null) {
+                        continue;
+                    }
+                    live.add(c);
+                    if (active.contains(c) || c.getBytesIn() <= marks.getOrDefault(c, 0L)) {
+                        since.remove(c);
+                        continue;
+                    }
+                    Long t = since.putIfAbsent(c, now);
+                    if (t != null && now - t > deadlineNanos) {
+                        since.remove(c);
+                        timeOut(ep);
+                    }
+                }
+                since.keySet().retainAll(live);
+                marks.keySet().retainAll(live);
+            } catch (RuntimeException e) {
+                // a connection closing under the sweep: the next sweep sees the rest
+            }
+        }
+
+        private static void timeOut(EndPoint ep) {
+            byte[] body = OpenAiJson.bytes(OpenAiJson.errorNode("The request's line and headers took too long to"
+                    + " arrive.", ApiException.INVALID_REQUEST, null, "request_timeout"));
+            byte[] head = ("HTTP/1.1 408 Request Timeout\r\nContent-Type: " + Exchange.JSON + "\r\nContent-Length: "
+                    + body.length + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
+            ByteBuffer all = ByteBuffer.allocate(head.length + body.length).put(head).put(body).flip();
+            try {
+                ep.write(Callback.from(ep::close, x -> ep.close()), all);
+            } catch (RuntimeException e) {
+                ep.close();
+            }
+        }
+
+        @Override
+        public void close() {
+            timer.shutdownNow();
+        }
+    }
+
     /** Jetty's own errors (a malformed request line, headers too large, 503 while draining) in OpenAI's shape. */
     static final class JsonErrorHandler extends ErrorHandler {
+        /** Every method gets the JSON body (Jetty's default gives only GET, POST and HEAD one). */
+        @Override
+        public boolean errorPageForMethod(String method) {
+            return true;
+        }
+
         @Override
         protected void generateResponse(Request request, Response response, int code, String message, Throwable cause,
                                         Callback callback) throws IOException {

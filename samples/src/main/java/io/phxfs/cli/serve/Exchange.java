@@ -79,6 +79,11 @@ final class Exchange {
                         "The request body is larger than the " + limit + " bytes this server takes.", null, null);
             }
             return b;
+        } catch (IOException e) {
+            // the client stopped sending (early EOF), sent a bad chunk, or sent too slowly: its fault,
+            // answered (if it still reads) and not logged as the server's
+            throw new ApiException(400, ApiException.INVALID_REQUEST, "The request body could not be read whole: "
+                    + StreamBridge.message(e), null, null);
         }
     }
 

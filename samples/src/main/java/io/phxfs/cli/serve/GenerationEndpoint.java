@@ -36,12 +36,13 @@ abstract class GenerationEndpoint implements Endpoint {
 
     @Override
     public final void handle(Exchange ex) throws Exception {
-        ObjectNode body = OpenAiRequests.parse(ex.body(OpenAiRequests.MAX_BODY_BYTES));
+        ObjectNode body = OpenAiRequests.parse(ex.body(ctx.policy().maxBodyBytes()));
         OpenAiRequests.checkModel(body, ctx.servedName());
         Job job = prepare(body);
         GenerationRequest request;
         try {
-            request = new GenerationRequest(job.head().id(), job.promptIds(), job.sampling(), job.cacheSalt());
+            request = new GenerationRequest(job.head().id(), job.promptIds(), job.sampling(),
+                    ctx.policy().salt(job.cacheSalt()));
         } catch (IllegalArgumentException e) {
             throw ApiException.fromEngine(e);
         }

@@ -1,6 +1,8 @@
 package io.phxfs.cli.serve;
 
 import com.fasterxml.jackson.core.JacksonException;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -22,13 +24,18 @@ final class OpenAiRequests {
     private OpenAiRequests() {
     }
 
-    /** The most bytes a request body may have (a 2,048-token context is a few kilobytes of text). */
-    static final int MAX_BODY_BYTES = 16 << 20;
-
     /** OpenAI's default {@code max_tokens} for completions. */
     static final int DEFAULT_COMPLETION_TOKENS = 16;
 
-    private static final ObjectMapper JSON = JsonMapper.builder()
+    /** Bodies nested deeper, or with longer strings or numbers, than HttpPolicy's caps are a 400. */
+    private static final ObjectMapper JSON = JsonMapper.builder(JsonFactory.builder()
+                    .streamReadConstraints(StreamReadConstraints.builder()
+                            .maxNestingDepth(HttpPolicy.MAX_JSON_DEPTH)
+                            .maxStringLength(HttpPolicy.MAX_JSON_STRING)
+                            .maxNumberLength(HttpPolicy.MAX_JSON_NUMBER)
+                            .maxNameLength(1024)
+                            .build())
+                    .build())
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
             .build();
 

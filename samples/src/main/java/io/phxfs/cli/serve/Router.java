@@ -27,10 +27,33 @@ final class Router extends Handler.Abstract {
 
     private final List<Route> routes;
     private final PrintWriter log;
+    private final HttpPolicy policy;
 
-    Router(List<Route> routes, PrintWriter log) {
+    Router(List<Route> routes, PrintWriter log, HttpPolicy policy) {
         this.routes = List.copyOf(routes);
         this.log = log;
+        this.policy = policy;
+    }
+
+    /**
+     * With an API key, every request needs it (unknown paths too, so that none is probed) but
+     * {@code /health}, and {@code /metrics} when public: 401 in OpenAI's shape, which never echoes
+     * what the client sent.
+     */
+    private void authorize(Exchange ex, String path) {
+        if (!policy.keyRequired() || path.equals("/health") || (policy.metricsPublic() && path.equals("/metrics"))) {
+            return;
+        }
+        String auth = ex.header(HttpHeader.AUTHORIZATION);
+        if (policy.authorized(auth)) {
+            return;
+        }
+        ex.header(HttpHeader.WWW_AUTHENTICATE, "Bearer");
+        throw new ApiException(401, ApiException.AUTHENTICATION, auth == null || auth.isBlank()
+                ? "You didn't provide an API key. You need to provide your API key in an Authorization header using"
+                        + " Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+                : "Incorrect API key provided. The server's key is set with --api-key or PHOENIX_API_KEY.",
+                null, "invalid_api_key");
     }
 
     @Override
@@ -69,6 +92,7 @@ final class Router extends Handler.Abstract {
     private void route(Exchange ex) throws Exception {
         String path = ex.path() == null ? "/" : ex.path();
         String method = ex.method();
+        authorize(ex, path);
         List<String> allowed = new ArrayList<>();
         for (Route r : routes) {
             if (!r.matches(path)) {

@@ -69,6 +69,40 @@ public final class ServeCommand implements Callable<Integer> {
                     + " memory runs out.")
     String idlePrefix;
 
+    @Option(names = "--api-key", paramLabel = "KEY", arity = "1",
+            description = "Require `Authorization: Bearer KEY` on every request but /health (and /metrics with"
+                    + " --metrics-public); others get 401. Default: the environment's PHOENIX_API_KEY, else none."
+                    + " Prefer the environment: a command line is visible to other local users.")
+    String apiKey;
+
+    @Option(names = "--metrics-public",
+            description = "Serve /metrics without the API key (without this, /metrics needs it when a key is set).")
+    boolean metricsPublic;
+
+    @Option(names = "--cache-salt", paramLabel = "SALT",
+            description = "A server-wide secret mixed, with each request's cache_salt, into the prefix cache's keys:"
+                    + " servers with different salts never share a cached chunk, even on one disk or Redis tier."
+                    + " Default: the environment's PHOENIX_CACHE_SALT, else none.")
+    String cacheSalt;
+
+    @Option(names = "--max-body-bytes", paramLabel = "SIZE", defaultValue = "8m",
+            description = "The largest request body (4m, 8388608); larger ones get 413 (default: ${DEFAULT-VALUE}).")
+    String maxBody;
+
+    @Option(names = "--max-connections", paramLabel = "N", defaultValue = "256",
+            description = "TCP connections served at once; more wait to be accepted (default: ${DEFAULT-VALUE}).")
+    int maxConnections;
+
+    @Option(names = "--idle-timeout", paramLabel = "SECONDS", defaultValue = "60",
+            description = "A connection silent this long is closed, never while its generation runs"
+                    + " (default: ${DEFAULT-VALUE}).")
+    int idleTimeout;
+
+    @Option(names = "--header-timeout", paramLabel = "SECONDS", defaultValue = "10",
+            description = "A request whose line and headers take longer to arrive is cut, against clients that"
+                    + " dribble them (default: ${DEFAULT-VALUE}).")
+    int headerTimeout;
+
     @Spec
     CommandSpec spec;
 
@@ -116,10 +150,35 @@ public final class ServeCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--idle-prefix-bytes " + idlePrefix + ": " + e.getMessage());
         }
+        String key = apiKey != null ? apiKey : System.getenv("PHOENIX_API_KEY");
+        if (key != null && key.isBlank()) {
+            // never echoed: the key (even a wrong one) is a secret
+            throw new IllegalArgumentException("--api-key (or PHOENIX_API_KEY): must not be empty");
+        }
+        String salt = cacheSalt != null ? cacheSalt : System.getenv("PHOENIX_CACHE_SALT");
+        long body;
+        try {
+            body = io.phxfs.cli.Sizes.parse(maxBody);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--max-body-bytes " + maxBody + ": " + e.getMessage());
+        }
+        if (body < 1 || body > Integer.MAX_VALUE - 16) {
+            throw new IllegalArgumentException("--max-body-bytes " + maxBody + ": must be 1 byte to 2 GiB");
+        }
+        if (maxConnections < 1) {
+            throw new IllegalArgumentException("--max-connections " + maxConnections + ": must be at least 1");
+        }
+        if (idleTimeout < 1 || headerTimeout < 1) {
+            throw new IllegalArgumentException("--idle-timeout and --header-timeout: must be at least 1 second");
+        }
+        HttpPolicy policy = HttpPolicy.defaults().withApiKey(key).withMetricsPublic(metricsPublic)
+                .withCacheSalt(salt).withLimits((int) body, maxConnections, idleTimeout * 1000L,
+                        headerTimeout * 1000L, HttpPolicy.DEFAULT_MAX_HEADER_BYTES);
         requireServing();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        return ApiServer.run(new ServeOptions(dir, bind, port, name, kvConfig, device, maxRunning, maxWaiting, idlePrefixBytes), out, err);
+        return ApiServer.run(new ServeOptions(dir, bind, port, name, kvConfig, device, maxRunning, maxWaiting, idlePrefixBytes,
+                policy), out, err);
     }
 
     /** A CLI built without the engine (phoenix-cli-nodjl.jar) says so, instead of a NoClassDefFoundError. */

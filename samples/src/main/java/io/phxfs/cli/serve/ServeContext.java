@@ -9,8 +9,9 @@ import java.io.PrintWriter;
  * @param engine the generation engine
  * @param servedName the name clients give as {@code model}
  * @param log where errors are written (stderr)
+ * @param policy the body limit and the server-wide cache salt
  */
-record ServeContext(GenerationEngine engine, String servedName, PrintWriter log) {
+record ServeContext(GenerationEngine engine, String servedName, PrintWriter log, HttpPolicy policy) {
     /** Logs an error the client saw as a 500 (or an error event), with its stack. */
     void logError(String what, Throwable t) {
         synchronized (log) {

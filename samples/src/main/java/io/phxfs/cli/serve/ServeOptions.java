@@ -15,7 +15,8 @@ import java.nio.file.Path;
  * @param maxRunning requests decoded together
  * @param maxWaiting requests queued beyond those before 429
  * @param idlePrefixBytes bytes of idle prefix blocks kept resident, -1 for the engine's choice
+ * @param policy the API key, salts and limits of the HTTP side
  */
 record ServeOptions(Path modelDir, String bind, int port, String servedName, Path kvConfig, Integer device,
-                    int maxRunning, int maxWaiting, long idlePrefixBytes) {
+                    int maxRunning, int maxWaiting, long idlePrefixBytes, HttpPolicy policy) {
 }

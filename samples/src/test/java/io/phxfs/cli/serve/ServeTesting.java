@@ -95,12 +95,18 @@ final class ServeTesting {
     }
 
     static Running start(Path modelDir, String name, int maxRunning, int maxWaiting, Path kvConfig) throws Exception {
+        return start(modelDir, name, maxRunning, maxWaiting, kvConfig, HttpPolicy.defaults());
+    }
+
+    /** A server with this API key, salt and limits. */
+    static Running start(Path modelDir, String name, int maxRunning, int maxWaiting, Path kvConfig, HttpPolicy policy)
+            throws Exception {
         EngineConfig c = EngineConfig.of(modelDir).withLimits(maxRunning, maxWaiting);
         if (kvConfig != null) {
             c = c.withKvCache(KvCacheConfig.load(kvConfig));
         }
         StringWriter log = new StringWriter();
-        return new Running(ApiServer.start(c, name, "127.0.0.1", 0, new PrintWriter(log, true)), log);
+        return new Running(ApiServer.start(c, name, "127.0.0.1", 0, policy, new PrintWriter(log, true)), log);
     }
 
     static Running start(String fixture) throws Exception {
@@ -226,6 +232,23 @@ final class ServeTesting {
             return p.json();
         } finally {
             Files.deleteIfExists(file);
+        }
+    }
+
+    /** Runs a script of the test's own (written beside the SDK) on a job and returns what it printed. */
+    static JsonNode sdk(JsonNode job, String script) throws IOException {
+        Path dir = openAiClient();
+        Path js = Files.createTempFile(dir, "script", ".mjs");
+        Path file = Files.createTempFile(dir, "job", ".json");
+        try {
+            Files.writeString(js, script);
+            JSON.writeValue(file.toFile(), job);
+            Proc p = run(List.of("node", js.toString(), file.toString()), dir, Duration.ofMinutes(5));
+            assertEquals(0, p.exit(), "the OpenAI SDK script failed: " + p);
+            return p.json();
+        } finally {
+            Files.deleteIfExists(file);
+            Files.deleteIfExists(js);
         }
     }
 
