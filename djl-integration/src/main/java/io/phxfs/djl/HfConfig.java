@@ -40,7 +40,8 @@ public final class HfConfig {
             throw new NoSuchFileException(file.toString(), null,
                     "no config.json: a Hugging Face checkpoint directory has one beside its safetensors");
         }
-        try (JsonParser p = new JsonFactory().createParser(file.toFile())) {
+        // a stream, not a File: config.json may be an S3 object (phoenix:s3:// URLs)
+        try (JsonParser p = new JsonFactory().createParser(Files.newInputStream(file))) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 throw new IOException(file + ": not a JSON object");
             }

@@ -17,7 +17,8 @@ import java.util.Map;
  * architecture, its parameters the loaded tensors. Name it in a {@code Criteria} with
  * {@code optArgument("blockFactory", PhoenixBlockFactory.class.getName())} and
  * {@code optOption("hasParameter", "false")} (there are no {@code .params} files), or use a
- * {@code phoenix://} URL, which sets both.
+ * {@code phoenix://} URL, which sets both ({@code phoenix:s3://bucket/prefix/} also sets
+ * {@link #CHECKPOINT}: see {@link PhoenixRepositoryFactory}).
  *
  * <p>A model on a GPU ({@code optDevice(Device.gpu(n))}) has its weights loaded into that
  * GPU's memory and wrapped there, and the block computes there in the checkpoint's dtype: that needs a CUDA
@@ -41,6 +42,15 @@ public final class PhoenixBlockFactory implements BlockFactory {
      */
     public static final String DTYPE = "dtype";
 
+    /**
+     * Criteria argument: the checkpoint to load instead of the model's directory: an
+     * {@code s3://bucket/prefix/} URL (read with the environment's S3 settings), a local path,
+     * or a {@code java.nio.file.Path} of any file system (an {@code S3FileSystem} of its own
+     * settings, say). A {@code phoenix:s3://} URL sets it; config.json and the safetensors are
+     * then read from there, the weights through {@code WeightLoader}'s parallel ranged GETs.
+     */
+    public static final String CHECKPOINT = "checkpoint";
+
     /** A factory; DJL instantiates it by class name. */
     public PhoenixBlockFactory() {
     }
@@ -63,7 +73,22 @@ public final class PhoenixBlockFactory implements BlockFactory {
                 throw new IllegalArgumentException("argument " + DTYPE + "=" + dt + ": auto, float32, bfloat16 or float16");
             }
         }
-        return newBlock(modelPath, model, "bfloat16".equals(rope), dtype);
+        return newBlock(checkpoint(arguments.get(CHECKPOINT), modelPath), model, "bfloat16".equals(rope), dtype);
+    }
+
+    /** The checkpoint a {@link #CHECKPOINT} argument names, else the model's directory. */
+    static Path checkpoint(Object argument, Path modelPath) {
+        if (argument == null) {
+            return modelPath;
+        }
+        if (argument instanceof Path p) {
+            return p;
+        }
+        String s = argument.toString();
+        if (s.isBlank()) {
+            throw new IllegalArgumentException("argument " + CHECKPOINT + " is empty (an s3:// URL or a checkpoint directory)");
+        }
+        return io.phxfs.safetensors.s3.S3FileSystemProvider.pathOf(s);
     }
 
     /**
@@ -102,6 +127,11 @@ public final class PhoenixBlockFactory implements BlockFactory {
      * @throws IOException when a file cannot be read
      */
     public static CausalLmBlock newBlock(Path dir, Model model, boolean bf16Rope, DataType dtype) throws IOException {
+        if (io.phxfs.safetensors.s3.S3FileSystemProvider.isS3(dir)) {
+            // S3's own answer (404 NoSuchBucket, 403 AccessDenied...), naming the URL, rather
+            // than a bare "no config.json" from Files.isDirectory's false
+            java.nio.file.Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
+        }
         HfConfig config = HfConfig.read(dir);
         String type = config.modelType();
         if (!type.equals("gpt2") && !type.equals("llama")) {

@@ -40,11 +40,13 @@ public final class GenerationEngine implements AutoCloseable {
     private final Scheduler scheduler;
     private final Thread thread;
     private final ModelCard card;
+    private final CheckpointFiles files;
     private volatile boolean closed;
 
     private GenerationEngine(EngineConfig config, ZooModel<long[], float[][]> model, HfTokenizer tokenizer,
-                             ChatTemplate template, String identity, Set<Integer> eos) {
+                             ChatTemplate template, String identity, Set<Integer> eos, CheckpointFiles files) {
         this.config = config;
+        this.files = files;
         this.model = model;
         this.block = (CausalLmBlock) model.getBlock();
         this.tokenizer = tokenizer;
@@ -69,7 +71,10 @@ public final class GenerationEngine implements AutoCloseable {
 
     /**
      * Loads the checkpoint (weights through Phoenix into DJL, the tokenizer, the chat template)
-     * and starts the engine's thread.
+     * and starts the engine's thread. {@code modelDir} may be an S3 path
+     * ({@code S3FileSystemProvider.pathOf("s3://bucket/prefix/")}): its small files are copied
+     * into a private temporary directory for the tokenizer and the template ({@code CheckpointFiles},
+     * deleted at close), its weights load from S3 through a {@code phoenix:s3://} model URL.
      *
      * @param config what to serve
      * @return the running engine; close it
@@ -80,7 +85,7 @@ public final class GenerationEngine implements AutoCloseable {
      */
     public static GenerationEngine open(EngineConfig config) throws IOException {
         Path dir = config.modelDir().toAbsolutePath().normalize();
-        if (!Files.isDirectory(dir)) {
+        if (!CheckpointFiles.isRemote(dir) && !Files.isDirectory(dir)) {
             if (Files.exists(dir)) {
                 throw new IllegalArgumentException(dir + ": not a directory (serve takes a checkpoint directory)");
             }
@@ -94,17 +99,33 @@ public final class GenerationEngine implements AutoCloseable {
         if (System.getenv("OPT_OUT_TRACKING") == null && System.getProperty("OPT_OUT_TRACKING") == null) {
             System.setProperty("OPT_OUT_TRACKING", "true");
         }
-        HfTokenizer tokenizer = HfTokenizer.open(dir);
+        CheckpointFiles files = CheckpointFiles.open(dir); // the small files, local (a copy of an S3 checkpoint's)
+        HfTokenizer tokenizer;
         try {
-            ChatTemplate template = ChatTemplate.load(dir, tokenizer.specialTokens()).orElse(null);
-            Set<Integer> eos = StopTokens.of(dir, tokenizer);
-            String identity = ModelIdentity.of(dir);
+            tokenizer = HfTokenizer.open(files.dir());
+        } catch (IOException e) {
+            files.close();
+            throw files.named(e);
+        } catch (RuntimeException e) {
+            files.close();
+            throw files.named(e);
+        }
+        try {
+            Path local = files.dir();
+            ChatTemplate template = ChatTemplate.load(local, tokenizer.specialTokens()).orElse(null);
+            Set<Integer> eos = StopTokens.of(local, tokenizer);
+            String identity = ModelIdentity.of(local, dir);
             DjlRuntime.preferOffline();
             DjlRuntime.pytorch();
             // on a GPU: weights straight into its memory, computed in the checkpoint's dtype, the
             // KV cache in its memory too
-            Criteria<long[], float[][]> criteria = Criteria.builder().setTypes(long[].class, float[][].class)
-                    .optModelUrls("phoenix://" + dir)
+            Criteria.Builder<long[], float[][]> builder = Criteria.builder().setTypes(long[].class, float[][].class)
+                    .optModelUrls(files.modelUrl());
+            if (CheckpointFiles.isRemote(dir)) {
+                // phoenix:s3://...: the weights straight from the bucket, through this very path's file system
+                builder = builder.optArgument(io.phxfs.djl.PhoenixBlockFactory.CHECKPOINT, dir);
+            }
+            Criteria<long[], float[][]> criteria = builder
                     .optDevice(config.device() == null ? ai.djl.Device.cpu() : ai.djl.Device.gpu(config.device())).build();
             ZooModel<long[], float[][]> model;
             try {
@@ -116,16 +137,21 @@ public final class GenerationEngine implements AutoCloseable {
                 model.close();
                 throw new IllegalArgumentException(dir + ": not a causal language model the engine can run");
             }
-            warnAboutIgnoredSettings(dir);
+            warnAboutIgnoredSettings(local);
             try {
-                return new GenerationEngine(config, model, tokenizer, template, identity, eos);
+                return new GenerationEngine(config, model, tokenizer, template, identity, eos, files);
             } catch (RuntimeException e) {
                 model.close(); // a tier that refused its directory, say
                 throw e;
             }
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException e) {
             tokenizer.close();
-            throw e;
+            files.close();
+            throw files.named(e);
+        } catch (RuntimeException e) {
+            tokenizer.close();
+            files.close();
+            throw files.named(e);
         }
     }
 
@@ -294,6 +320,7 @@ public final class GenerationEngine implements AutoCloseable {
             scheduler.releaseMemory();
             model.close();
             tokenizer.close();
+            files.close();
         }
         if (interrupted) {
             Thread.currentThread().interrupt();

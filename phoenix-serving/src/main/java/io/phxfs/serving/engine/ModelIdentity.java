@@ -20,6 +20,16 @@ import java.util.HexFormat;
  * from its base (same names and shapes), and a merged adapter changes some tensors only, so
  * every tensor is sampled; hashing every weight byte would cost seconds per gigabyte at each
  * start. A change that spares all three samples of every tensor it touches goes unseen.
+ *
+ * <p>A checkpoint in S3 is digested from its objects themselves (the small files as copied
+ * from the bucket, the safetensors' headers and sizes read from the bucket), and each
+ * safetensors object's entity tag stands in for the samples: the server's own digest of the
+ * object (its MD5, or the MD5 of its parts' for a multipart upload), which changes with any
+ * byte of it, costs no request beyond the header's GET, where 3 ranged GETs per tensor would
+ * cost seconds. An object without an entity tag is sampled as a file is. The load then checks
+ * each object against the entity tag it read (If-Match), so that one replaced after the
+ * digest within the file system's cache time fails the load instead of serving new weights
+ * under the old identity.
  */
 final class ModelIdentity {
     private static final int SAMPLE = 4 << 10;
@@ -28,6 +38,18 @@ final class ModelIdentity {
     }
 
     static String of(Path dir) throws IOException {
+        return of(dir, dir);
+    }
+
+    /**
+     * The identity of a checkpoint whose small files are in {@code files} and whose weights are in {@code weights}.
+     *
+     * @param files a local directory with config.json, generation_config.json and tokenizer.json
+     * @param weights the checkpoint directory or S3 prefix holding the safetensors
+     * @return the hex SHA-256
+     * @throws IOException when a file cannot be read
+     */
+    static String of(Path files, Path weights) throws IOException {
         MessageDigest md;
         try {
             md = MessageDigest.getInstance("SHA-256");
@@ -35,13 +57,13 @@ final class ModelIdentity {
             throw new IllegalStateException(e);
         }
         for (String name : new String[] {"config.json", "generation_config.json", "tokenizer.json"}) {
-            Path f = dir.resolve(name);
+            Path f = files.resolve(name);
             md.update((name + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8));
             if (Files.isRegularFile(f)) {
                 md.update(Files.readAllBytes(f));
             }
         }
-        for (Path f : ModelFiles.open(dir).files().stream().map(io.phxfs.safetensors.SafetensorsHeader::file).toList()) {
+        for (Path f : ModelFiles.open(weights).files().stream().map(io.phxfs.safetensors.SafetensorsHeader::file).toList()) {
             md.update((f.getFileName() + "\0").getBytes(java.nio.charset.StandardCharsets.UTF_8));
             try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ)) {
                 long size = ch.size();
@@ -52,6 +74,12 @@ final class ModelIdentity {
                 long dataStart = Math.min(size, 8 + Math.max(0, headerLen));
                 update(md, ch, 0, dataStart);
                 md.update(ByteBuffer.allocate(8).putLong(0, size).array());
+                String etag = io.phxfs.safetensors.s3.S3FileSystemProvider.isS3(f)
+                        ? (String) Files.readAttributes(f, java.nio.file.attribute.BasicFileAttributes.class).fileKey() : null;
+                if (etag != null) {
+                    md.update(("etag\0" + etag).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    continue;
+                }
                 for (long[] t : tensorRanges(f)) {
                     long from = dataStart + t[0];
                     long n = t[1] - t[0];
