@@ -9,7 +9,11 @@ import picocli.CommandLine.ITypeConverter;
  * region and credentials by the AWS conventions), anything else a local path. picocli's own
  * Path conversion would make {@code s3://b/m} the relative local path {@code s3:/b/m}.
  */
-final class ModelPaths implements ITypeConverter<Path> {
+public final class ModelPaths implements ITypeConverter<Path> {
+    /** For picocli. */
+    public ModelPaths() {
+    }
+
     @Override
     public Path convert(String value) {
         return S3FileSystemProvider.pathOf(value);

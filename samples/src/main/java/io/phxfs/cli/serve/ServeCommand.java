@@ -31,7 +31,9 @@ import picocli.CommandLine.Spec;
                 "Exit status: 0 stopped by a signal; 2 invalid input (no checkpoint, unsupported model, bad --kv-config);"
                         + " 1 other failures (the port taken, say)."})
 public final class ServeCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "MODEL_DIR", description = "A Hugging Face checkpoint directory.")
+    @Parameters(index = "0", paramLabel = "MODEL_DIR", converter = io.phxfs.cli.ModelPaths.class,
+            description = "A Hugging Face checkpoint directory, or s3://BUCKET/PREFIX/ (AWS_ENDPOINT_URL, AWS_REGION,"
+                    + " AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE).")
     Path dir;
 
     @Option(names = "--bind", paramLabel = "ADDRESS", defaultValue = "127.0.0.1",
@@ -124,7 +126,9 @@ public final class ServeCommand implements Callable<Integer> {
         if (device != null && device < 0) {
             throw new IllegalArgumentException("--device " + device + ": must be at least 0");
         }
-        if (!Files.isDirectory(dir)) {
+        // an S3 checkpoint's own errors (403, no such bucket) come from the engine, naming the URL:
+        // Files.isDirectory would turn them into a misleading "no such directory"
+        if (!io.phxfs.safetensors.s3.S3FileSystemProvider.isS3(dir) && !Files.isDirectory(dir)) {
             if (!Files.exists(dir)) {
                 throw new NoSuchFileException(dir.toString(), null, "no such checkpoint directory");
             }
