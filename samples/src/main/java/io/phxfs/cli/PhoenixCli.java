@@ -60,7 +60,7 @@ public final class PhoenixCli {
         cli.setParameterExceptionHandler((ex, argv) -> {
             CommandLine cmd = ex.getCommandLine();
             PrintWriter w = cmd.getErr();
-            w.println(ex.getMessage());
+            w.println(redactArguments(ex.getMessage(), cmd, argv));
             CommandLine.UnmatchedArgumentException.printSuggestions(ex, w);
             w.println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help' for the options.");
             w.flush();
@@ -124,5 +124,42 @@ public final class PhoenixCli {
             }
             return new String[] {"phoenix " + Phoenix.bindingsVersion(), library};
         }
+    }
+
+    private static final java.util.regex.Pattern SECRET_OPTION =
+            java.util.regex.Pattern.compile("(?i)key|secret|password|passwd|token|salt|credential");
+
+    /**
+     * A usage error's message without the values of secret-looking options, nor of options the
+     * command does not know: picocli quotes unmatched arguments, and {@code --api-kye KEY} would
+     * otherwise print the key that a typo kept from reaching its option.
+     */
+    static String redactArguments(String message, CommandLine cmd, String[] argv) {
+        if (message == null || argv == null) {
+            return message;
+        }
+        String out = message;
+        for (int i = 0; i < argv.length; i++) {
+            String a = argv[i];
+            if (a == null || !a.startsWith("-") || a.equals("-") || a.equals("--")) {
+                continue;
+            }
+            int eq = a.indexOf('=');
+            String name = eq < 0 ? a : a.substring(0, eq);
+            boolean known = cmd.getCommandSpec().findOption(name) != null;
+            if (known && !SECRET_OPTION.matcher(name).find()) {
+                continue;
+            }
+            String value = eq >= 0 ? a.substring(eq + 1)
+                    : i + 1 < argv.length && argv[i + 1] != null && !argv[i + 1].startsWith("-") ? argv[i + 1] : null;
+            if (value == null || value.isEmpty()) {
+                continue;
+            }
+            out = out.replace("'" + a + "'", "'" + (eq >= 0 ? name + "=***" : a) + "'").replace("'" + value + "'", "'***'");
+            if (value.length() >= 6) {
+                out = out.replace(value, "***");
+            }
+        }
+        return out;
     }
 }
