@@ -17,9 +17,13 @@ import java.util.regex.Pattern;
 public class S3Exception extends IOException {
     private static final long serialVersionUID = 1L;
 
+    /** The object's URL, with no credentials in it. */
     private final String url;
+    /** The HTTP status, or 0 when no answer came. */
     private final int status;
+    /** S3's error code, or null. */
     private final String code;
+    /** Whether trying again may succeed. */
     private final boolean retryable;
 
     /* what a signed request carries that must never be shown: presigned query parameters, the
