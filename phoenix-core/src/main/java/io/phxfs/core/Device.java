@@ -76,7 +76,11 @@ public final class Device {
             if (rc < 0) {
                 throw PhoenixException.fromNative("phxfs_get_device_info(device " + id + ")", rc);
             }
-            return new Device(id, info);
+            Device d = new Device(id, info);
+            // a device is opened to allocate, register and copy: link those calls now, beside
+            // the hundreds of milliseconds of the open, rather than in the first timed transfer
+            MemoryCalls.prelink();
+            return d;
         }
     }
 

@@ -73,22 +73,14 @@ public final class Phoenix implements AutoCloseable {
     /**
      * Links the device-memory entry points (allocate, register, deregister, free, copy) now
      * instead of on their first use. A downcall's first invocation in a fresh JVM spins its
-     * method-handle forms, about 0.3 ms per entry point, which otherwise lands inside the first
-     * timed transfer; call this from a background thread during start-up (the CLI does it
-     * while the device opens). Each call is made on device -1, which libphoenix rejects at
-     * once (ENODEV), so nothing is allocated or changed.
+     * method-handle forms, about 0.3 ms per entry point, and the first read of a returned
+     * pointer (an ADDRESS access) about 1.2 ms more, which otherwise land inside the first
+     * timed transfer; {@link Device}s are opened with this done, and the CLI also calls it
+     * from a background thread while the device opens. Each call is made on device -1, which
+     * libphoenix rejects at once (ENODEV), so nothing is allocated or changed.
      */
     public void prelinkDeviceCalls() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-            MemoryCalls.memAlloc(-1, 0, out);
-            MemoryCalls.memAllocUninit(-1, 0, out);
-            MemoryCalls.regmem(-1, MemorySegment.NULL, 0, out);
-            MemoryCalls.deregmem(-1, MemorySegment.NULL, 0);
-            MemoryCalls.memFree(-1, MemorySegment.NULL);
-            MemoryCalls.memcpyToDevice(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
-            MemoryCalls.memcpyToHost(-1, MemorySegment.NULL, MemorySegment.NULL, 0);
-        }
+        MemoryCalls.prelink();
     }
 
     /**
