@@ -53,6 +53,20 @@ final class HostMapping implements AutoCloseable {
         }
     }
 
+    /**
+     * A mapping made before the headers were parsed ({@link EarlyMapping}): {@code index} gives
+     * each file's range in it, the sizes already checked against the headers. Closes
+     * {@code mapping} if the buffer cannot be made.
+     */
+    static HostMapping of(FileMapping mapping, Map<SafetensorsHeader, Integer> index) {
+        try {
+            return new HostMapping(mapping, Phoenix.open().host().wrap(mapping.segment()), index);
+        } catch (RuntimeException | Error e) {
+            mapping.close();
+            throw e;
+        }
+    }
+
     /** The tensors' offsets come from the parsed header: a file of another size is another file. */
     private static void checkUnchanged(SafetensorsHeader h) {
         long size;

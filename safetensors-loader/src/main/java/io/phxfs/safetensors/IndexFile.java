@@ -79,7 +79,27 @@ final class IndexFile {
         if (bad >= 0) {
             throw new SafetensorsFormatException(index, null, "index is not valid UTF-8 (at byte " + bad + ")");
         }
+        return weightMap(bytes, index, true);
+    }
+
+    /**
+     * The weight_map of an index's bytes (valid UTF-8, no byte order mark); {@code fast}: try
+     * {@link FastIndexJson} first (tests compare the two ways on the same bytes).
+     */
+    static Map<String, Path> weightMap(byte[] bytes, Path index, boolean fast) throws IOException {
         Path dir = directoryOf(index);
+        // the usual shape at byte speed; anything else (or anything wrong) through Jackson,
+        // which names what is at fault
+        FastIndexJson.Parsed usual = fast ? FastIndexJson.parse(bytes) : null;
+        if (usual != null) {
+            Map<String, Path> m = weightMap(usual, index, dir);
+            if (m != null) {
+                if (m.isEmpty()) {
+                    throw new SafetensorsFormatException(index, "field weight_map", "is empty");
+                }
+                return m;
+            }
+        }
         JsonFactory factory = JsonFactory.builder()
                 .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(64).build())
                 .disable(JsonFactory.Feature.CANONICALIZE_FIELD_NAMES)
@@ -167,6 +187,40 @@ final class IndexFile {
             }
             if (m.put(name, shard) != null) {
                 throw new SafetensorsFormatException(index, subject(name), "appears twice");
+            }
+        }
+        return m;
+    }
+
+    /**
+     * The fast reader's entries as {@link #weightMap(JsonParser, JsonToken, Path, Path)} makes
+     * Jackson's, the same shard errors thrown for the same first entry; null for a name listed
+     * twice (Jackson's path then reports it where it appears).
+     */
+    private static Map<String, Path> weightMap(FastIndexJson.Parsed fast, Path index, Path dir) throws IOException {
+        Map<String, Path> m = new LinkedHashMap<>();
+        Map<String, Path> shards = new HashMap<>();
+        String lastFile = null;
+        Path lastShard = null;
+        List<String> names = fast.names();
+        List<String> files = fast.files();
+        for (int i = 0; i < names.size(); i++) {
+            String name = names.get(i);
+            String file = files.get(i);
+            Path shard;
+            if (file == lastFile) {
+                shard = lastShard; // the reader gives a run of one shard's entries one String
+            } else {
+                shard = shards.get(file);
+                if (shard == null) {
+                    shard = shard(file, index, dir, subject(name));
+                    shards.put(file, shard);
+                }
+                lastFile = file;
+                lastShard = shard;
+            }
+            if (m.put(name, shard) != null) {
+                return null;
             }
         }
         return m;

@@ -26,9 +26,11 @@ public final class LoadedModel implements AutoCloseable {
     private final SortedMap<Integer, RegisteredBuffer> buffers;
     /** What frees the buffers' memory: device buffers themselves, host memory mappings. */
     private final List<AutoCloseable> owned;
-    /** Tensors not yet released, in model order. */
-    private final Map<String, LoadedTensor> tensors;
-    /** Every tensor, released or not: close lets go of what each still holds. */
+    /** The names {@link #release} let go of; {@link #tensors} is {@link #all} without them. */
+    private final java.util.Set<String> released = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** A live view: every tensor loaded, less those released. */
+    private final Map<String, LoadedTensor> tensors = new Live();
+    /** Every tensor, released or not, in model order: close lets go of what each still holds. */
     private final Map<String, LoadedTensor> all;
     private final long nanos;
     private final Phases phases;
@@ -69,8 +71,9 @@ public final class LoadedModel implements AutoCloseable {
         this.plan = plan;
         this.buffers = Collections.unmodifiableSortedMap(buffers);
         this.owned = List.copyOf(owned);
-        this.tensors = Collections.synchronizedMap(new LinkedHashMap<>(tensors));
-        this.all = Map.copyOf(tensors);
+        // the map is the loader's, made for this model: kept, not copied (96,000 entries copied
+        // twice cost a fresh JVM tens of milliseconds)
+        this.all = Collections.unmodifiableMap(tensors);
         this.nanos = nanos;
         this.phases = phases;
         Map<Integer, Map<String, LoadedTensor>> r = new LinkedHashMap<>();
@@ -121,11 +124,9 @@ public final class LoadedModel implements AutoCloseable {
             return replicas.getOrDefault(target, Map.of());
         }
         Map<String, LoadedTensor> m = new LinkedHashMap<>();
-        synchronized (tensors) {
-            for (LoadedTensor t : tensors.values()) {
-                if (t.target() == target) {
-                    m.put(t.name(), t);
-                }
+        for (LoadedTensor t : tensors.values()) {
+            if (t.target() == target) {
+                m.put(t.name(), t);
             }
         }
         return Collections.unmodifiableMap(m);
@@ -167,7 +168,7 @@ public final class LoadedModel implements AutoCloseable {
         if (!t.release()) {
             return false;
         }
-        tensors.remove(name);
+        released.add(name);
         return true;
     }
 
@@ -344,6 +345,67 @@ public final class LoadedModel implements AutoCloseable {
         }
         if (failure != null) {
             throw failure;
+        }
+    }
+
+    /** {@link #all} less {@link #released}, as a map that follows later releases. */
+    private final class Live extends java.util.AbstractMap<String, LoadedTensor> {
+        @Override
+        public LoadedTensor get(Object name) {
+            return !released.isEmpty() && released.contains(name) ? null : all.get(name);
+        }
+
+        @Override
+        public boolean containsKey(Object name) {
+            return get(name) != null;
+        }
+
+        @Override
+        public int size() {
+            return all.size() - released.size();
+        }
+
+        @Override
+        public java.util.Set<Entry<String, LoadedTensor>> entrySet() {
+            return new java.util.AbstractSet<>() {
+                @Override
+                public java.util.Iterator<Entry<String, LoadedTensor>> iterator() {
+                    java.util.Iterator<Entry<String, LoadedTensor>> it = all.entrySet().iterator();
+                    return new java.util.Iterator<>() {
+                        private Entry<String, LoadedTensor> next = advance();
+
+                        private Entry<String, LoadedTensor> advance() {
+                            while (it.hasNext()) {
+                                Entry<String, LoadedTensor> e = it.next();
+                                if (released.isEmpty() || !released.contains(e.getKey())) {
+                                    return e;
+                                }
+                            }
+                            return null;
+                        }
+
+                        @Override
+                        public boolean hasNext() {
+                            return next != null;
+                        }
+
+                        @Override
+                        public Entry<String, LoadedTensor> next() {
+                            if (next == null) {
+                                throw new java.util.NoSuchElementException();
+                            }
+                            Entry<String, LoadedTensor> e = next;
+                            next = advance();
+                            return e;
+                        }
+                    };
+                }
+
+                @Override
+                public int size() {
+                    return Live.this.size();
+                }
+            };
         }
     }
 

@@ -421,6 +421,9 @@ public final class WeightLoader {
             S3Reads.prefetchHeaders(located.files());
         }
         EarlyReads early = objects ? null : EarlyReads.start(this, located);
+        // mapped into host memory: the files are mapped (and their page tables populated) meanwhile
+        EarlyMapping earlyMap = early == null && !objects && mapsEarly()
+                ? EarlyMapping.start(located.files(), Boolean.TRUE.equals(mapHost)) : null;
         long tParse = System.nanoTime();
         ModelFiles model;
         try {
@@ -429,9 +432,12 @@ public final class WeightLoader {
             if (early != null) {
                 early.abandon(e);
             }
+            if (earlyMap != null) {
+                earlyMap.abandon(e);
+            }
             throw e;
         }
-        return load(model, t0, locateNanos, System.nanoTime() - tParse, early);
+        return load(model, t0, locateNanos, System.nanoTime() - tParse, early, earlyMap);
     }
 
     /**
@@ -459,7 +465,7 @@ public final class WeightLoader {
      * @return the loaded model; the caller closes it
      */
     public LoadedModel load(ModelFiles model) {
-        return load(model, System.nanoTime(), 0, 0, null);
+        return load(model, System.nanoTime(), 0, 0, null, null);
     }
 
     /**
@@ -490,10 +496,22 @@ public final class WeightLoader {
     }
 
     /**
-     * {@code t0}: when the load began; {@code locateNanos}: finding its files and reading the
-     * index; {@code parseNanos}: the headers' parse (overlapping the early reads, if any).
+     * True when a load maps every tensor's file into host memory unless a file is cold: the
+     * mapping can then start before the parse ({@link EarlyMapping}).
      */
-    private LoadedModel load(ModelFiles model, long t0, long locateNanos, long parseNanos, EarlyReads early) {
+    private boolean mapsEarly() {
+        return allocator == null && spread == Spread.PLACEMENT && selector == AllTensors.INSTANCE
+                && placement instanceof SingleTarget single && single.target() == Placement.HOST
+                && !writable && !Boolean.FALSE.equals(mapHost) && !Boolean.TRUE.equals(direct);
+    }
+
+    /**
+     * {@code t0}: when the load began; {@code locateNanos}: finding its files and reading the
+     * index; {@code parseNanos}: the headers' parse (overlapping the early reads or mapping, if
+     * any); {@code earlyMap}: the files' host mapping, under way since before the parse, or null.
+     */
+    private LoadedModel load(ModelFiles model, long t0, long locateNanos, long parseNanos, EarlyReads early,
+                             EarlyMapping earlyMap) {
         if (allocator != null) {
             return loadInto(model, t0, locateNanos);
         }
@@ -504,6 +522,9 @@ public final class WeightLoader {
         } catch (RuntimeException | Error e) {
             if (early != null) {
                 early.abandon(e);
+            }
+            if (earlyMap != null) {
+                earlyMap.abandon(e);
             }
             throw e;
         }
@@ -523,17 +544,27 @@ public final class WeightLoader {
         List<AutoCloseable> owned = new ArrayList<>();
         Map<Integer, Device> devs = new HashMap<>();
         java.util.Set<Integer> uninitialized = new java.util.HashSet<>();
+        // once taken (or refused) the early mapping is no longer this method's to abandon
+        EarlyMapping pending = earlyMap;
         try {
             for (int target : plan.targets()) {
                 if (target != Placement.HOST) {
                     devs.put(target, phx.device(target));
                 }
             }
+            List<SafetensorsHeader> hostFiles = plan.targets().contains(Placement.HOST) ? hostFiles(plan) : List.of();
             HostMapping mapping = null;
             for (Map.Entry<Integer, Long> e : plan.bufferBytes().entrySet()) {
                 int target = e.getKey();
-                if (target == Placement.HOST && shouldMap(plan)) {
-                    mapping = HostMapping.map(phx, hostFiles(plan));
+                if (target == Placement.HOST && pending != null) {
+                    EarlyMapping m = pending;
+                    pending = null;
+                    mapping = m.finish(hostFiles);
+                }
+                if (target == Placement.HOST && (mapping != null || shouldMap(hostFiles))) {
+                    if (mapping == null) {
+                        mapping = HostMapping.map(phx, hostFiles);
+                    }
                     owned.add(mapping);
                     buffers.put(target, mapping.buffer());
                 } else if (target == Placement.HOST) {
@@ -560,6 +591,10 @@ public final class WeightLoader {
                     buffers.put(target, b);
                 }
             }
+            if (pending != null) {
+                pending.abandon(null); // the plan holds nothing for host memory
+                pending = null;
+            }
             long tRead = System.nanoTime();
             List<Read> reads = new ArrayList<>();
             for (ReadPlan.ReadRequest r : plan.requests()) {
@@ -576,7 +611,7 @@ public final class WeightLoader {
             // copying from disk again (O_DIRECT left them cold load after load).
             java.util.Set<Path> warmUp = new java.util.HashSet<>();
             if (mapping == null && mapHost == null && direct == null && !writable && plan.targets().contains(Placement.HOST)) {
-                hostFiles(plan).forEach(h -> warmUp.add(h.file()));
+                hostFiles.forEach(h -> warmUp.add(h.file()));
             }
             readAll(reads, warmUp::contains, mapped);
             long tViews = System.nanoTime();
@@ -585,6 +620,9 @@ public final class WeightLoader {
             return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
                     LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd));
         } catch (RuntimeException | Error e) {
+            if (pending != null) {
+                pending.abandon(e);
+            }
             closeAll(owned, e);
             throw e;
         }
@@ -860,15 +898,15 @@ public final class WeightLoader {
         return new ArrayList<>(seen.keySet());
     }
 
-    private boolean shouldMap(ReadPlan plan) {
-        if (writable || S3Reads.any(hostFiles(plan).stream().map(SafetensorsHeader::file).toList())) {
+    private boolean shouldMap(List<SafetensorsHeader> hostFiles) {
+        if (writable || S3Reads.any(hostFiles.stream().map(SafetensorsHeader::file).toList())) {
             return false; // an S3 object cannot be mapped: its host tensors are always copies
         }
         if (mapHost != null) {
             return mapHost;
         }
         if (Boolean.TRUE.equals(direct)) return false;
-        for (SafetensorsHeader h : hostFiles(plan)) {
+        for (SafetensorsHeader h : hostFiles) {
             try (PhxFile f = PhxFile.open(h.file(), OpenMode.READ)) {
                 if (f.cachedFraction() < 0.5) return false;
             }

@@ -116,9 +116,9 @@ final class LoadCommand implements Callable<Integer> {
             warmUp.close(); // also when the target is wrong: its temporary model must be gone
         }
 
-        // Everything onto one device (or copied into host memory): the loader parses the
-        // headers itself, while the reads of the data sections already run.
-        boolean parseInLoad = !parseFirst && only == null && devices == null && (device != null || copy);
+        // Everything onto one device, or into host memory: the loader parses the headers itself,
+        // while the reads of the data sections (or the mapping of the files) already run.
+        boolean parseInLoad = !parseFirst && only == null && devices == null;
         target.announce(err);
         WeightLoader.Builder b = WeightLoader.builder().select(selector);
         if (direct || buffered) {

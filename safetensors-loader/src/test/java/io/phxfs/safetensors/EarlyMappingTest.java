@@ -1,0 +1,113 @@
+package io.phxfs.safetensors;
+
+import static io.phxfs.safetensors.TestFiles.spec;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Host-mapped loads whose files are mapped while their headers are parsed
+ * ({@link EarlyMapping}): the bytes, the mapping's lifetime in the process's address space
+ * (/proc/self/maps), and loads that fail after the mapping began.
+ */
+@Tag("io")
+class EarlyMappingTest {
+    @TempDir
+    Path dir;
+
+    /** A sharded model of {@code shards} files and its index. */
+    private Path sharded(String name, int shards) throws IOException {
+        Path d = dir.resolve(name);
+        StringBuilder index = new StringBuilder("{\"metadata\":{\"total_size\":0},\"weight_map\":{");
+        for (int s = 1; s <= shards; s++) {
+            String file = String.format("model-%05d-of-%05d.safetensors", s, shards);
+            List<SafetensorsWriter.Spec> specs = new ArrayList<>();
+            for (int i = 0; i < 5; i++) {
+                String t = "layers." + s + "." + i + ".weight";
+                specs.add(spec(t, i % 2 == 0 ? Dtype.BF16 : Dtype.F32, 3_000 + 17L * i));
+                index.append(s == 1 && i == 0 ? "" : ",").append('"').append(t).append("\":\"").append(file).append('"');
+            }
+            TestFiles.valid(d.resolve(file), Map.of("format", "pt"), specs);
+        }
+        Files.writeString(d.resolve(ModelFiles.INDEX_FILE), index.append("}}"));
+        return d;
+    }
+
+    /** How many of this process's mappings are of a file under {@code d}. */
+    private static long mappingsUnder(Path d) throws IOException {
+        String prefix = d.toRealPath().toString();
+        return Files.readAllLines(Path.of("/proc/self/maps")).stream().filter(l -> l.contains(prefix)).count();
+    }
+
+    @Test
+    void aShardedModelIsMappedWhileParsedAndUnmappedOnClose() throws IOException {
+        Path d = sharded("ok", 3);
+        try (LoadedModel m = WeightLoader.builder().toHost().mapHost(true).build().load(d)) {
+            assertTrue(m.hostMapped());
+            assertEquals(15, m.tensors().size());
+            WeightLoaderTest.assertContents(m);
+            assertTrue(mappingsUnder(d) >= 3, "each shard mapped");
+            // the mapping ran beside the parse: only its wait (if any) is the allocate phase,
+            // and the phases still tile the load
+            assertEquals(m.seconds(), m.locateSeconds() + m.parseSeconds() + m.planSeconds() + m.allocateSeconds()
+                    + m.readSeconds() + m.viewSeconds() + m.otherSeconds(), 1e-6);
+        }
+        assertEquals(0, mappingsUnder(d), "closing the model unmaps every shard");
+    }
+
+    @Test
+    void aHeaderThatFailsTheParseLeavesNoMappingBehind() throws IOException {
+        Path d = sharded("bad", 3);
+        // the last shard's header broken after the locate found it: the mapping has begun
+        Path last = d.resolve("model-00003-of-00003.safetensors");
+        byte[] b = Files.readAllBytes(last);
+        b[8] = '['; // the header's opening brace
+        Files.write(last, b);
+        WeightLoader loader = WeightLoader.builder().toHost().mapHost(true).build();
+        for (int i = 0; i < 20; i++) {
+            assertThrows(SafetensorsFormatException.class, () -> loader.load(d));
+        }
+        assertEquals(0, mappingsUnder(d), "a failed load unmaps what it mapped early");
+    }
+
+    @Test
+    void aFileThatGrowsAfterTheMappingBeganIsCaught() throws IOException {
+        Path d = sharded("grow", 2);
+        WeightLoader loader = WeightLoader.builder().toHost().mapHost(true).build();
+        try (LoadedModel m = loader.load(d)) {
+            assertTrue(m.hostMapped());
+        }
+        // bytes appended: the header now implies another size; the loader must not hand out a
+        // mapping of the old extent as if it were the parsed file
+        Path first = d.resolve("model-00001-of-00002.safetensors");
+        Files.write(first, new byte[4096], java.nio.file.StandardOpenOption.APPEND);
+        Exception e = assertThrows(Exception.class, () -> loader.load(d).close());
+        assertTrue(e.getMessage().contains("model-00001-of-00002.safetensors"), e.getMessage());
+        assertEquals(0, mappingsUnder(d));
+    }
+
+    @Test
+    void copiesAndDeviceLoadsDoNotMapEarly() throws IOException {
+        Path d = sharded("copy", 2);
+        try (LoadedModel m = WeightLoader.builder().toHost().writable(true).build().load(d)) {
+            assertFalse(m.hostMapped());
+            assertEquals(0, mappingsUnder(d), "a writable copy maps nothing");
+            WeightLoaderTest.assertContents(m);
+        }
+        try (LoadedModel m = WeightLoader.builder().toHost().mapHost(false).build().load(d)) {
+            assertFalse(m.hostMapped());
+            assertEquals(0, mappingsUnder(d));
+        }
+    }
+}
