@@ -36,6 +36,8 @@ final class LibcMemory {
     static final int MAP_NORESERVE = 0x4000;
     static final int MAP_POPULATE = 0x8000;
     static final int MADV_HUGEPAGE = 14;
+    static final int MADV_POPULATE_READ = 22; // Linux 5.14
+
 
     private static final int O_RDONLY = 0;
     private static final int O_CLOEXEC = 0x80000;

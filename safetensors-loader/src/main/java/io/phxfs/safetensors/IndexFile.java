@@ -55,7 +55,7 @@ final class IndexFile {
             while (b.hasRemaining() && ch.read(b, b.position()) > 0) {
                 // a file that shrinks meanwhile ends the loop; what was read is checked as JSON
             }
-            bytes = Arrays.copyOf(b.array(), b.position());
+            bytes = b.hasRemaining() ? Arrays.copyOf(b.array(), b.position()) : b.array();
         } catch (IOException e) {
             throw FileOperationException.of("read", index, e);
         }

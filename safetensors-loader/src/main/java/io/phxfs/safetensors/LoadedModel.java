@@ -55,6 +55,18 @@ public final class LoadedModel implements AutoCloseable {
                     false);
         }
 
+        /**
+         * {@link #sequential}'s phases for a mapped load whose views were made while its pages
+         * came in ({@link EarlyMapping}): the read is {@code [tRead, tViews)} and
+         * {@code [tViewsEnd, tEnd)}, the views {@code [tViews, tViewsEnd)}; they still tile
+         * {@code [t0, tEnd)}.
+         */
+        static Phases viewsDuringRead(long t0, long locate, long tPlan, long planNanos, long tRead, long tViews,
+                                      long tViewsEnd, long tEnd) {
+            return new Phases(locate, tPlan - t0 - locate, planNanos, tRead - tPlan - planNanos,
+                    (tViews - tRead) + (tEnd - tViewsEnd), tViewsEnd - tViews, false);
+        }
+
         /** The phases that follow one another, summed. */
         long critical() {
             return overlapped ? locate + allocate + read : locate + parse + plan + allocate + read + views;

@@ -32,7 +32,10 @@ public final class SafetensorsHeader {
         this.tensors = List.copyOf(tensorsInFileOrder);
         Map<String, TensorInfo> m = new LinkedHashMap<>();
         for (TensorInfo t : tensors) {
-            m.put(t.name(), t);
+            if (m.put(t.name(), t) != null) {
+                // the header parsers refuse this first (SafetensorsParser runs the full one on any error)
+                throw new SafetensorsFormatException(file, Names.tensor(t.name()), "appears twice in the header");
+            }
         }
         this.byName = Collections.unmodifiableMap(m);
     }

@@ -155,10 +155,20 @@ public final class SafetensorsParser {
             // the usual shape at byte speed; anything else (or anything wrong) through the full
             // parser, which names the tensor and field at fault
             HeaderJson.Parsed parsed = FastHeaderJson.parse(header, header.length);
-            if (parsed == null) {
-                parsed = new HeaderJson(file, maxHeaderBytes).parse(header, header.length);
-            }
             long dataBytes = after - n;
+            if (parsed != null) {
+                try {
+                    return new SafetensorsHeader(file, size, n, parsed.metadata(),
+                            DataLayout.validate(file, parsed.entries(), dataBytes));
+                } catch (SafetensorsFormatException e) {
+                    // the byte reader does not look for a name given twice: the full parser
+                    // reports that first, where it is, as it reports everything else; an error
+                    // it does not see stands
+                    new HeaderJson(file, maxHeaderBytes).parse(header, header.length);
+                    throw e;
+                }
+            }
+            parsed = new HeaderJson(file, maxHeaderBytes).parse(header, header.length);
             return new SafetensorsHeader(file, size, n, parsed.metadata(),
                     DataLayout.validate(file, parsed.entries(), dataBytes));
         }

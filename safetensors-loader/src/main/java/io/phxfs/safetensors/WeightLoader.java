@@ -546,6 +546,7 @@ public final class WeightLoader {
         java.util.Set<Integer> uninitialized = new java.util.HashSet<>();
         // once taken (or refused) the early mapping is no longer this method's to abandon
         EarlyMapping pending = earlyMap;
+        EarlyMapping populating = null; // taken: its pages may still be coming in
         try {
             for (int target : plan.targets()) {
                 if (target != Placement.HOST) {
@@ -560,6 +561,7 @@ public final class WeightLoader {
                     EarlyMapping m = pending;
                     pending = null;
                     mapping = m.finish(hostFiles);
+                    populating = mapping != null ? m : null;
                 }
                 if (target == Placement.HOST && (mapping != null || shouldMap(hostFiles))) {
                     if (mapping == null) {
@@ -604,14 +606,32 @@ public final class WeightLoader {
                 }
             }
             // a mapping's bytes are in place once it is made (populated): progress counts them as done
-            long mapped = mapping == null ? 0 : plan.tensors().values().stream()
-                    .filter(p -> p.target() == Placement.HOST).mapToLong(ReadPlan.PlannedTensor::nbytes).sum();
+            long mapped = mapping == null ? 0 : plan.targets().equals(java.util.Set.of(Placement.HOST)) ? plan.tensorBytes()
+                    : plan.tensors().values().stream()
+                            .filter(p -> p.target() == Placement.HOST).mapToLong(ReadPlan.PlannedTensor::nbytes).sum();
             // Host tensors of cold files are copied this time; read through the page cache (not
             // O_DIRECT), so that the next load finds the files warm and maps them instead of
             // copying from disk again (O_DIRECT left them cold load after load).
             java.util.Set<Path> warmUp = new java.util.HashSet<>();
             if (mapping == null && mapHost == null && direct == null && !writable && plan.targets().contains(Placement.HOST)) {
                 hostFiles.forEach(h -> warmUp.add(h.file()));
+            }
+            if (populating != null && reads.isEmpty()) {
+                // all mapped: the views are made while the pages come in, and waiting for the
+                // last of them is this load's read
+                long tViews = System.nanoTime();
+                Map<String, LoadedTensor> tensors = views(plan, buffers, devs, mapping);
+                long tViewsEnd = System.nanoTime();
+                populating.awaitPopulated();
+                populating = null;
+                readAll(reads, warmUp::contains, mapped);
+                long tEnd = System.nanoTime();
+                return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
+                        LoadedModel.Phases.viewsDuringRead(t0, locateNanos, tPlan, planNanos, tRead, tViews, tViewsEnd, tEnd));
+            }
+            if (populating != null) {
+                populating.awaitPopulated();
+                populating = null;
             }
             readAll(reads, warmUp::contains, mapped);
             long tViews = System.nanoTime();
@@ -622,6 +642,13 @@ public final class WeightLoader {
         } catch (RuntimeException | Error e) {
             if (pending != null) {
                 pending.abandon(e);
+            }
+            if (populating != null) {
+                try {
+                    populating.awaitPopulated(); // then unmapped with the rest
+                } catch (RuntimeException | Error suppressed) {
+                    e.addSuppressed(suppressed);
+                }
             }
             closeAll(owned, e);
             throw e;

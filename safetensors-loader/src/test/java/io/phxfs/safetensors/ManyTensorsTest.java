@@ -19,6 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -77,7 +78,6 @@ class ManyTensorsTest {
                 "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"extra\":1}}",
                 "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
                 "{\"a\":{\"dtype\":\"X32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
-                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
                 "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}",
                 "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}} x",
                 "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},}",
@@ -86,6 +86,28 @@ class ManyTensorsTest {
                 "[]"}) {
             assertNull(fast(unusual), unusual);
             assertAgree(unusual);
+        }
+        // a name given twice the byte reader leaves to the header it builds; the parse of the
+        // file then says what the full parser says
+        String twice = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}";
+        assertNotNull(fast(twice));
+        assertAgree(twice);
+    }
+
+    @Test
+    void aNameGivenTwiceIsReportedAsTheFullParserReportsIt() throws IOException {
+        for (String twice : new String[] {
+                // the layout is valid: only the header's name map sees the repeat
+                "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                // the layout is broken too (the same bytes twice): the repeat is still what is reported
+                "{\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}"}) {
+            byte[] h = twice.getBytes(StandardCharsets.UTF_8);
+            String full = assertThrows(SafetensorsFormatException.class,
+                    () -> new HeaderJson(Path.of("h"), SafetensorsParser.DEFAULT_MAX_HEADER_BYTES).parse(h, h.length)).getMessage();
+            Path f = TestFiles.write(dir.resolve("twice.safetensors"), TestFiles.withHeader(twice, 8));
+            String got = assertThrows(SafetensorsFormatException.class, () -> SafetensorsParser.standard().parse(f)).getMessage();
+            assertTrue(got.contains("appears twice in the header"), got);
+            assertEquals(full.substring(full.indexOf(": ") + 2), got.substring(got.indexOf(": ") + 2), got);
         }
     }
 
@@ -139,6 +161,12 @@ class ManyTensorsTest {
         try {
             full = new HeaderJson(Path.of("h"), SafetensorsParser.DEFAULT_MAX_HEADER_BYTES).parse(b, b.length);
         } catch (SafetensorsFormatException e) {
+            if (fast != null && e.getMessage().contains("appears twice in the header")) {
+                // left to the header built from the answer (aNameGivenTwiceIsReportedAsTheFullParserReportsIt)
+                long names = fast.entries().stream().map(HeaderJson.Entry::name).distinct().count();
+                assertTrue(names < fast.entries().size(), "the repeat is in the byte reader's answer: " + e.getMessage());
+                return false;
+            }
             if (fast != null) {
                 fail("the byte reader accepted what the full parser refuses (" + e.getMessage() + "): "
                         + new String(b, StandardCharsets.UTF_8));
