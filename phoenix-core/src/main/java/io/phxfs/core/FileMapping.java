@@ -56,13 +56,20 @@ public final class FileMapping implements AutoCloseable {
     private final long[] offsets;
     private final Arena arena;
     private final MemorySegment segment;
+    private final MemorySegment reservation;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private FileMapping(List<Range> ranges, long[] offsets, Arena arena, MemorySegment segment) {
+    /**
+     * {@code reservation}: the whole reserved region (page-aligned, writable as a segment only
+     * so that madvise may take slices of it); the mapping's segment is {@code span} bytes of it
+     * from {@code from}.
+     */
+    private FileMapping(List<Range> ranges, long[] offsets, Arena arena, MemorySegment reservation, long from, long span) {
         this.ranges = ranges;
         this.offsets = offsets;
         this.arena = arena;
-        this.segment = segment;
+        this.reservation = reservation;
+        this.segment = reservation.asSlice(from, span).asReadOnly();
     }
 
     /** Maps {@code ranges} side by side; see {@link Host#map(List, boolean)}. */
@@ -143,28 +150,26 @@ public final class FileMapping implements AutoCloseable {
             long base = roundUp(start, align) - start;
             long delta0 = leads[0] + rs.get(0).offset() % page;
             long[] offsets = new long[rs.size()];
-            int flags = LibcMemory.MAP_PRIVATE | LibcMemory.MAP_FIXED;
-            boolean stepwise = populate;
+            // where the kernel cannot populate stepwise (before 5.14), MAP_POPULATE as before
+            int flags = LibcMemory.MAP_PRIVATE | LibcMemory.MAP_FIXED
+                    | (populate && !stepwiseSupported() ? LibcMemory.MAP_POPULATE : 0);
             for (int i = 0; i < rs.size(); i++) {
                 Range r = rs.get(i);
                 long delta = r.offset() % page; // mmap offsets are whole pages
                 if (r.length() > 0) {
                     MemorySegment at = MemorySegment.ofAddress(start + base + slots[i] + leads[i]);
-                    long len = delta + r.length();
-                    LibcMemory.mmap(at, len, LibcMemory.PROT_READ, flags | (populate && !stepwise ? LibcMemory.MAP_POPULATE : 0),
-                            fds[i], r.offset() - delta, "mmap " + r.file());
-                    if (stepwise && !populateStepwise(at.address(), len)) {
-                        // a kernel before 5.14: MAP_POPULATE, mapped again over the same range
-                        stepwise = false;
-                        LibcMemory.mmap(at, len, LibcMemory.PROT_READ, flags | LibcMemory.MAP_POPULATE,
-                                fds[i], r.offset() - delta, "mmap " + r.file());
-                    }
+                    LibcMemory.mmap(at, delta + r.length(), LibcMemory.PROT_READ, flags, fds[i], r.offset() - delta,
+                            "mmap " + r.file());
                 }
                 offsets[i] = slots[i] + leads[i] + delta - delta0;
             }
             Range last = rs.get(rs.size() - 1);
             long span = offsets[rs.size() - 1] + last.length();
-            return new FileMapping(rs, offsets, arena, owned.asSlice(base + delta0, span).asReadOnly());
+            FileMapping m = new FileMapping(rs, offsets, arena, owned, base + delta0, span);
+            if (populate && stepwiseSupported()) {
+                m.populate();
+            }
+            return m;
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;
@@ -174,22 +179,25 @@ public final class FileMapping implements AutoCloseable {
     /** Pages populated per madvise call: the process's address-space lock is free in between. */
     private static final long POPULATE_STEP = 64L << 20;
 
-    /**
-     * Faults the range's pages in 64 MiB at a time (MADV_POPULATE_READ) rather than with
-     * MAP_POPULATE, which holds the process's mmap lock for the whole file: a 2 GB file kept
-     * every other thread's mmap, mprotect and munmap waiting for 0.2 s (the JVM's heap growth
-     * and JIT among them, so a parse running beside the mapping stalled). False when the
-     * kernel does not know the advice; a failure within the range is left to the access, as
-     * MAP_POPULATE leaves it.
-     */
-    private static boolean populateStepwise(long address, long len) {
-        for (long off = 0; off < len; off += POPULATE_STEP) {
-            long n = Math.min(POPULATE_STEP, len - off);
-            if (!LibcMemory.advise(MemorySegment.ofAddress(address + off), n, LibcMemory.MADV_POPULATE_READ) && off == 0) {
-                return false;
+    /** Whether the kernel knows MADV_POPULATE_READ (5.14+), asked once of an anonymous page. */
+    private static final class Stepwise {
+        static final boolean SUPPORTED = probe();
+
+        private static boolean probe() {
+            long page = LibcMemory.pageSize();
+            MemorySegment p = LibcMemory.mmap(MemorySegment.NULL, page, LibcMemory.PROT_READ,
+                    LibcMemory.MAP_PRIVATE | LibcMemory.MAP_ANONYMOUS | LibcMemory.MAP_NORESERVE, -1, 0,
+                    "mmap (one page, to ask the kernel for MADV_POPULATE_READ)");
+            try {
+                return LibcMemory.advise(p, page, LibcMemory.MADV_POPULATE_READ);
+            } finally {
+                LibcMemory.munmap(p.address(), page);
             }
         }
-        return true;
+    }
+
+    private static boolean stepwiseSupported() {
+        return Stepwise.SUPPORTED;
     }
 
     private static long roundUp(long v, long align) {
@@ -198,25 +206,40 @@ public final class FileMapping implements AutoCloseable {
 
     /**
      * Faults every page of the ranges in now, as {@link Host#map(List, boolean)} with
-     * {@code populate} does, 64 MiB at a time: a thread can map the files, hand the mapping on
-     * (its addresses are final) and then populate it while others work. Pages of a cold file
-     * are read from disk. A failure (a file truncated meanwhile) is left to the access that
-     * meets it, as MAP_POPULATE leaves it; populating a closed mapping does nothing.
+     * {@code populate} does, but 64 MiB at a time (MADV_POPULATE_READ): MAP_POPULATE holds the
+     * process's mmap lock for a whole file, and a 2 GB file kept every other thread's mmap,
+     * mprotect and munmap (the JVM's heap growth and JIT among them) waiting for 0.2 s. So a
+     * thread can map the files, hand the mapping on (its addresses are final) and populate it
+     * while others work. Pages of a cold file are read from disk. A range that fails (a file
+     * truncated meanwhile) is left to the access that meets it, as MAP_POPULATE leaves it, and
+     * nothing here touches the memory itself. On a kernel before 5.14, which lacks the advice,
+     * this does nothing and pages fault in on first access. A close while this runs waits for
+     * the madvise under way (or fails with EBUSY); populating a closed mapping does nothing.
      */
     public void populate() {
+        if (!stepwiseSupported()) {
+            return;
+        }
         long page = LibcMemory.pageSize();
-        for (int i = 0; i < ranges.size() && !closed.get(); i++) {
-            long from = (segment.address() + offsets[i]) / page * page;
-            long to = segment.address() + offsets[i] + ranges.get(i).length();
-            if (to > from && !populateStepwise(from, to - from)) {
-                // a kernel before 5.14: one read a page does what the advice would
-                MemorySegment s = segment.asSlice(offsets[i], ranges.get(i).length());
+        long base = segment.address() - reservation.address(); // the segment's start in the reservation
+        for (int i = 0; i < ranges.size(); i++) {
+            long first = base + offsets[i];
+            long end = first + ranges.get(i).length();
+            // madvise takes whole pages: from the page that holds the range's first byte (mapped
+            // from the file too, since mmap offsets are whole pages)
+            for (long off = first - (reservation.address() + first) % page; off < end; off += POPULATE_STEP) {
+                MemorySegment step;
                 try {
-                    for (long off = 0; off < s.byteSize() && !closed.get(); off += page) {
-                        s.get(java.lang.foreign.ValueLayout.JAVA_BYTE, off);
-                    }
+                    // a slice of the arena's segment: the downcall keeps the mapping alive while it runs
+                    step = reservation.asSlice(off, Math.min(POPULATE_STEP, end - off));
                 } catch (IllegalStateException closedMeanwhile) {
                     return;
+                }
+                if (closed.get()) {
+                    return;
+                }
+                if (!LibcMemory.advise(step, step.byteSize(), LibcMemory.MADV_POPULATE_READ)) {
+                    break; // EFAULT (truncated): the rest of this range faults on access
                 }
             }
         }

@@ -65,6 +65,49 @@ class HostKernelMemoryTest {
         }
     }
 
+    /** Resident kilobytes of the mapping that holds {@code address} (/proc/self/smaps), or -1. */
+    private static long residentKb(long address) throws IOException {
+        List<String> lines = java.nio.file.Files.readAllLines(Path.of("/proc/self/smaps"));
+        for (int i = 0; i < lines.size(); i++) {
+            String[] f = lines.get(i).split("\\s+");
+            if (f.length > 0 && f[0].matches("[0-9a-f]+-[0-9a-f]+")) {
+                String[] r = f[0].split("-");
+                if (Long.parseUnsignedLong(r[0], 16) <= address && address < Long.parseUnsignedLong(r[1], 16)) {
+                    for (int j = i + 1; j < lines.size() && !lines.get(j).matches("^[0-9a-f]+-.*"); j++) {
+                        if (lines.get(j).startsWith("Rss:")) {
+                            return Long.parseLong(lines.get(j).replaceAll("[^0-9]", ""));
+                        }
+                    }
+                }
+            }
+        }
+        return -1;
+    }
+
+    @Test
+    void populateFaultsThePagesInAndSurvivesATruncatedFile() throws IOException {
+        byte[] data = Fixtures.random(8 << 20, 5);
+        Path f = Fixtures.writeFile(dir, "pop.bin", data);
+        try (FileMapping m = PHX.host().map(List.of(new FileMapping.Range(f, 0, data.length)), false)) {
+            long before = residentKb(m.segment().address());
+            m.populate();
+            long after = residentKb(m.segment().address());
+            assertTrue(after >= (data.length >> 10) - 4, "resident after populate: " + after + " KiB (before " + before + ")");
+        }
+        // truncated under the mapping: populating stops at the hole, touches nothing itself, and
+        // the bytes still in the file read as before
+        try (FileMapping m = PHX.host().map(List.of(new FileMapping.Range(f, 0, data.length)), false)) {
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(data.length / 2);
+            }
+            m.populate();
+            assertArrayEquals(Arrays.copyOf(data, 4096), bytes(m.segment().asSlice(0, 4096)));
+        }
+        FileMapping closed = PHX.host().map(List.of(new FileMapping.Range(f, 0, 4096)), false);
+        closed.close();
+        closed.populate(); // nothing: a closed mapping
+    }
+
     @Test
     void rangesSideBySide() throws IOException {
         byte[] a = Fixtures.random(10_000, 2);

@@ -28,11 +28,19 @@ import java.util.concurrent.CompletableFuture;
 final class EarlyMapping {
     private final List<Path> files;
     /** The files mapped (addresses final, pages perhaps not yet in): null when one is cold. */
-    private final CompletableFuture<FileMapping> mapping;
+    private final CompletableFuture<Mapped> mapping;
     /** Every page faulted in. */
     private final CompletableFuture<Void> populated;
 
-    private EarlyMapping(List<Path> files, CompletableFuture<FileMapping> mapping, CompletableFuture<Void> populated) {
+    /**
+     * The mapping and what each file was when it was mapped (its file key, device and inode, and
+     * its modification time): a file replaced or rewritten at the same size before the parse is
+     * another file, and the mapping of the old one must not be taken for it.
+     */
+    private record Mapped(FileMapping mapping, List<Object> keys, List<java.nio.file.attribute.FileTime> times) {
+    }
+
+    private EarlyMapping(List<Path> files, CompletableFuture<Mapped> mapping, CompletableFuture<Void> populated) {
         this.files = files;
         this.mapping = mapping;
         this.populated = populated;
@@ -47,33 +55,45 @@ final class EarlyMapping {
             return null;
         }
         List<Path> copy = List.copyOf(files);
-        CompletableFuture<FileMapping> mapped = new CompletableFuture<>();
+        CompletableFuture<Mapped> mapped = new CompletableFuture<>();
         CompletableFuture<Void> populated = new CompletableFuture<>();
         // a platform thread: populating blocks in the kernel, and a virtual thread would hold
         // one of the carriers the headers' parse runs on
         Thread.ofPlatform().daemon().name("phoenix-early-map").start(() -> {
+            Mapped m = null;
             try {
-                FileMapping m = map(copy, mapAlways);
-                mapped.complete(m);
-                if (m != null) {
-                    m.populate();
-                }
-                populated.complete(null);
+                m = map(copy, mapAlways);
             } catch (RuntimeException | Error e) {
-                mapped.completeExceptionally(e);
-                populated.completeExceptionally(e);
+                m = null; // the usual path meets the same problem and reports it
+            } finally {
+                mapped.complete(m);
+            }
+            try {
+                if (m != null) {
+                    m.mapping().populate();
+                }
+            } catch (RuntimeException e) {
+                // populating is ahead-of-time faulting only: a failure is the access's to meet
+            } finally {
+                populated.complete(null); // always: the loader waits on it before any unmap
             }
         });
         return new EarlyMapping(copy, mapped, populated);
     }
 
     /** Every file mapped whole (not yet populated), or null when one is not in the page cache (it is copied then). */
-    private static FileMapping map(List<Path> files, boolean mapAlways) {
+    private static Mapped map(List<Path> files, boolean mapAlways) {
         List<FileMapping.Range> ranges = new ArrayList<>(files.size());
+        List<Object> keys = new ArrayList<>(files.size());
+        List<java.nio.file.attribute.FileTime> times = new ArrayList<>(files.size());
         for (Path p : files) {
             long size;
             try {
-                size = Files.size(p);
+                java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(p,
+                        java.nio.file.attribute.BasicFileAttributes.class);
+                size = a.size();
+                keys.add(a.fileKey());
+                times.add(a.lastModifiedTime());
             } catch (IOException e) {
                 return null; // the parse reports it
             }
@@ -88,11 +108,14 @@ final class EarlyMapping {
             }
             ranges.add(new FileMapping.Range(p, 0, size));
         }
+        FileMapping m;
         try {
-            return Phoenix.open().host().map(ranges, false);
+            m = Phoenix.open().host().map(ranges, false);
         } catch (RuntimeException e) {
             return null; // the usual path meets the same problem and reports it with the plan
         }
+        // attributes read before the map: a file swapped in between is caught by the check after the parse
+        return new Mapped(m, keys, times);
     }
 
     /**
@@ -104,30 +127,58 @@ final class EarlyMapping {
      * @throws PhoenixException when a file's size now differs from what its header implied
      */
     HostMapping finish(List<SafetensorsHeader> hostFiles) {
-        FileMapping m = await(mapping);
-        if (m == null) {
+        Mapped mapped = await(mapping);
+        if (mapped == null) {
             return null;
         }
+        FileMapping m = mapped.mapping();
         Map<Path, Integer> at = new HashMap<>();
         for (int i = 0; i < files.size(); i++) {
             at.put(files.get(i), i);
         }
         Map<SafetensorsHeader, Integer> index = new java.util.IdentityHashMap<>();
+        RuntimeException failure = null;
+        boolean take = true;
         for (SafetensorsHeader h : hostFiles) {
             Integer i = at.get(h.file());
-            long mapped = i == null ? -1 : m.ranges().get(i).length();
-            if (mapped != h.fileSize()) {
-                await(populated); // the pages are being faulted in: let that end, then unmap
-                m.close();
-                if (i == null) {
-                    return null;
-                }
-                throw new PhoenixException(h.file() + ": size is " + mapped + " bytes, the header parsed earlier implied "
+            if (i == null || !sameFile(h.file(), mapped.keys().get(i), mapped.times().get(i))) {
+                take = false; // not mapped, or replaced since: the usual path maps what was parsed
+                break;
+            }
+            long size = m.ranges().get(i).length();
+            if (size != h.fileSize()) {
+                failure = new PhoenixException(h.file() + ": size is " + size + " bytes, the header parsed earlier implied "
                         + h.fileSize() + " (did the file shrink or grow?)", Errno.EIO);
+                break;
             }
             index.put(h, i);
         }
-        return HostMapping.of(m, index);
+        if (take && failure == null) {
+            try {
+                return HostMapping.of(m, index);
+            } catch (RuntimeException e) {
+                failure = e;
+            }
+        }
+        try {
+            await(populated); // pages may still be coming in: unmap after
+        } finally {
+            m.close();
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return null;
+    }
+
+    /** The file at {@code p} is still the one mapped: same file key (device, inode) and modification time. */
+    private static boolean sameFile(Path p, Object key, java.nio.file.attribute.FileTime time) {
+        try {
+            java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(p, java.nio.file.attribute.BasicFileAttributes.class);
+            return java.util.Objects.equals(a.fileKey(), key) && a.lastModifiedTime().equals(time);
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** Waits until every page of the mapping is in (the mapped load's read). */
@@ -137,15 +188,19 @@ final class EarlyMapping {
 
     /** Waits for the mapping thread and unmaps what it mapped (a load that failed, or took another path). */
     void abandon(Throwable cause) {
+        Mapped m = await(mapping);
+        if (m == null) {
+            return;
+        }
         try {
-            FileMapping m = await(mapping);
             await(populated);
-            if (m != null) {
-                m.close();
-            }
-        } catch (RuntimeException | Error e) {
-            if (cause != null) {
-                cause.addSuppressed(e);
+        } finally {
+            try {
+                m.mapping().close();
+            } catch (RuntimeException e) {
+                if (cause != null && cause != e) {
+                    cause.addSuppressed(e);
+                }
             }
         }
     }

@@ -55,16 +55,11 @@ final class HostMapping implements AutoCloseable {
 
     /**
      * A mapping made before the headers were parsed ({@link EarlyMapping}): {@code index} gives
-     * each file's range in it, the sizes already checked against the headers. Closes
-     * {@code mapping} if the buffer cannot be made.
+     * each file's range in it, the sizes already checked against the headers. The caller keeps
+     * {@code mapping} if the buffer cannot be made (its pages may still be coming in).
      */
     static HostMapping of(FileMapping mapping, Map<SafetensorsHeader, Integer> index) {
-        try {
-            return new HostMapping(mapping, Phoenix.open().host().wrap(mapping.segment()), index);
-        } catch (RuntimeException | Error e) {
-            mapping.close();
-            throw e;
-        }
+        return new HostMapping(mapping, Phoenix.open().host().wrap(mapping.segment()), index);
     }
 
     /** The tensors' offsets come from the parsed header: a file of another size is another file. */

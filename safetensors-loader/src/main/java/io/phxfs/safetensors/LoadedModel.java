@@ -364,6 +364,9 @@ public final class LoadedModel implements AutoCloseable {
     private final class Live extends java.util.AbstractMap<String, LoadedTensor> {
         @Override
         public LoadedTensor get(Object name) {
+            if (name == null) {
+                return null; // the concurrent set refuses null, the map never holds it
+            }
             return !released.isEmpty() && released.contains(name) ? null : all.get(name);
         }
 

@@ -622,16 +622,18 @@ public final class WeightLoader {
                 long tViews = System.nanoTime();
                 Map<String, LoadedTensor> tensors = views(plan, buffers, devs, mapping);
                 long tViewsEnd = System.nanoTime();
-                populating.awaitPopulated();
+                EarlyMapping p = populating;
                 populating = null;
+                p.awaitPopulated();
                 readAll(reads, warmUp::contains, mapped);
                 long tEnd = System.nanoTime();
                 return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
                         LoadedModel.Phases.viewsDuringRead(t0, locateNanos, tPlan, planNanos, tRead, tViews, tViewsEnd, tEnd));
             }
             if (populating != null) {
-                populating.awaitPopulated();
+                EarlyMapping p = populating;
                 populating = null;
+                p.awaitPopulated();
             }
             readAll(reads, warmUp::contains, mapped);
             long tViews = System.nanoTime();
@@ -647,7 +649,9 @@ public final class WeightLoader {
                 try {
                     populating.awaitPopulated(); // then unmapped with the rest
                 } catch (RuntimeException | Error suppressed) {
-                    e.addSuppressed(suppressed);
+                    if (suppressed != e) {
+                        e.addSuppressed(suppressed);
+                    }
                 }
             }
             closeAll(owned, e);

@@ -98,6 +98,35 @@ class EarlyMappingTest {
     }
 
     @Test
+    void aFileReplacedAfterTheMappingIsNotTakenForTheParsedOne() throws IOException {
+        Path d = sharded("swap", 2);
+        Path first = d.resolve("model-00001-of-00002.safetensors");
+        // the same size, other bytes: what a re-save of the checkpoint under its old name gives
+        Path other = dir.resolve("other.safetensors");
+        List<SafetensorsWriter.Spec> specs = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            specs.add(spec("layers.1." + i + ".weight", i % 2 == 0 ? Dtype.BF16 : Dtype.F32, 3_000 + 17L * i));
+        }
+        SafetensorsWriter.write(other, Map.of("format", "pt"), specs, (t, off, dst) -> {
+            while (dst.hasRemaining()) dst.put((byte) 0x5a);
+        });
+        assertEquals(Files.size(first), Files.size(other));
+        List<Path> files = List.of(first, d.resolve("model-00002-of-00002.safetensors"));
+        EarlyMapping early = EarlyMapping.start(files, true);
+        early.awaitPopulated(); // mapped (and populated) before the swap
+        Files.move(other, first, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        ModelFiles model = ModelFiles.open(d);
+        assertEquals(null, early.finish(model.files()), "the mapping is of the file that was replaced");
+        assertEquals(0, mappingsUnder(d), "and it is unmapped");
+        // the load itself maps the file that is there now, and reads its bytes
+        try (LoadedModel m = WeightLoader.builder().toHost().mapHost(true).build().load(d)) {
+            byte[] b = m.tensor("layers.1.0.weight").orElseThrow().toByteArray();
+            assertEquals(0x5a, b[0]);
+            assertEquals(0x5a, b[b.length - 1]);
+        }
+    }
+
+    @Test
     void copiesAndDeviceLoadsDoNotMapEarly() throws IOException {
         Path d = sharded("copy", 2);
         try (LoadedModel m = WeightLoader.builder().toHost().writable(true).build().load(d)) {

@@ -28,11 +28,19 @@ final class TrainStartupCommand implements Callable<Integer> {
         try {
             String model = dir.resolve("model").toString();
             String sharded = dir.resolve("sharded").toString();
+            // thousands of small tensors in two shards: the per-tensor code (index and header
+            // readers, layout check, plan, views) is hot in the training, so that its profile in
+            // the cache lets the JIT compile it early in a fresh JVM (JEP 515)
+            String many = dir.resolve("many").toString();
             List<String[]> runs = List.of(
                     new String[] {"gen-model", model, "--size", "24m", "--hidden", "512", "--intermediate", "1024", "--vocab", "4096"},
                     new String[] {"gen-model", sharded, "--size", "8m", "--hidden", "256", "--intermediate", "512", "--vocab", "2048",
                             "--shards", "2"},
+                    new String[] {"gen-model", many, "--size", "24m", "--hidden", "256", "--heads", "8", "--kv-heads", "8",
+                            "--experts", "128", "--expert-intermediate", "16", "--vocab", "1024", "--shards", "2"},
                     new String[] {"info"},
+                    new String[] {"load", many, "--host", "--json"},
+                    new String[] {"load", many, "--device", "0", "--json"},
                     new String[] {"load", model, "--device", "0", "--json"},
                     new String[] {"load", model, "--device", "0", "--checksums"},
                     new String[] {"load", sharded, "--device", "0", "--only", "layers\\.0\\..*", "--json"},
