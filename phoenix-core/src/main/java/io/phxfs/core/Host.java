@@ -95,12 +95,14 @@ public final class Host {
     }
 
     /**
-     * Maps several file ranges side by side into one address range, each at a 2 MiB boundary
-     * ({@link FileMapping#offsetOf} says where), so that one segment or buffer covers all of
-     * them (a sharded model's files, say).
+     * Maps several file ranges side by side into one address range, each at an address
+     * congruent to its file offset modulo 2 MiB ({@link FileMapping#offsetOf} says where), so
+     * that one segment or buffer covers all of them (a sharded model's files, say) and the
+     * kernel can map large page-cache folios whole.
      *
-     * @param populate true to fault every page in now (MAP_POPULATE: reads cold files from disk
-     *                 before returning); false to fault pages in on first access
+     * @param populate true to fault every page in now, as {@link FileMapping#populate} does (reads
+     *                 cold files from disk before returning); false to fault pages in on first
+     *                 access, or populate later
      * @throws IllegalArgumentException when {@code ranges} is empty or a range reaches past the end of its file
      * @throws PhoenixException         when a file cannot be opened or mapped (message names file and reason)
      * @param ranges the file ranges to map, in order
