@@ -185,9 +185,14 @@ public final class FileMapping implements AutoCloseable {
 
         private static boolean probe() {
             long page = LibcMemory.pageSize();
-            MemorySegment p = LibcMemory.mmap(MemorySegment.NULL, page, LibcMemory.PROT_READ,
-                    LibcMemory.MAP_PRIVATE | LibcMemory.MAP_ANONYMOUS | LibcMemory.MAP_NORESERVE, -1, 0,
-                    "mmap (one page, to ask the kernel for MADV_POPULATE_READ)");
+            MemorySegment p;
+            try {
+                p = LibcMemory.mmap(MemorySegment.NULL, page, LibcMemory.PROT_READ,
+                        LibcMemory.MAP_PRIVATE | LibcMemory.MAP_ANONYMOUS | LibcMemory.MAP_NORESERVE, -1, 0,
+                        "mmap (one page, to ask the kernel for MADV_POPULATE_READ)");
+            } catch (RuntimeException e) {
+                return false; // no page to ask with (ENOMEM now): MAP_POPULATE, which always works
+            }
             try {
                 return LibcMemory.advise(p, page, LibcMemory.MADV_POPULATE_READ);
             } finally {
@@ -213,8 +218,8 @@ public final class FileMapping implements AutoCloseable {
      * while others work. Pages of a cold file are read from disk. A range that fails (a file
      * truncated meanwhile) is left to the access that meets it, as MAP_POPULATE leaves it, and
      * nothing here touches the memory itself. On a kernel before 5.14, which lacks the advice,
-     * this does nothing and pages fault in on first access. A close while this runs waits for
-     * the madvise under way (or fails with EBUSY); populating a closed mapping does nothing.
+     * this does nothing and pages fault in on first access. A close while a step's madvise is
+     * under way fails with EBUSY (the mapping stays); populating a closed mapping does nothing.
      */
     public void populate() {
         if (!stepwiseSupported()) {

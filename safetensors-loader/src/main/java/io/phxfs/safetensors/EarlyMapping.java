@@ -23,7 +23,8 @@ import java.util.concurrent.CompletableFuture;
  * faults their pages in while the parse, the plan and the views run. The plan takes the
  * mapping if it maps those files at the sizes their headers were parsed at; otherwise (a file
  * changed, a cold file) the mapping is dropped and the usual path decides. The load returns
- * once every page is in, as a populated mapping's load always has.
+ * once every page is in, as a populated mapping's load always has (before Linux 5.14, which
+ * cannot populate a mapping after the fact, pages fault in on first access instead).
  */
 final class EarlyMapping {
     private final List<Path> files;
@@ -72,7 +73,7 @@ final class EarlyMapping {
                 if (m != null) {
                     m.mapping().populate();
                 }
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | LinkageError e) {
                 // populating is ahead-of-time faulting only: a failure is the access's to meet
             } finally {
                 populated.complete(null); // always: the loader waits on it before any unmap
@@ -141,8 +142,12 @@ final class EarlyMapping {
         boolean take = true;
         for (SafetensorsHeader h : hostFiles) {
             Integer i = at.get(h.file());
-            if (i == null || !sameFile(h.file(), mapped.keys().get(i), mapped.times().get(i))) {
-                take = false; // not mapped, or replaced since: the usual path maps what was parsed
+            // the file mapped is the file parsed (replaced neither before the mapping thread
+            // reached it nor since): else the usual path maps what was parsed
+            if (i == null || h.fileKey() == null || !h.fileKey().equals(mapped.keys().get(i))
+                    || !mapped.times().get(i).equals(h.modified())
+                    || !sameFile(h.file(), mapped.keys().get(i), mapped.times().get(i))) {
+                take = false;
                 break;
             }
             long size = m.ranges().get(i).length();
@@ -153,17 +158,23 @@ final class EarlyMapping {
             }
             index.put(h, i);
         }
+        Throwable error = null;
         if (take && failure == null) {
             try {
                 return HostMapping.of(m, index);
             } catch (RuntimeException e) {
                 failure = e;
+            } catch (Error e) {
+                error = e;
             }
         }
         try {
             await(populated); // pages may still be coming in: unmap after
         } finally {
             m.close();
+        }
+        if (error instanceof Error e) {
+            throw e;
         }
         if (failure != null) {
             throw failure;

@@ -23,8 +23,23 @@ public final class SafetensorsHeader {
     private final List<TensorInfo> tensors;
     private final Map<String, TensorInfo> byName;
 
+    /**
+     * What the file was when its header was read (file key: device and inode; modification
+     * time), or null for a file of another file system: a mapping made beside the parse is
+     * taken only if it is of this same file ({@link EarlyMapping}).
+     */
+    private final Object fileKey;
+    private final java.nio.file.attribute.FileTime modified;
+
     SafetensorsHeader(Path file, long fileSize, long headerLength, Map<String, String> metadata,
                       List<TensorInfo> tensorsInFileOrder) {
+        this(file, fileSize, headerLength, metadata, tensorsInFileOrder, null);
+    }
+
+    SafetensorsHeader(Path file, long fileSize, long headerLength, Map<String, String> metadata,
+                      List<TensorInfo> tensorsInFileOrder, java.nio.file.attribute.BasicFileAttributes identity) {
+        this.fileKey = identity == null ? null : identity.fileKey();
+        this.modified = identity == null ? null : identity.lastModifiedTime();
         this.file = file;
         this.fileSize = fileSize;
         this.headerLength = headerLength;
@@ -38,6 +53,16 @@ public final class SafetensorsHeader {
             }
         }
         this.byName = Collections.unmodifiableMap(m);
+    }
+
+    /** The file key the header was read from, or null when not known. */
+    Object fileKey() {
+        return fileKey;
+    }
+
+    /** The file's modification time when the header was read, or null when not known. */
+    java.nio.file.attribute.FileTime modified() {
+        return modified;
     }
 
     /**

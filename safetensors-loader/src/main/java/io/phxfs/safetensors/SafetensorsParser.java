@@ -87,6 +87,16 @@ public final class SafetensorsParser {
         } catch (IOException e) {
             throw FileOperationException.of("open", file, e);
         }
+        // the file as opened (read while the channel is open: a mapping made beside this parse
+        // is checked against it); only for local files, where it costs one stat
+        java.nio.file.attribute.BasicFileAttributes identity = null;
+        if (file.getFileSystem() == java.nio.file.FileSystems.getDefault()) {
+            try {
+                identity = Files.readAttributes(file, java.nio.file.attribute.BasicFileAttributes.class);
+            } catch (IOException e) {
+                identity = null; // unknown: an early mapping of it is then not taken
+            }
+        }
         try (FileChannel ch = channel) {
             long size;
             try {
@@ -159,7 +169,7 @@ public final class SafetensorsParser {
             if (parsed != null) {
                 try {
                     return new SafetensorsHeader(file, size, n, parsed.metadata(),
-                            DataLayout.validate(file, parsed.entries(), dataBytes));
+                            DataLayout.validate(file, parsed.entries(), dataBytes), identity);
                 } catch (SafetensorsFormatException e) {
                     // the byte reader does not look for a name given twice: the full parser
                     // reports that first, where it is, as it reports everything else; an error
@@ -170,7 +180,7 @@ public final class SafetensorsParser {
             }
             parsed = new HeaderJson(file, maxHeaderBytes).parse(header, header.length);
             return new SafetensorsHeader(file, size, n, parsed.metadata(),
-                    DataLayout.validate(file, parsed.entries(), dataBytes));
+                    DataLayout.validate(file, parsed.entries(), dataBytes), identity);
         }
     }
 
