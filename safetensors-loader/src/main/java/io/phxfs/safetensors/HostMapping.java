@@ -86,7 +86,12 @@ final class HostMapping implements AutoCloseable {
 
     /** Where a tensor's first byte is in {@link #buffer()}. */
     long offsetOf(SafetensorsHeader file, TensorInfo t) {
-        return mapping.offsetOf(index.get(file)) + file.fileOffset(t);
+        return dataOffsetOf(file) + t.begin();
+    }
+
+    /** Where {@code file}'s data section starts in the buffer. */
+    long dataOffsetOf(SafetensorsHeader file) {
+        return mapping.offsetOf(index.get(file)) + file.dataStart();
     }
 
     /** Closes the buffer, then unmaps the files; a second close does nothing. */

@@ -2,6 +2,7 @@ package io.phxfs.safetensors;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -166,10 +167,13 @@ public final class ReadPlan {
     private final SortedMap<Integer, Long> bufferBytes;
     private final SortedSet<Integer> targets;
     private final int fileCount;
+    private final Map<Integer, List<SafetensorsHeader>> filesByTarget;
+    private final long tensorBytes;
 
     private ReadPlan(Options options, List<ReadGroup> groups, List<ReadRequest> requests,
                      Map<String, PlannedTensor> tensors, SortedMap<Integer, Long> bufferBytes,
-                     SortedSet<Integer> targets, int fileCount) {
+                     SortedSet<Integer> targets, int fileCount, Map<Integer, List<SafetensorsHeader>> filesByTarget,
+                     long tensorBytes) {
         this.options = options;
         this.groups = List.copyOf(groups);
         this.requests = List.copyOf(requests);
@@ -177,6 +181,8 @@ public final class ReadPlan {
         this.bufferBytes = Collections.unmodifiableSortedMap(bufferBytes);
         this.targets = Collections.unmodifiableSortedSet(targets);
         this.fileCount = fileCount;
+        this.filesByTarget = filesByTarget;
+        this.tensorBytes = tensorBytes;
     }
 
     /**
@@ -211,34 +217,52 @@ public final class ReadPlan {
         SortedMap<Integer, Map<SafetensorsHeader, List<TensorInfo>>> chosen = new TreeMap<>();
         SortedSet<Integer> targets = new TreeSet<>();
         Set<SafetensorsHeader> filesUsed = new HashSet<>();
+        int count = 0;
         for (SafetensorsHeader h : model.files()) {
+            // the list of the last (target, file) seen: a run of tensors bound for one target
+            // (all of them, usually) costs no map operation each
+            int lastTarget = 0;
+            List<TensorInfo> run = null;
             for (TensorInfo t : h.tensors()) {
                 if (!selector.test(t.name())) {
                     continue;
                 }
                 int target = placement.targetOf(t);
-                targets.add(target);
-                filesUsed.add(h);
-                chosen.computeIfAbsent(target, k -> new LinkedHashMap<>())
-                        .computeIfAbsent(h, k -> new ArrayList<>()).add(t);
+                if (run == null || target != lastTarget) {
+                    lastTarget = target;
+                    targets.add(target);
+                    filesUsed.add(h);
+                    run = chosen.computeIfAbsent(target, k -> new LinkedHashMap<>())
+                            .computeIfAbsent(h, k -> new ArrayList<>());
+                }
+                run.add(t);
+                count++;
             }
         }
-        Builder b = new Builder(options);
+        Builder b = new Builder(options, count);
+        Map<Integer, List<SafetensorsHeader>> filesByTarget = new HashMap<>();
         for (Map.Entry<Integer, Map<SafetensorsHeader, List<TensorInfo>>> byTarget : chosen.entrySet()) {
             for (Map.Entry<SafetensorsHeader, List<TensorInfo>> byFile : byTarget.getValue().entrySet()) {
                 b.plan(byFile.getKey(), byTarget.getKey(), byFile.getValue());
             }
+            filesByTarget.put(byTarget.getKey(), List.copyOf(byTarget.getValue().keySet()));
         }
-        Map<String, PlannedTensor> ordered = new LinkedHashMap<>();
-        for (SafetensorsHeader h : model.files()) {
-            for (TensorInfo t : h.tensors()) {
-                PlannedTensor p = b.tensors.get(t.name());
-                if (p != null) {
-                    ordered.put(t.name(), p);
+        // the builder met the tensors target by target, each target's in file order: with one
+        // target (the usual load) that is the plan's order already
+        Map<String, PlannedTensor> ordered = b.tensors;
+        if (chosen.size() > 1) {
+            ordered = LinkedHashMap.newLinkedHashMap(count);
+            for (SafetensorsHeader h : model.files()) {
+                for (TensorInfo t : h.tensors()) {
+                    PlannedTensor p = b.tensors.get(t.name());
+                    if (p != null) {
+                        ordered.put(t.name(), p);
+                    }
                 }
             }
         }
-        return new ReadPlan(options, b.groups, b.requests, ordered, b.cursor, targets, filesUsed.size());
+        return new ReadPlan(options, b.groups, b.requests, ordered, b.cursor, targets, filesUsed.size(),
+                Map.copyOf(filesByTarget), b.tensorBytes);
     }
 
     /** Accumulates groups, slots and requests; one per plan. */
@@ -246,19 +270,29 @@ public final class ReadPlan {
         final Options options;
         final List<ReadGroup> groups = new ArrayList<>();
         final List<ReadRequest> requests = new ArrayList<>();
-        final Map<String, PlannedTensor> tensors = new LinkedHashMap<>();
+        final Map<String, PlannedTensor> tensors;
         /** Next free slot offset per target; at the end, each target's buffer size. */
         final SortedMap<Integer, Long> cursor = new TreeMap<>();
+        long tensorBytes;
 
-        Builder(Options options) {
+        Builder(Options options, int count) {
             this.options = options;
+            this.tensors = LinkedHashMap.newLinkedHashMap(count);
         }
 
+        /**
+         * One file's tensors for one target, in offset order. Each tensor is placed as it comes:
+         * a group's slot is the target's cursor when the group opens (the group before it has
+         * closed), so nothing waits for the group's end but the group itself.
+         */
         void plan(SafetensorsHeader file, int target, List<TensorInfo> sorted) {
-            long start = -1;
+            long a = options.alignment();
             long end = -1;
-            List<TensorInfo> members = new ArrayList<>();
+            long alignedStart = 0;
+            long slot = 0;
+            List<PlannedTensor> members = new ArrayList<>();
             for (TensorInfo t : sorted) {
+                tensorBytes += t.nbytes();
                 if (t.nbytes() == 0) {
                     // nothing to read; the view is empty wherever it points
                     tensors.put(t.name(), new PlannedTensor(t, file, target, 0));
@@ -267,35 +301,31 @@ public final class ReadPlan {
                 long s = file.fileOffset(t);
                 long e = s + t.nbytes();
                 if (!members.isEmpty() && s - end > options.mergeGap()) {
-                    close(file, target, start, end, members);
+                    close(file, target, alignedStart, slot, end, members);
                     members = new ArrayList<>();
                 }
                 if (members.isEmpty()) {
-                    start = s;
+                    alignedStart = s & -a;
+                    slot = cursor.getOrDefault(target, 0L);
                     end = e;
                 }
-                members.add(t);
+                PlannedTensor p = new PlannedTensor(t, file, target, slot + (s - alignedStart));
+                members.add(p);
+                tensors.put(t.name(), p);
                 end = Math.max(end, e);
             }
             if (!members.isEmpty()) {
-                close(file, target, start, end, members);
+                close(file, target, alignedStart, slot, end, members);
             }
         }
 
-        private void close(SafetensorsHeader file, int target, long start, long end, List<TensorInfo> members) {
+        private void close(SafetensorsHeader file, int target, long alignedStart, long slot, long end,
+                           List<PlannedTensor> members) {
             long a = options.alignment();
-            long alignedStart = start & -a;
             long alignedEnd = Math.addExact(end, a - 1) & -a;
             long length = alignedEnd - alignedStart;
-            long slot = cursor.getOrDefault(target, 0L);
             cursor.put(target, Math.addExact(slot, length));
-            List<PlannedTensor> views = new ArrayList<>(members.size());
-            for (TensorInfo t : members) {
-                PlannedTensor p = new PlannedTensor(t, file, target, slot + (file.fileOffset(t) - alignedStart));
-                views.add(p);
-                tensors.put(t.name(), p);
-            }
-            groups.add(new ReadGroup(file, target, alignedStart, length, end - alignedStart, slot, List.copyOf(views)));
+            groups.add(new ReadGroup(file, target, alignedStart, length, end - alignedStart, slot, List.copyOf(members)));
             for (long off = 0; off < length; off += options.maxRequestBytes()) {
                 long len = Math.min(options.maxRequestBytes(), length - off);
                 long needed = Math.max(0, Math.min(len, end - (alignedStart + off)));
@@ -387,11 +417,17 @@ public final class ReadPlan {
      * @return the sum of the selected tensors' sizes
      */
     public long tensorBytes() {
-        long n = 0;
-        for (PlannedTensor t : tensors.values()) {
-            n += t.nbytes();
-        }
-        return n;
+        return tensorBytes;
+    }
+
+    /**
+     * The files that hold at least one tensor planned for {@code target}, in the model's order.
+     *
+     * @param target a device id, or {@link Placement#HOST}
+     * @return the files; empty when nothing goes to {@code target}
+     */
+    public List<SafetensorsHeader> files(int target) {
+        return filesByTarget.getOrDefault(target, List.of());
     }
 
     /**

@@ -45,7 +45,7 @@ public final class SafetensorsHeader {
         this.headerLength = headerLength;
         this.metadata = Collections.unmodifiableMap(new LinkedHashMap<>(metadata));
         this.tensors = List.copyOf(tensorsInFileOrder);
-        Map<String, TensorInfo> m = new LinkedHashMap<>();
+        Map<String, TensorInfo> m = LinkedHashMap.newLinkedHashMap(tensors.size());
         for (TensorInfo t : tensors) {
             if (m.put(t.name(), t) != null) {
                 // the header parsers refuse this first (SafetensorsParser runs the full one on any error)

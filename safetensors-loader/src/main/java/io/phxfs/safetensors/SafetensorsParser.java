@@ -156,14 +156,8 @@ public final class SafetensorsParser {
                     throw new SafetensorsFormatException(file, null, "not a safetensors file: " + kind);
                 }
             }
-            long bad = Utf8.firstInvalid(header, header.length);
-            if (bad >= 0) {
-                throw new SafetensorsFormatException(file, null, "header is not valid UTF-8 (byte 0x"
-                        + String.format("%02x", header[(int) bad] & 0xff) + " at byte "
-                        + (bad + SafetensorsHeader.LENGTH_PREFIX) + ")");
-            }
-            // the usual shape at byte speed; anything else (or anything wrong) through the full
-            // parser, which names the tensor and field at fault
+            // the usual shape at byte speed, which is also its UTF-8 check; anything else (or
+            // anything wrong) through the full parser, which names the tensor and field at fault
             HeaderJson.Parsed parsed = FastHeaderJson.parse(header, header.length);
             long dataBytes = after - n;
             if (parsed != null) {
@@ -177,6 +171,12 @@ public final class SafetensorsParser {
                     new HeaderJson(file, maxHeaderBytes).parse(header, header.length);
                     throw e;
                 }
+            }
+            long bad = Utf8.firstInvalid(header, header.length);
+            if (bad >= 0) {
+                throw new SafetensorsFormatException(file, null, "header is not valid UTF-8 (byte 0x"
+                        + String.format("%02x", header[(int) bad] & 0xff) + " at byte "
+                        + (bad + SafetensorsHeader.LENGTH_PREFIX) + ")");
             }
             parsed = new HeaderJson(file, maxHeaderBytes).parse(header, header.length);
             return new SafetensorsHeader(file, size, n, parsed.metadata(),

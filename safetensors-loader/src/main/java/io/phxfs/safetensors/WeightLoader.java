@@ -21,7 +21,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -553,7 +552,7 @@ public final class WeightLoader {
                     devs.put(target, phx.device(target));
                 }
             }
-            List<SafetensorsHeader> hostFiles = plan.targets().contains(Placement.HOST) ? hostFiles(plan) : List.of();
+            List<SafetensorsHeader> hostFiles = plan.files(Placement.HOST);
             HostMapping mapping = null;
             for (Map.Entry<Integer, Long> e : plan.bufferBytes().entrySet()) {
                 int target = e.getKey();
@@ -662,13 +661,54 @@ public final class WeightLoader {
     /** One view per planned tensor into its target's buffer (or the host mapping). */
     static Map<String, LoadedTensor> views(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers,
                                                    Map<Integer, Device> devs, HostMapping mapping) {
-        Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
+        Map<String, LoadedTensor> tensors = LinkedHashMap.newLinkedHashMap(plan.tensors().size());
+        Views v = new Views(buffers, devs, mapping);
         for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
-            long at = mapping != null && p.target() == Placement.HOST ? mapping.offsetOf(p.file(), p.info()) : p.bufferOffset();
-            tensors.put(p.name(), new LoadedTensor(p.info(), p.file().file(), p.target(), at,
-                    buffers.get(p.target()), devs.get(p.target()), LoadedTensor.Memory.SHARED));
+            tensors.put(p.name(), v.of(p));
         }
         return tensors;
+    }
+
+    /**
+     * Makes the views of one load. The lookups are per file and per target, not per tensor, and
+     * the work is a method of its own: the loop that calls it runs once a load, so it stays
+     * interpreted, while this is compiled after a few hundred tensors (a model of thousands of
+     * experts spent milliseconds in the loop's body before).
+     */
+    private static final class Views {
+        private final Map<Integer, RegisteredBuffer> buffers;
+        private final Map<Integer, Device> devs;
+        private final HostMapping mapping;
+        private SafetensorsHeader file;
+        private long dataAt;
+        private int target = Integer.MIN_VALUE;
+        private RegisteredBuffer buffer;
+        private Device device;
+
+        Views(Map<Integer, RegisteredBuffer> buffers, Map<Integer, Device> devs, HostMapping mapping) {
+            this.buffers = buffers;
+            this.devs = devs;
+            this.mapping = mapping;
+        }
+
+        LoadedTensor of(ReadPlan.PlannedTensor p) {
+            if (p.target() != target) {
+                target = p.target();
+                buffer = buffers.get(target);
+                device = devs.get(target);
+            }
+            long at;
+            if (mapping != null && target == Placement.HOST) {
+                if (p.file() != file) {
+                    file = p.file();
+                    dataAt = mapping.dataOffsetOf(file);
+                }
+                at = dataAt + p.info().begin();
+            } else {
+                at = p.bufferOffset();
+            }
+            return new LoadedTensor(p.info(), p.file().file(), target, at, buffer, device, LoadedTensor.Memory.SHARED);
+        }
     }
 
     private static void closeAll(List<? extends AutoCloseable> owned, Throwable e) {
@@ -919,14 +959,6 @@ public final class WeightLoader {
         }
         f.close();
         return PhxFile.open(file, OpenMode.READ, OpenMode.DIRECT);
-    }
-
-    private static List<SafetensorsHeader> hostFiles(ReadPlan plan) {
-        Map<SafetensorsHeader, Boolean> seen = new IdentityHashMap<>();
-        for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
-            if (p.target() == Placement.HOST) seen.put(p.file(), Boolean.TRUE);
-        }
-        return new ArrayList<>(seen.keySet());
     }
 
     private boolean shouldMap(List<SafetensorsHeader> hostFiles) {

@@ -117,6 +117,7 @@ class ManyTensorsTest {
         List<byte[]> seeds = MutationTest.validFiles(dir);
         SplittableRandom rnd = new SplittableRandom(20261201);
         int answered = 0;
+        int invalid = 0;
         for (int i = 0; i < 4000; i++) {
             byte[] file = MutationTest.mutate(seeds.get(rnd.nextInt(seeds.size())), rnd, new StringBuilder());
             if (file.length < 8) {
@@ -128,6 +129,10 @@ class ManyTensorsTest {
             }
             byte[] header = Arrays.copyOfRange(file, 8, 8 + (int) len);
             if (Utf8.firstInvalid(header, header.length) >= 0) {
+                // the byte reader is the usual header's UTF-8 check: it must never answer here
+                invalid++;
+                assertNull(FastHeaderJson.parse(header, header.length), "answered on invalid UTF-8: "
+                        + new String(header, StandardCharsets.ISO_8859_1));
                 continue;
             }
             if (assertAgree(header)) {
@@ -135,6 +140,47 @@ class ManyTensorsTest {
             }
         }
         assertTrue(answered > 500, "the byte reader answered only " + answered + " mutants");
+        assertTrue(invalid > 50, "only " + invalid + " mutants were invalid UTF-8");
+    }
+
+    /**
+     * The byte reader checks UTF-8 itself (only where a string holds a byte past ASCII): valid
+     * names and metadata in any script are read as the full parser reads them, and a bad byte
+     * anywhere, in a name, a metadata value or between tokens, sends the header to the full path.
+     */
+    @Test
+    void theByteReaderReadsUnicodeAndStandsAsideOnInvalidUtf8() {
+        String valid = "{\"__metadata__\":{\"描述\":\"Модель ✓ 😀\"},\"层.0.weight\":{\"dtype\":\"F32\","
+                + "\"shape\":[1],\"data_offsets\":[0,4]},\"é\":{\"dtype\":\"U8\",\"shape\":[4],"
+                + "\"data_offsets\":[4,8]}}";
+        assertTrue(assertAgree(valid), "the byte reader stood aside on valid UTF-8");
+        assertEquals(List.of("层.0.weight", "é"), fast(valid).entries().stream().map(HeaderJson.Entry::name).toList());
+        assertEquals("Модель ✓ 😀", fast(valid).metadata().get("描述"));
+        byte[] utf8 = valid.getBytes(StandardCharsets.UTF_8);
+        for (String at : List.of("层", "é", "Модель", "😀")) {
+            int i = indexOf(utf8, at.getBytes(StandardCharsets.UTF_8));
+            for (byte bad : new byte[] {(byte) 0xff, (byte) 0xc0, (byte) 0x80, '('}) {
+                byte[] b = utf8.clone();
+                b[i + 1] = bad; // a lead byte followed by what cannot continue it
+                if (Utf8.firstInvalid(b, b.length) >= 0) {
+                    assertNull(FastHeaderJson.parse(b, b.length), at + " with byte " + bad);
+                }
+            }
+        }
+        byte[] between = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}\u00e9}"
+                .getBytes(StandardCharsets.UTF_8);
+        assertNull(FastHeaderJson.parse(between, between.length), "a non-ASCII byte outside a string");
+    }
+
+    private static int indexOf(byte[] h, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= h.length; i++) {
+            for (int k = 0; k < needle.length; k++) {
+                if (h[i + k] != needle[k]) continue outer;
+            }
+            return i;
+        }
+        throw new AssertionError("not found");
     }
 
     private static long usedAfterGc() {

@@ -160,11 +160,33 @@ class ReadPlanTest {
             }
         }
         assertEquals(used, new HashMap<>(p.bufferBytes()));
+        long bytes = 0;
+        Map<Integer, List<SafetensorsHeader>> files = new HashMap<>();
+        List<SafetensorsHeader> fileOrder = new ArrayList<>();
+        ReadPlan.PlannedTensor previous = null;
         for (ReadPlan.PlannedTensor t : p.tensors().values()) {
             if (t.nbytes() > 0) {
                 assertTrue(groupOf.containsKey(t), t.name() + " has a group");
             }
+            bytes += t.nbytes();
+            List<SafetensorsHeader> on = files.computeIfAbsent(t.target(), k -> new ArrayList<>());
+            if (!on.contains(t.file())) {
+                on.add(t.file());
+            }
+            // the tensors in the model's order, whatever their targets: file by file, by offset
+            if (previous == null || previous.file() != t.file()) {
+                assertTrue(!fileOrder.contains(t.file()), t.name() + ": its file came before");
+                fileOrder.add(t.file());
+            } else {
+                assertTrue(previous.info().begin() <= t.info().begin(), t.name() + " after " + previous.name());
+            }
+            previous = t;
         }
+        assertEquals(bytes, p.tensorBytes());
+        for (int target : p.targets()) {
+            assertEquals(files.getOrDefault(target, List.of()), p.files(target), "files of target " + target);
+        }
+        assertEquals(List.of(), p.files(Integer.MAX_VALUE));
         // requests tile the groups, bounded, with the needed bytes at the front
         int r = 0;
         for (ReadPlan.ReadGroup g : p.groups()) {
