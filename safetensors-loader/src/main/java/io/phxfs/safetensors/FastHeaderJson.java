@@ -55,6 +55,8 @@ final class FastHeaderJson {
     /** Start and end of the last string read (between the quotes). */
     private int strStart;
     private int strEnd;
+    /** Index of the dtype of the entry before, or -1. */
+    private int lastDtype = -1;
     /** The whole input has been found valid UTF-8 (checked at the first non-ASCII byte). */
     private boolean utf8Valid;
 
@@ -171,8 +173,13 @@ final class FastHeaderJson {
     }
 
     private Dtype dtype() {
+        // the last dtype read first: a checkpoint's tensors mostly share one
+        if (lastDtype >= 0 && equalsLast(DTYPE_NAMES[lastDtype])) return DTYPES[lastDtype];
         for (int i = 0; i < DTYPES.length; i++) {
-            if (equalsLast(DTYPE_NAMES[i])) return DTYPES[i];
+            if (equalsLast(DTYPE_NAMES[i])) {
+                lastDtype = i;
+                return DTYPES[i];
+            }
         }
         throw unusual();
     }
@@ -261,8 +268,16 @@ final class FastHeaderJson {
         return new String(b, strStart, strEnd - strStart, StandardCharsets.UTF_8);
     }
 
+    /** The last string is {@code s}: a plain loop, as the strings compared are a few bytes long. */
     private boolean equalsLast(byte[] s) {
-        return Arrays.equals(b, strStart, strEnd, s, 0, s.length);
+        int n = strEnd - strStart;
+        if (n != s.length) return false;
+        byte[] b = this.b;
+        int at = strStart;
+        for (int i = 0; i < n; i++) {
+            if (b[at + i] != s[i]) return false;
+        }
+        return true;
     }
 
     private void expect(char c) {
