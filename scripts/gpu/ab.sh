@@ -14,7 +14,11 @@
 # the spread of the per-round ratios. AB_SETTINGS="NAME:VAR=V,...;..." adds the last revision
 # under other environments as variants (ab.py --settings); AB_RW=1 then runs rw_bench (device
 # <-> page cache against the kernel's pread/pwrite) with the last revision's library.
-# Outputs in $OUT: ab.json (every run), ab-table.txt, rw-bench.txt.
+# AB_CEILING=1 then runs phoenix-native/tests/gpu/copy_ceiling.cu's "defaults" mode on the st-moe
+# file: the bounce path's own ceiling at the library's default shape (pread + H2D, 2 slots of
+# 4 MiB a thread, 12 threads; also the CPU copy alone, the copies alone, and one stream a thread
+# as libphoenix queues them), to set each load's read phase against on the same machine.
+# Outputs in $OUT: ab.json (every run), ab-table.txt, rw-bench.txt, copy-ceiling.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -45,4 +49,16 @@ if [ -n "${AB_RW:-}" ]; then
     echo "== rw_bench, $vname ${assigns//,/ }"
     env ${assigns//,/ } timeout 200 $b/rw_bench /tmp "${RW_GIB:-4}" 2>&1 | grep -E "write|pwrite|read  page|verified" | tee "$out/rw-bench-$vname.txt"
   done
+fi
+if [ -n "${AB_CEILING:-}" ]; then
+  f=${AB_WORK:-/tmp/ab-checkpoints}/st-moe/model.safetensors
+  if [ -f "$f" ]; then
+    mkdir -p build/gpu
+    nvcc -O2 -arch=sm_90 phoenix-native/tests/gpu/copy_ceiling.cu -o build/gpu/copy_ceiling -lpthread || exit 1
+    cat "$f" > /dev/null
+    echo "== copy_ceiling defaults, $f"
+    timeout 150 build/gpu/copy_ceiling "$f" defaults "${CEILING_THREADS:-12}" 2>&1 | tee "$out/copy-ceiling.txt"
+  else
+    echo "ab.sh: AB_CEILING needs the st-moe checkpoint ($f)"
+  fi
 fi

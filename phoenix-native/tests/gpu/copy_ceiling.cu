@@ -29,6 +29,7 @@ static size_t SLOT = 2u << 20;
 static size_t FSHIFT = 0, SSHIFT = 0;
 static const int MAXSLOTS = 4, MAXT = 16;
 static int SLOTS = 4;
+static int ONE_STREAM = 0;
 
 struct thr { char *slot[MAXSLOTS]; cudaStream_t st[MAXSLOTS]; cudaEvent_t ev[MAXSLOTS]; };
 struct shared { int fd; char *dev; size_t n; int dma; std::atomic<size_t> next; thr *t; };
@@ -51,8 +52,10 @@ static void *run(void *p)
             got += (size_t)r;
         }
         if (s->dma) {
-            CHECK(cudaMemcpyAsync(s->dev + off, t->slot[k] + SSHIFT, len, cudaMemcpyHostToDevice, t->st[k]));
-            CHECK(cudaEventRecord(t->ev[k], t->st[k]));
+            // ONE_STREAM: every slot's copy on the thread's first stream, as libphoenix queues them
+            cudaStream_t st = ONE_STREAM ? t->st[0] : t->st[k];
+            CHECK(cudaMemcpyAsync(s->dev + off, t->slot[k] + SSHIFT, len, cudaMemcpyHostToDevice, st));
+            CHECK(cudaEventRecord(t->ev[k], st));
             busy[k] = 1;
         }
     }
@@ -159,6 +162,32 @@ int main(int argc, char **argv)
                            nt, g0, g, (g > g0 ? g : g0) / link);
                     fflush(stdout);
                 }
+        return 0;
+    }
+    // argv[2] == "defaults" [THREADS]: the library's default shape only (2 slots of 4 MiB a
+    // thread, 12 threads unless given), cpu, dma and link, five trials each: the bounce ceiling
+    // to set a load's read phase against, on the same file in the same run
+    if (argc > 2 && !strcmp(argv[2], "defaults")) {
+        const char *mode[] = {"cpu ", "dma ", "link"};
+        int nt = argc > 3 ? atoi(argv[3]) : 12;
+        SLOT = 4u << 20;
+        SLOTS = 2;
+        s.t = small;
+        for (int run = 0; run < 4; run++) {
+            // cpu, dma, dma on one stream a thread, link
+            s.dma = run == 0 ? 0 : run == 3 ? 2 : 1;
+            ONE_STREAM = run == 2;
+            double best = 0;
+            printf("RESULT %s%s slot 4096 KiB x 2 threads %2d:", mode[s.dma], ONE_STREAM ? " one stream" : "", nt);
+            for (int k = 0; k < 5; k++) {
+                double g = trial(&s, nt);
+                best = g > best ? g : best;
+                printf(" %6.2f", g);
+            }
+            printf(" GB/s (best %.3fx link)\n", best / link);
+            fflush(stdout);
+        }
+        ONE_STREAM = 0;
         return 0;
     }
     if (argc > 2 && !strcmp(argv[2], "sweep")) {
