@@ -3,7 +3,8 @@
 revision's CLI, interleaved round by round in one run, beside the pinned host-to-device rate.
 Usage: ab.py --order .gpu/ab/order [--rounds 5] [--checkpoints st-dense,gen-dense,st-moe] [--json F]
              [--settings "NAME:VAR=V,VAR=V;NAME:..."]   (the last revision again under each setting's
-             environment, as one more variant NAME in the rounds: e.g. "w12:PHX_WORKERS=12")"""
+             environment, as one more variant NAME in the rounds: e.g. "w12:PHX_WORKERS=12"; the
+             setting AOT=1 runs the JVM with the revision's start-up cache, as ./phoenix does)"""
 import json, os, statistics, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -19,11 +20,31 @@ def arg(name, default):
 VARIANTS = {}  # variant name -> (revision, environment)
 
 
+def aot_cache(rev, lib, jar):
+    """The revision's JDK start-up cache, recorded once as ./phoenix records it (train-startup with
+    the fake connector); None when recording fails (the variant then runs without it)."""
+    cache = os.path.join(ROOT, ".gpu", "ab", rev, "cli.aot")
+    if not os.path.exists(cache):
+        e = dict(os.environ, PHX_LIBRARY_PATH=lib, PHX_CONNECTOR="fake")
+        p = subprocess.run([JAVA, f"-XX:AOTCacheOutput={cache}", "-Xlog:aot*=off", "-Xlog:cds*=off",
+                            "--enable-native-access=ALL-UNNAMED", "-cp", jar, "io.phxfs.cli.PhoenixCli", "train-startup"],
+                           env=e, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0 or not os.path.exists(cache):
+            print(f"  {rev}: start-up cache not recorded (exit {p.returncode}): {p.stderr[-500:]}", flush=True)
+            open(cache, "w").close()
+    return cache if os.path.getsize(cache) > 0 else None
+
+
 def cli(rev, *args, env=None, timeout=120):
     rev, venv = VARIANTS.get(rev, (rev, {}))
-    e = dict(os.environ, PHX_LIBRARY_PATH=os.path.join(ROOT, "build", "ab", rev, "build", "libphoenix.so"), **venv, **(env or {}))
-    cmd = [JAVA, "--enable-native-access=ALL-UNNAMED", "-cp", os.path.join(ROOT, ".gpu", "ab", rev, "phoenix-cli.jar"),
-           "io.phxfs.cli.PhoenixCli", *args]
+    venv = dict(venv)
+    aot = venv.pop("AOT", "0") not in ("", "0")  # a setting AOT=1: the JVM as ./phoenix starts it
+    lib = os.path.join(ROOT, "build", "ab", rev, "build", "libphoenix.so")
+    jar = os.path.join(ROOT, ".gpu", "ab", rev, "phoenix-cli.jar")
+    e = dict(os.environ, PHX_LIBRARY_PATH=lib, **venv, **(env or {}))
+    cache = aot_cache(rev, lib, jar) if aot else None
+    pre = [f"-XX:AOTCache={cache}", "-Xlog:aot*=off", "-Xlog:cds*=off"] if cache else []
+    cmd = [JAVA, *pre, "--enable-native-access=ALL-UNNAMED", "-cp", jar, "io.phxfs.cli.PhoenixCli", *args]
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{rev}: {' '.join(args)}: exit {p.returncode}: {p.stderr[-1500:]}")
