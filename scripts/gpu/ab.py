@@ -4,7 +4,8 @@ revision's CLI, interleaved round by round in one run, beside the pinned host-to
 Usage: ab.py --order .gpu/ab/order [--rounds 5] [--checkpoints st-dense,gen-dense,st-moe] [--json F]
              [--settings "NAME:VAR=V,VAR=V;NAME:..."]   (the last revision again under each setting's
              environment, as one more variant NAME in the rounds: e.g. "w12:PHX_WORKERS=12"; the
-             setting AOT=1 runs the JVM with the revision's start-up cache, as ./phoenix does)"""
+             setting AOT=1 runs the JVM with the revision's start-up cache, as ./phoenix does, and
+             JVM=FLAGS adds JVM options, separated by spaces)"""
 import json, os, statistics, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -39,12 +40,13 @@ def cli(rev, *args, env=None, timeout=120):
     rev, venv = VARIANTS.get(rev, (rev, {}))
     venv = dict(venv)
     aot = venv.pop("AOT", "0") not in ("", "0")  # a setting AOT=1: the JVM as ./phoenix starts it
+    jvm = venv.pop("JVM", "").split()  # a setting JVM=FLAGS: JVM options, separated by spaces
     lib = os.path.join(ROOT, "build", "ab", rev, "build", "libphoenix.so")
     jar = os.path.join(ROOT, ".gpu", "ab", rev, "phoenix-cli.jar")
     e = dict(os.environ, PHX_LIBRARY_PATH=lib, **venv, **(env or {}))
     cache = aot_cache(rev, lib, jar) if aot else None
     pre = [f"-XX:AOTCache={cache}", "-Xlog:aot*=off", "-Xlog:cds*=off"] if cache else []
-    cmd = [JAVA, *pre, "--enable-native-access=ALL-UNNAMED", "-cp", jar, "io.phxfs.cli.PhoenixCli", *args]
+    cmd = [JAVA, *pre, *jvm, "--enable-native-access=ALL-UNNAMED", "-cp", jar, "io.phxfs.cli.PhoenixCli", *args]
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{rev}: {' '.join(args)}: exit {p.returncode}: {p.stderr[-1500:]}")
