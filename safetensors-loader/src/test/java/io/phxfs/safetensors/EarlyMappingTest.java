@@ -50,6 +50,24 @@ class EarlyMappingTest {
         return Files.readAllLines(Path.of("/proc/self/maps")).stream().filter(l -> l.contains(prefix)).count();
     }
 
+    /**
+     * Tensors of three shards alternating between the mapped files and a device: no early
+     * mapping (two targets), the usual one, and every view at its own file's bytes.
+     */
+    @Test
+    void shardsMappedBesideADeviceGiveEachViewItsOwnFilesBytes() throws IOException {
+        Path d = sharded("mixed", 3);
+        Placement alternate = t -> t.name().endsWith(".1.weight") || t.name().endsWith(".3.weight") ? 0 : Placement.HOST;
+        try (LoadedModel m = WeightLoader.builder().placement(alternate).mapHost(true).build().load(d)) {
+            assertTrue(m.hostMapped());
+            assertEquals(List.of(Placement.HOST, 0), List.copyOf(m.buffers().keySet()));
+            assertEquals(0, m.tensor("layers.2.1.weight").orElseThrow().target());
+            assertEquals(Placement.HOST, m.tensor("layers.3.4.weight").orElseThrow().target());
+            assertEquals(15, m.tensors().size());
+            WeightLoaderTest.assertContents(m);
+        }
+    }
+
     @Test
     void aShardedModelIsMappedWhileParsedAndUnmappedOnClose() throws IOException {
         Path d = sharded("ok", 3);

@@ -139,6 +139,55 @@ class ReadPlanTest {
         }
     }
 
+    /**
+     * Random models of several files, selections and placements over up to four targets: the
+     * plan's invariants hold, and its tensors come in the model's order.
+     */
+    @Test
+    void randomSeveralFilePlansKeepTheModelsOrder() throws IOException {
+        SplittableRandom rnd = new SplittableRandom(7);
+        for (int round = 0; round < 20; round++) {
+            int files = 2 + rnd.nextInt(3);
+            SafetensorsHeader[] headers = new SafetensorsHeader[files];
+            for (int f = 0; f < files; f++) {
+                List<SafetensorsWriter.Spec> specs = new ArrayList<>();
+                int n = 1 + rnd.nextInt(12);
+                for (int i = 0; i < n; i++) {
+                    specs.add(spec("f" + f + ".t" + i, Dtype.F16, rnd.nextInt(4) == 0 ? 0 : rnd.nextInt(1, 9_000)));
+                }
+                headers[f] = SafetensorsParser.standard().parse(TestFiles.valid(
+                        dir.resolve("s" + round + "-" + f + ".safetensors"), Map.of(), specs));
+            }
+            ModelFiles m = ModelFiles.of(headers);
+            for (int k = 0; k < 8; k++) {
+                long seed = rnd.nextLong();
+                TensorSelector sel = name -> (name.hashCode() ^ seed) % 4 != 0;
+                int targets = 1 + rnd.nextInt(4);
+                Placement pl = t -> Math.floorMod(t.name().hashCode() * 31 + seed, targets) - 1;
+                ReadPlan p = ReadPlan.of(m, sel, pl, new ReadPlan.Options(rnd.nextInt(2) * 8192, KIB4, KIB4 * 4));
+                checkInvariants(p);
+                List<String> expected = new ArrayList<>();
+                for (SafetensorsHeader h : m.files()) {
+                    for (TensorInfo t : h.tensors()) {
+                        if (sel.test(t.name())) {
+                            expected.add(t.name());
+                        }
+                    }
+                }
+                assertEquals(expected, List.copyOf(p.tensors().keySet()), "the plan's order is the model's");
+                for (int target : p.targets()) {
+                    List<SafetensorsHeader> on = new ArrayList<>();
+                    for (SafetensorsHeader h : m.files()) {
+                        if (h.tensors().stream().anyMatch(t -> sel.test(t.name()) && pl.targetOf(t) == target)) {
+                            on.add(h);
+                        }
+                    }
+                    assertEquals(on, p.files(target), "files of target " + target + ", in the model's order");
+                }
+            }
+        }
+    }
+
     static void checkInvariants(ReadPlan p) {
         long a = p.options().alignment();
         Map<Integer, Long> used = new HashMap<>();
