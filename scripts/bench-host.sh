@@ -49,17 +49,21 @@ def dd(path):
 # the cache then holds what readahead makes of a file read from disk, as after a download and a
 # reboot. A file just written keeps the small folios of its writes instead, and mapping those
 # costs far more (a 2 GB file of 256 KiB tensor writes: 145-185 ms to populate, against 4 ms
-# read back), which would measure the writer, not the loader.
-for m in ("index96k", "moe", "dense"):
-    for root, _, files in os.walk(f"{d}/{m}"):
-        for f in files:
-            fd = os.open(os.path.join(root, f), os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            while os.read(fd, 64 << 20):
-                pass
-            os.close(fd)
+# read back), which would measure the writer, not the loader. Done before every round: this
+# machine's proactive reclaim (DAMON) evicts cold page cache between rounds, and a sitting whose
+# later rounds read from disk is not comparable with one whose rounds do not.
+def read_back():
+    for m in ("index96k", "moe", "dense"):
+        for root, _, files in os.walk(f"{d}/{m}"):
+            for f in files:
+                fd = os.open(os.path.join(root, f), os.O_RDONLY)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                while os.read(fd, 64 << 20):
+                    pass
+                os.close(fd)
 runs = {}
 for r in range(rounds):
+    read_back()
     for k, jar in enumerate(jars):
         runs.setdefault((k, "index96k"), []).append(load(jar, "index96k"))
         runs.setdefault((k, "moe"), []).append(load(jar, "moe"))
