@@ -18,7 +18,7 @@ final class DataLayout {
     static List<TensorInfo> validate(Path file, List<HeaderJson.Entry> entries, long dataBytes) {
         List<TensorInfo> tensors = new ArrayList<>(entries.size());
         // writers list tensors in offset order: checked as they come, and sorted only when not
-        // (a comparator chain over thousands of entries was a tenth of a cold parse)
+        // (a comparator chain over thousands of entries runs as cold code in a fresh JVM)
         boolean sorted = true;
         long lastBegin = Long.MIN_VALUE;
         long lastEnd = Long.MIN_VALUE;
