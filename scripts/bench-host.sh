@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # perf-3's host bars, as a user meets them: each load a fresh JVM, started as ./phoenix starts
 # it (the jar's start-up cache recorded first, as the launcher records it once per build), the
-# CLIs named interleaved round by round on the same warm files (read back from disk first):
+# CLIs named interleaved round by round on the same warm files (read back from disk before each round):
 #   index96k   a 95,787-tensor index in 160 shards (904 MiB), `load --host` (mapped): seconds
 #   moe/dense  a 6,936-tensor MoE file and a 192-tensor dense file of its size (2.15 GB each),
 #              `load --host`: the MoE's extra milliseconds over the dense file
