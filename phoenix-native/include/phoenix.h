@@ -146,6 +146,12 @@ int phxfs_batch_poll(phxfs_batch_t *batch);     /* 1 done, 0 running */
  * splitting it into smaller ones. */
 int64_t phxfs_batch_bytes_done(phxfs_batch_t *batch);
 int phxfs_batch_destroy(phxfs_batch_t *batch);  /* waits first if needed */
+/* When the batch ran, in CLOCK_MONOTONIC nanoseconds (on Linux the clock of Java's
+ * System.nanoTime): times[0] when it was queued, times[1] when a thread took its first task,
+ * times[2] when its last task ended (before any waiter or callback hears of it); 0 for what
+ * has not happened yet (a batch with no tasks never takes one). Tells a transfer's own time
+ * from the time spent around it. 0, or -EINVAL for a NULL argument. */
+int phxfs_batch_times(phxfs_batch_t *batch, int64_t times[3]);
 
 /* Mixed batches with a completion callback. ops[i] is PHXFS_OP_READ or
  * PHXFS_OP_WRITE for reqs[i] (ops NULL: all reads); requests run in no

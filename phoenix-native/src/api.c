@@ -73,6 +73,16 @@ int64_t phxfs_batch_bytes_done(phxfs_batch_t *h)
     return phx_batch_state_bytes((phx_batch_state_t *)h);
 }
 
+int phxfs_batch_times(phxfs_batch_t *h, int64_t times[3])
+{
+    if (!h || !times) return phx_fail(EINVAL, "batch_times: %s is NULL", h ? "times" : "handle");
+    phx_batch_state_t *b = (phx_batch_state_t *)h;
+    times[0] = atomic_load_explicit(&b->t_queued, memory_order_relaxed);
+    times[1] = atomic_load_explicit(&b->t_first, memory_order_relaxed);
+    times[2] = atomic_load_explicit(&b->t_finished, memory_order_relaxed);
+    return 0;
+}
+
 int phxfs_batch_destroy(phxfs_batch_t *h)
 {
     if (!h) return phx_fail(EINVAL, "batch_destroy: handle is NULL");

@@ -108,6 +108,7 @@ static void batch_unref(phx_batch_state_t *b)
 
 void phx_batch_finish(phx_batch_state_t *b)
 {
+    atomic_store_explicit(&b->t_finished, phx_now_ns(), memory_order_relaxed);
     int failed = 0, first_i = -1, first_err = 0;
     for (int i = 0; i < b->n; i++) {
         phx_req_state_t *rs = &b->rs[i];
@@ -212,6 +213,9 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int
     b->cb = cb;
     b->cb_arg = cb_arg;
     atomic_init(&b->refs, 2);
+    atomic_init(&b->t_queued, 0);
+    atomic_init(&b->t_first, 0);
+    atomic_init(&b->t_finished, 0);
     pthread_mutex_init(&b->lock, NULL);
     pthread_cond_init(&b->cond, NULL);
     const phx_params_t *p = phx_params();
@@ -260,6 +264,7 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int
     b->ntasks = ntasks;
     atomic_init(&b->remaining, ntasks);
     interleave_writes(b, n);
+    atomic_store_explicit(&b->t_queued, phx_now_ns(), memory_order_relaxed);
     if (ntasks == 0 && !cb) {
         phx_batch_finish(b);
         return b;
@@ -272,6 +277,7 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int
             phx_task_t *ts[PHX_MAX_GRAB];
             for (size_t i = 0; i < ntasks; i++) ts[i] = &b->tasks[i];
             b->next = ntasks;
+            atomic_store_explicit(&b->t_first, phx_now_ns(), memory_order_relaxed);
             phx_host_tasks(x, ts, (int)ntasks);
             return b;
         }

@@ -3,6 +3,9 @@
 #ifndef PHX_POOL_H
 #define PHX_POOL_H
 
+#include <stdint.h>
+#include <time.h>
+
 #define PHX_MAX_GRAB 64
 
 typedef struct phx_batch_state phx_batch_state_t;
@@ -44,10 +47,20 @@ struct phx_batch_state {
     pthread_cond_t cond;
     int done, result;      /* under lock */
     char msg[512];         /* the first failure, for the waiter's phxfs_last_error */
+    /* CLOCK_MONOTONIC ns: queued, first task taken, last task ended (phxfs_batch_times) */
+    _Atomic int64_t t_queued, t_first, t_finished;
     phx_batch_cb cb;
     void *cb_arg;
     phx_batch_state_t *qnext;
 };
+
+/* CLOCK_MONOTONIC in nanoseconds, the clock phxfs_batch_times reports */
+static inline int64_t phx_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* batch.c */
 /* Runs reqs (ops[i] PHXFS_OP_*, ops NULL: all is_write) and returns without

@@ -63,6 +63,7 @@ static void *worker_main(void *arg)
         size_t share = left / (size_t)pool.n;
         int cap = pool.queue_depth < PHX_MAX_GRAB ? pool.queue_depth : PHX_MAX_GRAB;
         int k = 0;
+        if (b->next == 0) atomic_store_explicit(&b->t_first, phx_now_ns(), memory_order_relaxed);
         do {
             ts[k++] = &b->tasks[b->next++];
         } while (k < cap && (size_t)k < share && b->next < b->ntasks && !ts[k - 1]->rs->bounce &&

@@ -3,6 +3,7 @@
 #include "harness.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #define N 64
@@ -44,6 +45,9 @@ int main(void)
      * (phoenix.h), finished or not: deregistration and close are refused every time */
     for (int round = 0; round < 5; round++) {
         for (int i = 0; i < N; i++) reqs[i] = (phxfs_io_req_t){fd, 0, dmem, (off_t)i * REQ, REQ, (off_t)((i * 7) % N) * REQ, 0};
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t before = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
         phxfs_batch_t *h = phxfs_batch_submit_read(reqs, N);
         CHECK(h != NULL);
         CHECK_EQ(phxfs_deregmem(0, dmem, fsize), -EBUSY);
@@ -60,6 +64,15 @@ int main(void)
         CHECK_EQ(phxfs_batch_poll(h), 1);
         CHECK_EQ(phxfs_batch_bytes_done(h), (int64_t)N * REQ);
         for (int i = 0; i < N; i++) CHECK_EQ(reqs[i].result, REQ);
+        /* queued, first task taken, last task ended: in that order, inside the caller's own
+         * before-and-after on the same clock */
+        int64_t times[3] = {0, 0, 0};
+        CHECK_EQ(phxfs_batch_times(h, times), 0);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t after = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        CHECK(before <= times[0] && times[0] <= times[1] && times[1] <= times[2] && times[2] <= after);
+        CHECK_EQ(phxfs_batch_times(h, NULL), -EINVAL);
+        CHECK_EQ(phxfs_batch_times(NULL, times), -EINVAL);
         CHECK_EQ(phxfs_batch_destroy(h), 0);
     }
     CHECK_EQ(phxfs_memcpy_to_host(0, back, dmem, fsize), 0);

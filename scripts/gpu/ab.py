@@ -133,6 +133,9 @@ def phases(r):
     else:  # before every millisecond had a phase: what the five phases leave
         seq = ["parse", "plan", "allocate", "read", "view"]
     ph["unattributed"] = r["seconds"] - sum(r.get(k + "_seconds", 0) for k in seq)
+    # the read taken apart at libphoenix's batch times, where the revision reports them
+    for k, v in (r.get("read_split") or {}).items():
+        ph["read." + k.removesuffix("_seconds")] = v
     return ph
 
 
@@ -189,11 +192,17 @@ def main():
             if not rs:
                 continue
             med = statistics.median(r["gb_per_s"] for r in rs)
+            # the libphoenix transfer alone (first task taken to last ended), where reported
+            xfer = [r["bytes"] / r["read_split"]["transfer_seconds"] / 1e9 for r in rs if r.get("read_split")]
             phs = [phases(r) for r in rs]
             ph_med = {p: statistics.median(x[p] for x in phs if p in x) for p in phs[0]}
             line = (f"  {rev:>8}: {med:6.2f} GB/s ({med / link:.3f}x link) runs {', '.join('%.1f' % r['gb_per_s'] for r in rs)};"
                     f" ms: " + ", ".join(f"{p} {v * 1e3:.1f}" for p, v in ph_med.items()))
-            entry = {"median_gbps": med, "ratio_to_link": med / link, "phases_median_s": ph_med, "runs": rs}
+            if xfer:
+                xm = statistics.median(xfer)
+                line += f"\n            transfer alone (libphoenix's batch times): {xm:.2f} GB/s ({xm / link:.3f}x link)"
+            entry = {"median_gbps": med, "ratio_to_link": med / link, "phases_median_s": ph_med, "runs": rs,
+                     "transfer_gbps_median": statistics.median(xfer) if xfer else None}
             i = revs.index(rev)
             # against the first revision and, from the third on, the one before it
             for key, other in (("vs_first", base), ("vs_previous", revs[i - 1] if i > 1 else None)):

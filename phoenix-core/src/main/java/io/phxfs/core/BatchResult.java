@@ -11,6 +11,10 @@ public final class BatchResult {
     /** Descriptions of failed requests only, indexed like {@link #results}; null where it succeeded. */
     private final String[] failures;
     private final int failed;
+    /** phxfs_batch_times, for a submitted batch once it completed; 0 where not known. Set before the result is published. */
+    private long queuedNanos;
+    private long startedNanos;
+    private long finishedNanos;
 
     BatchResult(boolean write, long[] results, String[] failures) {
         this(write, results, failures, null);
@@ -28,6 +32,42 @@ public final class BatchResult {
             }
         }
         this.failed = f;
+    }
+
+    void setTimes(long queued, long started, long finished) {
+        this.queuedNanos = queued;
+        this.startedNanos = started;
+        this.finishedNanos = finished;
+    }
+
+    /**
+     * When libphoenix queued this batch, on the clock of {@link System#nanoTime()} (Linux's
+     * CLOCK_MONOTONIC); with {@link #startedNanos()} and {@link #finishedNanos()} it tells a
+     * batch's own transfer time from the time spent around it (hand-offs, wake-ups).
+     *
+     * @return nanoseconds, or 0 when not known (a batch run with {@link IoBatch#run()} reports none)
+     */
+    public long queuedNanos() {
+        return queuedNanos;
+    }
+
+    /**
+     * When a libphoenix thread took the batch's first task, on {@link System#nanoTime()}'s clock.
+     *
+     * @return nanoseconds, or 0 when not known or when the batch had no work
+     */
+    public long startedNanos() {
+        return startedNanos;
+    }
+
+    /**
+     * When the batch's last task ended, before its completion was handed to any waiter, on
+     * {@link System#nanoTime()}'s clock.
+     *
+     * @return nanoseconds, or 0 when not known
+     */
+    public long finishedNanos() {
+        return finishedNanos;
     }
 
     /**

@@ -102,14 +102,14 @@ public final class IoBatch implements AutoCloseable {
      * one, only while no batch is in flight; a submission keeps the one it started with, so
      * its completion never reads a field that a later add could have replaced.
      */
-    private record Store(Arena arena, MemorySegment reqs, MemorySegment ops, PhxFile[] files,
+    private record Store(Arena arena, MemorySegment reqs, MemorySegment ops, MemorySegment times, PhxFile[] files,
                          RegisteredBuffer[] buffers) {
         static Store allocate(int capacity) {
             // Shared: a submitted batch completes, and may free it, on another thread.
             Arena arena = Arena.ofShared();
             try {
                 return new Store(arena, arena.allocate(REQ_LAYOUT, capacity), arena.allocate(capacity),
-                        new PhxFile[capacity], new RegisteredBuffer[capacity]);
+                        arena.allocate(JAVA_LONG, 3), new PhxFile[capacity], new RegisteredBuffer[capacity]);
             } catch (RuntimeException | Error e) {
                 arena.close();
                 throw e;
@@ -519,6 +519,11 @@ public final class IoBatch implements AutoCloseable {
                             : PhoenixException.fromNative(batchName(call, n), rc);
                 } else {
                     result = collect(store, n, writes);
+                    // before the handle goes: when its transfers ran, on System.nanoTime's clock
+                    if (IoCalls.batchTimes(batch, store.times()) == 0) {
+                        result.setTimes(store.times().get(JAVA_LONG, 0), store.times().get(JAVA_LONG, 8),
+                                store.times().get(JAVA_LONG, 16));
+                    }
                 }
                 bytesDone = IoCalls.batchBytesDone(batch);
             } catch (Throwable t) {

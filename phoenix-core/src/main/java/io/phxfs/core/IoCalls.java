@@ -30,6 +30,8 @@ final class IoCalls {
     private static final MethodHandle BATCH_BYTES_DONE = downcall("phxfs_batch_bytes_done",
             FunctionDescriptor.of(JAVA_LONG, ADDRESS));
     private static final MethodHandle BATCH_DESTROY = downcall("phxfs_batch_destroy", ON_BATCH);
+    private static final MethodHandle BATCH_TIMES = downcall("phxfs_batch_times",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
 
     // core-2 calls
     private static final MethodHandle BATCH_SUBMIT = downcall("phxfs_batch_submit",
@@ -109,6 +111,15 @@ final class IoCalls {
     static long batchBytesDone(MemorySegment batch) {
         try {
             return (long) BATCH_BYTES_DONE.invokeExact(batch);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** phxfs_batch_times into {@code out} (three longs: queued, first task, last task ended). */
+    static int batchTimes(MemorySegment batch, MemorySegment out) {
+        try {
+            return (int) BATCH_TIMES.invokeExact(batch, out);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -116,6 +116,36 @@ class AsyncBatchTest {
         }
     }
 
+    /**
+     * A submitted batch reports when libphoenix queued it, took its first task and ended its
+     * last, in that order and on System.nanoTime's clock (inside the caller's own before and
+     * after); a batch run synchronously reports none.
+     */
+    @Test
+    void aSubmittedBatchReportsWhenItRanOnTheCallersClock() throws Exception {
+        int chunk = 1 << 20;
+        byte[] data = Fixtures.random(8 * chunk, 57);
+        Path p = Fixtures.writeFile(dir, "timed.bin", data);
+        try (PhxFile f = PhxFile.open(p); RegisteredBuffer buf = dev0().allocate(8L * chunk); IoBatch batch = IoBatch.create()) {
+            for (int i = 0; i < 8; i++) {
+                batch.add(IoRequest.read(f, (long) i * chunk, buf, (long) i * chunk, chunk));
+            }
+            long before = System.nanoTime();
+            BatchResult r = batch.submitAsync().get(60, TimeUnit.SECONDS);
+            long after = System.nanoTime();
+            r.throwIfFailed();
+            String times = r.queuedNanos() + " / " + r.startedNanos() + " / " + r.finishedNanos() + " within " + before + ".." + after;
+            assertTrue(before <= r.queuedNanos(), times);
+            assertTrue(r.queuedNanos() <= r.startedNanos(), times);
+            assertTrue(r.startedNanos() <= r.finishedNanos(), times);
+            assertTrue(r.finishedNanos() <= after, times);
+            Fixtures.assertBytes(data, 0, Fixtures.contents(buf, 0, 8 * chunk), "timed batch");
+            BatchResult sync = batch.run();
+            assertEquals(0, sync.failed());
+            assertEquals(0, sync.finishedNanos(), "a synchronous run has no handle to ask");
+        }
+    }
+
     @Test
     void readsAndWritesToDifferentFilesInOneBatch() throws Exception {
         int chunk = 50_000;

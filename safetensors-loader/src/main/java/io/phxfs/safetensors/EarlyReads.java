@@ -157,7 +157,8 @@ final class EarlyReads {
             batch.finish();
             long tEnd = System.nanoTime();
             loaded = new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
-                    new LoadedModel.Phases(locateNanos, parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos, true));
+                    new LoadedModel.Phases(locateNanos, parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos, true)
+                            .withSplit(LoadedModel.ReadSplit.of(readStart, batch.times(), tEnd)));
         } catch (RuntimeException | Error e) {
             // the reads write into the buffer until they end: wait, then free
             abandon(e);

@@ -46,6 +46,8 @@ final class LoadBatch implements AutoCloseable {
     private final ProgressListener progress;
     private CompletableFuture<BatchResult> running;
     private boolean started;
+    /** libphoenix's queued / first task / last task ended (System.nanoTime's clock), once finished; null before or unknown. */
+    private long[] times;
 
     /**
      * {@code opener}: how a file is opened (the loader's O_DIRECT rule); {@code buffered}: files
@@ -103,6 +105,9 @@ final class LoadBatch implements AutoCloseable {
             return;
         }
         BatchResult result = await(running);
+        if (result.finishedNanos() != 0) {
+            times = new long[] {result.queuedNanos(), result.startedNanos(), result.finishedNanos()};
+        }
         check(result);
         zeroShortTails(result);
         if (progress != null) {
@@ -152,6 +157,15 @@ final class LoadBatch implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+    }
+
+    /**
+     * When the finished batch was queued, when its first task began and when its last ended,
+     * on {@link System#nanoTime()}'s clock; null when it has not finished, moved nothing
+     * through libphoenix, or its times are unknown.
+     */
+    long[] times() {
+        return times;
     }
 
     /** Every request must have delivered the bytes its tensors need; more (alignment past EOF) is optional. */

@@ -44,7 +44,17 @@ public final class LoadedModel implements AutoCloseable {
      * parse, plan and views ran during the read and only locate, allocate and read follow one
      * another.
      */
-    record Phases(long locate, long parse, long plan, long allocate, long read, long views, boolean overlapped) {
+    record Phases(long locate, long parse, long plan, long allocate, long read, long views, boolean overlapped,
+                  ReadSplit split) {
+        Phases(long locate, long parse, long plan, long allocate, long read, long views, boolean overlapped) {
+            this(locate, parse, plan, allocate, read, views, overlapped, null);
+        }
+
+        /** These phases with the read told apart, when the batch's times are known. */
+        Phases withSplit(ReadSplit s) {
+            return new Phases(locate, parse, plan, allocate, read, views, overlapped, s);
+        }
+
         /**
          * The phases of a load whose steps follow one another, from their boundaries: the
          * parse is whatever ran between the locate and the plan, so that the phases tile
@@ -70,6 +80,24 @@ public final class LoadedModel implements AutoCloseable {
         /** The phases that follow one another, summed. */
         long critical() {
             return overlapped ? locate + allocate + read : locate + parse + plan + allocate + read + views;
+        }
+    }
+
+    /**
+     * The read phase taken apart at libphoenix's own times for its batch (nanoseconds; they
+     * tile the read): {@code submit}, from the read's start until libphoenix queued the batch
+     * (the files opened, the requests filled in); {@code start}, until a worker took its first
+     * task; {@code transfer}, until its last task ended; {@code complete}, until the loader
+     * had the results and the read ended (the hand-off back, and for an early read whatever of
+     * the parse, plan and views still ran after the transfer).
+     */
+    record ReadSplit(long submit, long start, long transfer, long complete) {
+        /** From the read's bounds and the batch's times; null when they are unknown or out of order. */
+        static ReadSplit of(long readStart, long[] times, long readEnd) {
+            if (times == null || times[0] < readStart || times[1] < times[0] || times[2] < times[1] || readEnd < times[2]) {
+                return null;
+            }
+            return new ReadSplit(times[0] - readStart, times[1] - times[0], times[2] - times[1], readEnd - times[2]);
         }
     }
 
@@ -311,6 +339,46 @@ public final class LoadedModel implements AutoCloseable {
      */
     public double otherSeconds() {
         return (nanos - phases.critical()) / 1e9;
+    }
+
+    /**
+     * Of {@link #readSeconds()}: from the read's start until libphoenix queued its batch (the
+     * files opened, the requests filled in and submitted).
+     *
+     * @return seconds, or NaN when the batch's times are not known
+     */
+    public double readSubmitSeconds() {
+        return phases.split() == null ? Double.NaN : phases.split().submit() / 1e9;
+    }
+
+    /**
+     * Of {@link #readSeconds()}: from the batch queued until a libphoenix worker took its first task.
+     *
+     * @return seconds, or NaN when the batch's times are not known
+     */
+    public double readStartSeconds() {
+        return phases.split() == null ? Double.NaN : phases.split().start() / 1e9;
+    }
+
+    /**
+     * Of {@link #readSeconds()}: from the first task taken until the last one ended, the
+     * transfer as libphoenix saw it.
+     *
+     * @return seconds, or NaN when the batch's times are not known
+     */
+    public double readTransferSeconds() {
+        return phases.split() == null ? Double.NaN : phases.split().transfer() / 1e9;
+    }
+
+    /**
+     * Of {@link #readSeconds()}: from the last task's end until the read phase ended (the
+     * completion's hand-off to the loader and its checks; for reads started before the parse,
+     * also whatever of the parse, plan and views was still running).
+     *
+     * @return seconds, or NaN when the batch's times are not known
+     */
+    public double readCompleteSeconds() {
+        return phases.split() == null ? Double.NaN : phases.split().complete() / 1e9;
     }
 
     /**

@@ -634,12 +634,13 @@ public final class WeightLoader {
                 populating = null;
                 p.awaitPopulated();
             }
-            readAll(reads, warmUp::contains, mapped);
+            long[] times = readAll(reads, warmUp::contains, mapped);
             long tViews = System.nanoTime();
             Map<String, LoadedTensor> tensors = views(plan, buffers, devs, mapping);
             long tEnd = System.nanoTime();
             return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
-                    LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd));
+                    LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd)
+                            .withSplit(LoadedModel.ReadSplit.of(tRead, times, tViews)));
         } catch (RuntimeException | Error e) {
             if (pending != null) {
                 pending.abandon(e);
@@ -932,15 +933,17 @@ public final class WeightLoader {
     }
 
     /** The reads of a load: of S3 objects as parallel ranged GETs (S3Reads), of files as one libphoenix batch. */
-    private void readAll(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
+    /** @return the batch's times ({@link LoadBatch#times}), or null */
+    private long[] readAll(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
         if (S3Reads.any(reads.stream().map(Read::file).toList())) {
             S3Reads.read(reads.stream().map(r -> new S3Reads.Range(r.file(), r.buffer(), r.bufferOffset(), r.fileOffset(),
                     r.length(), r.neededLength(), r.zeroTail())).toList(), progress);
-            return;
+            return null;
         }
         try (LoadBatch batch = batch(reads, buffered, inPlace)) {
             batch.start();
             batch.finish();
+            return batch.times();
         }
     }
 

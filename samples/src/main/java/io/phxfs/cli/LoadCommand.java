@@ -285,6 +285,15 @@ final class LoadCommand implements Callable<Integer> {
         g.writeNumberField("read_seconds", round(m.readSeconds(), 6));
         g.writeNumberField("view_seconds", round(m.viewSeconds(), 6));
         g.writeNumberField("other_seconds", round(m.otherSeconds(), 6));
+        if (!Double.isNaN(m.readTransferSeconds())) {
+            // read_seconds taken apart at libphoenix's own times for the batch (they tile it)
+            g.writeObjectFieldStart("read_split");
+            g.writeNumberField("submit_seconds", round(m.readSubmitSeconds(), 6));
+            g.writeNumberField("start_seconds", round(m.readStartSeconds(), 6));
+            g.writeNumberField("transfer_seconds", round(m.readTransferSeconds(), 6));
+            g.writeNumberField("complete_seconds", round(m.readCompleteSeconds(), 6));
+            g.writeEndObject();
+        }
         if (!several.isEmpty()) {
             g.writeStringField("spread", spread);
             g.writeArrayFieldStart("devices");

@@ -115,6 +115,18 @@ class LoadCommandTest {
         // each phase is rounded to a microsecond in the JSON
         assertEquals(j.path("seconds").asDouble(), sum, 1e-5 * seq.size(), r::toString);
         assertTrue(Math.abs(j.path("other_seconds").asDouble()) < 1e-3, r::toString);
+        // libphoenix's batch times take the read apart, and the four parts tile it
+        JsonNode split = j.path("read_split");
+        if (!args.equals("--host")) { // a mapped load reads through no batch
+            assertTrue(split.isObject(), "read_split missing: " + r);
+            double parts = 0;
+            for (String k : java.util.List.of("submit", "start", "transfer", "complete")) {
+                assertTrue(split.path(k + "_seconds").asDouble(-1) >= 0, k + ": " + r);
+                parts += split.path(k + "_seconds").asDouble();
+            }
+            assertEquals(j.path("read_seconds").asDouble(), parts, 4e-6 + 1e-6, r::toString);
+            assertTrue(split.path("transfer_seconds").asDouble() > 0, r::toString);
+        }
         if (overlap) {
             double inside = j.path("parse_seconds").asDouble() + j.path("plan_seconds").asDouble() + j.path("view_seconds").asDouble();
             assertTrue(inside <= j.path("read_seconds").asDouble() + 1e-5, "parse, plan and views within the read: " + r);
