@@ -47,9 +47,14 @@ for rev in "$@"; do
   fi
   echo "$name $desc" >> .gpu/ab/order
 done
-if [ ! -f .gpu/jre.tar.xz ]; then
+if [ ! -f .gpu/jre.tar.xz ] || ! tar -tJf .gpu/jre.tar.xz | grep -q 'lib/server/classes.jsa$'; then
+  # --generate-cds-archive: the JDK's default class-data archive, as every JDK 25 install has
+  # it (lib/server/classes.jsa). Without it each fresh JVM loads and links the JDK's classes
+  # from the module image, and the loads measured there paid for it in every phase a cold
+  # class meets. The archive for heaps of 32 GB and more (no compressed oops) is left out.
   rm -rf .gpu/jre-pack && jlink --add-modules java.base,jdk.unsupported,java.logging,java.management,java.xml,jdk.zipfs,java.net.http,java.naming,java.sql,java.desktop \
-    --strip-debug --no-header-files --no-man-pages --output .gpu/jre-pack/jre
+    --strip-debug --no-header-files --no-man-pages --generate-cds-archive --output .gpu/jre-pack/jre
+  rm -f .gpu/jre-pack/jre/lib/server/classes_nocoops.jsa
   strip --strip-unneeded .gpu/jre-pack/jre/lib/server/libjvm.so .gpu/jre-pack/jre/lib/*.so 2>/dev/null || true
   tar -C .gpu/jre-pack -cJf .gpu/jre.tar.xz jre && rm -rf .gpu/jre-pack
 fi

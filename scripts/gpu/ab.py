@@ -37,6 +37,7 @@ def aot_cache(rev, lib, jar):
 
 
 def cli(rev, *args, env=None, timeout=120):
+    name = rev
     rev, venv = VARIANTS.get(rev, (rev, {}))
     venv = dict(venv)
     aot = venv.pop("AOT", "0") not in ("", "0")  # a setting AOT=1: the JVM as ./phoenix starts it
@@ -48,6 +49,10 @@ def cli(rev, *args, env=None, timeout=120):
     pre = [f"-XX:AOTCache={cache}", "-Xlog:aot*=off", "-Xlog:cds*=off"] if cache else []
     cmd = [JAVA, *pre, *jvm, "--enable-native-access=ALL-UNNAMED", "-cp", jar, "io.phxfs.cli.PhoenixCli", *args]
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    keep = os.environ.get("AB_STDERR")  # the children's stderr, each under the run it came from
+    if keep and p.stderr:
+        with open(keep, "a") as f:
+            f.write(f"== {name} {' '.join(args)}\n{p.stderr}")
     if p.returncode != 0:
         raise RuntimeError(f"{rev}: {' '.join(args)}: exit {p.returncode}: {p.stderr[-1500:]}")
     return p.stdout
