@@ -6,13 +6,8 @@ import io.phxfs.core.OpenMode;
 import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhxFile;
 import io.phxfs.core.RegisteredBuffer;
-import io.phxfs.safetensors.Dtype;
-import io.phxfs.safetensors.SafetensorsWriter;
-import io.phxfs.safetensors.SafetensorsWriter.Spec;
 import io.phxfs.safetensors.WeightLoader;
 import java.nio.file.Path;
-import java.util.List;
-import java.util.Map;
 
 /**
  * Runs the load path once, on a small generated model in host memory, on a background thread
@@ -67,63 +62,39 @@ final class ParserWarmUp implements AutoCloseable {
         try {
             Phoenix.open().prelinkDeviceCalls(); // allocation and registration of the model's buffer
             dir = TempFiles.createDirectory("phoenix-warm-up");
-            // two shards and an index, as most checkpoints come: the index's JSON reader is
-            // linked here too (cold, it cost the first real load 16-27 ms before any read began)
-            StringBuilder index = new StringBuilder("{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
-            Path f = null;
-            for (int shard = 1; shard <= 2; shard++) {
-                String name = "model-0000" + shard + "-of-00002.safetensors";
-                // enough tensors that the per-tensor parsing code is compiled, not interpreted
-                List<Spec> specs = new java.util.ArrayList<>();
-                for (int i = (shard - 1) * 512; i < shard * 512; i++) {
-                    String t = "model.layers." + i + ".self_attn.q_proj.weight";
-                    specs.add(new Spec(t, Dtype.BF16, new long[] {4, 8}));
-                    index.append(i == 0 ? "" : ", ").append('"').append(t).append("\": \"").append(name).append('"');
-                }
-                f = dir.resolve(name);
-                SafetensorsWriter.write(f, Map.of("format", "pt"), specs, (t, off, dst) -> {
-                    while (dst.hasRemaining()) dst.put((byte) 0);
-                });
-            }
-            java.nio.file.Files.writeString(dir.resolve("model.safetensors.index.json"), index.append("}}"));
+            // two shards and an index, as most checkpoints come, written as transformers and
+            // safetensors write them (WarmUpModels: code compiled for another shape of file is
+            // thrown back to the interpreter when the user's file differs); enough tensors that
+            // the per-tensor parsing code is compiled, not interpreted
+            Path big = java.nio.file.Files.createDirectory(dir.resolve("big"));
+            Path f = WarmUpModels.write(big, WarmUpModels.Style.TRANSFORMERS, 2, 512, true);
             // a whole load of the directory (as users name it) into host memory, polled for
             // progress as the real one is: the batch path's downcalls, its waiter thread and
             // the model's views get linked here
             WeightLoader warmLoader = WeightLoader.builder().toHost().mapHost(false).progress((done, total) -> { }).build();
-            warmLoader.load(dir).close();
+            warmLoader.load(big).close();
             // the per-tensor code (header reader, layout check, plan) again, so that the JIT
             // compiles it before a checkpoint of thousands of tensors needs it; bounded in time,
             // since the caller waits for the warm-up when the device opens faster than this
             long until = System.nanoTime() + 100_000_000L;
             for (int i = 0; i < 16 && System.nanoTime() < until; i++) {
-                warmLoader.plan(io.phxfs.safetensors.ModelFiles.open(dir));
+                warmLoader.plan(io.phxfs.safetensors.ModelFiles.open(big));
             }
             // What runs once a load (locating the files through the index, the early reads' set-up:
             // data extents, opening the files and asking how much of each is cached, filling and
             // submitting the batch, its completion coming back from the library's thread, the
-            // checks and the model's assembly) stays interpreted after a single warm-up load, and
-            // the user's load then paid for it in locate, allocate and read (H200: 1.3, 0.8 and
-            // about 1 ms of a 100 ms load). Loads of a two-shard model of two tensors a shard,
-            // repeated while the device opens, have the JIT compile that code first.
-            Path small = dir.resolve("small");
-            java.nio.file.Files.createDirectory(small);
-            StringBuilder smallIndex = new StringBuilder("{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
-            for (int shard = 1; shard <= 2; shard++) {
-                String name = "model-0000" + shard + "-of-00002.safetensors";
-                List<Spec> specs = new java.util.ArrayList<>();
-                for (int i = 0; i < 2; i++) {
-                    String t = "model.layers." + shard + "." + i + ".weight";
-                    specs.add(new Spec(t, Dtype.BF16, new long[] {64, 64}));
-                    smallIndex.append(shard + i == 1 ? "" : ", ").append('"').append(t).append("\": \"").append(name).append('"');
-                }
-                SafetensorsWriter.write(small.resolve(name), Map.of("format", "pt"), specs, (t, off, dst) -> {
-                    while (dst.hasRemaining()) dst.put((byte) 1);
-                });
+            // checks and the model's assembly) stays interpreted after a single warm-up load.
+            // Loads of small models in each writer's shape, repeated while the device opens, have
+            // the JIT compile that code for all of them first.
+            WarmUpModels.Style[] styles = WarmUpModels.Style.values();
+            Path[] small = new Path[styles.length];
+            for (int k = 0; k < styles.length; k++) {
+                small[k] = java.nio.file.Files.createDirectory(dir.resolve("small-" + k));
+                WarmUpModels.write(small[k], styles[k], 2, 3, true);
             }
-            java.nio.file.Files.writeString(small.resolve("model.safetensors.index.json"), smallIndex.append("}}"));
             long repeatUntil = System.nanoTime() + REPEAT_NANOS;
             for (int i = 0; i < 4000 && !deviceOpen.get() && System.nanoTime() < repeatUntil; i++) {
-                warmLoader.load(small).close();
+                warmLoader.load(small[i % small.length]).close();
             }
             // a load adds one request per 64 MiB: filling a batch is interpreted code until it
             // has run a few thousand times (1 ms for 80 requests in a fresh JVM)
