@@ -42,7 +42,6 @@ final class LoadBatch implements AutoCloseable {
     private final IoBatch batch;
     private final long inPlace;
     private final long total;
-    private final Function<Path, PhxFile> opener;
     private final ProgressListener progress;
     private CompletableFuture<BatchResult> running;
     private boolean started;
@@ -58,10 +57,26 @@ final class LoadBatch implements AutoCloseable {
      */
     LoadBatch(List<Read> reads, Function<Path, PhxFile> opener, Predicate<Path> buffered, long inPlace,
               ProgressListener progress) {
+        this(reads, open(filesOf(reads), opener, buffered), inPlace, progress);
+    }
+
+    private static List<Path> filesOf(List<Read> reads) {
+        List<Path> paths = new java.util.ArrayList<>(reads.size());
+        for (Read r : reads) {
+            paths.add(r.file());
+        }
+        return paths;
+    }
+
+    /**
+     * Over files already opened (every file of {@code reads}, each once); the batch owns them
+     * from here on, and closes them also when this constructor fails.
+     */
+    LoadBatch(List<Read> reads, Map<Path, PhxFile> opened, long inPlace, ProgressListener progress) {
         this.reads = reads;
-        this.opener = opener;
         this.progress = progress;
         this.inPlace = inPlace;
+        this.files.putAll(opened);
         long sum = inPlace;
         for (Read r : reads) {
             sum += r.length();
@@ -69,9 +84,6 @@ final class LoadBatch implements AutoCloseable {
         this.total = sum;
         IoBatch b = null;
         try {
-            for (Read r : reads) {
-                files.computeIfAbsent(r.file(), f -> buffered.test(f) ? PhxFile.open(f, OpenMode.READ) : opener.apply(f));
-            }
             if (!reads.isEmpty()) {
                 b = IoBatch.create(reads.size());
                 for (Read r : reads) {
@@ -86,6 +98,31 @@ final class LoadBatch implements AutoCloseable {
             throw e;
         }
         this.batch = b;
+    }
+
+    /**
+     * Opens each of {@code paths} once, as {@code opener} says ({@code buffered} ones through
+     * the page cache whatever it says); on a failure closes what it opened and rethrows.
+     */
+    static Map<Path, PhxFile> open(List<Path> paths, Function<Path, PhxFile> opener, Predicate<Path> buffered) {
+        Map<Path, PhxFile> files = new HashMap<>();
+        try {
+            for (Path p : paths) {
+                if (!files.containsKey(p)) {
+                    files.put(p, buffered.test(p) ? PhxFile.open(p, OpenMode.READ) : opener.apply(p));
+                }
+            }
+        } catch (RuntimeException | Error e) {
+            for (PhxFile f : files.values()) {
+                try {
+                    f.close();
+                } catch (RuntimeException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
+        return files;
     }
 
     /** Submits the reads now, so that the caller can do other work until {@link #finish}. */

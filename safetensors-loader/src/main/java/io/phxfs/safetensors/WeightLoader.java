@@ -952,6 +952,16 @@ public final class WeightLoader {
         return new LoadBatch(reads, this::open, buffered, inPlace, progress);
     }
 
+    /** Each of {@code files} opened once as {@link #open} says; nothing stays open on a failure. */
+    Map<Path, PhxFile> openFiles(List<Path> files) {
+        return LoadBatch.open(files, this::open, f -> false);
+    }
+
+    /** A batch of this loader's reads over files {@link #openFiles} opened, which it then owns. */
+    LoadBatch batch(List<Read> reads, Map<Path, PhxFile> files) {
+        return new LoadBatch(reads, files, 0, progress);
+    }
+
     private PhxFile open(Path file) {
         if (direct != null) {
             return direct ? PhxFile.open(file, OpenMode.READ, OpenMode.DIRECT) : PhxFile.open(file, OpenMode.READ);
