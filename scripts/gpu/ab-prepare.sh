@@ -47,7 +47,7 @@ for rev in "$@"; do
   fi
   echo "$name $desc" >> .gpu/ab/order
 done
-if [ ! -f .gpu/jre.tar.xz ] || ! tar -tJf .gpu/jre.tar.xz | grep -q 'lib/server/classes.jsa$'; then
+if [ ! -f .gpu/jre.tar.xz ] || ! tar -tJf .gpu/jre.tar.xz | grep 'lib/server/classes.jsa$' >/dev/null; then
   # --generate-cds-archive: the JDK's default class-data archive, as every JDK 25 install has
   # it (lib/server/classes.jsa). Without it each fresh JVM loads and links the JDK's classes
   # from the module image, and the loads measured there paid for it in every phase a cold
