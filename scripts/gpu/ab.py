@@ -198,7 +198,7 @@ def main():
                 continue
             med = statistics.median(r["gb_per_s"] for r in rs)
             # the libphoenix transfer alone (first task taken to last ended), where reported
-            xfer = [r["bytes"] / r["read_split"]["transfer_seconds"] / 1e9 for r in rs if r.get("read_split")]
+            xfer = [r["bytes"] / r["read_split"]["transfer_seconds"] / 1e9 for r in rs if (r.get("read_split") or {}).get("transfer_seconds")]
             phs = [phases(r) for r in rs]
             ph_med = {p: statistics.median(x[p] for x in phs if p in x) for p in phs[0]}
             line = (f"  {rev:>8}: {med:6.2f} GB/s ({med / link:.3f}x link) runs {', '.join('%.1f' % r['gb_per_s'] for r in rs)};"

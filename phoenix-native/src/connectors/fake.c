@@ -114,6 +114,10 @@ static int f_alloc(int dev, size_t len, void **p)
     if (f_enter(dev, NULL)) return -ENODEV;
     *p = aligned_alloc(65536, phx_align_up(len ? len : 1, 65536));
     if (!*p) return -ENOMEM;
+    /* a GPU's fresh memory holds whatever was there: poisoned here, so that a test of
+     * uninitialized memory fails when bytes it must write stay unwritten, instead of passing
+     * on the zeroed pages a fresh host allocation happens to get */
+    memset(*p, 0xA5, len ? len : 1);
     pthread_mutex_lock(&alloc_lock);
     if (nallocs == cap_allocs) {
         size_t nc = cap_allocs ? 2 * cap_allocs : 64;

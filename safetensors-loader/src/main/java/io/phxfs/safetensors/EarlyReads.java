@@ -41,7 +41,7 @@ final class EarlyReads {
 
     /** The reads started, or null when this load cannot start early (the normal path then runs). */
     static EarlyReads start(WeightLoader loader, ModelFiles.Located located) {
-        long begin = System.nanoTime(); // the extents, the device and the buffer: the load's allocate phase
+        long begin = System.nanoTime(); // the extents, the device, the buffer and the files: the load's allocate phase
         Integer target = loader.earlyTarget();
         if (target == null) {
             return null;

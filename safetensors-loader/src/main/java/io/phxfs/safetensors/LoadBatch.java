@@ -156,16 +156,23 @@ final class LoadBatch implements AutoCloseable {
             if (f.isDirect()) {
                 continue;
             }
-            long from = Math.max(r.neededLength(), sizes.computeIfAbsent(r.file(), k -> f.size()) - r.fileOffset());
-            if (from >= r.length()) {
-                continue;
+            try {
+                long from = Math.max(r.neededLength(), sizes.computeIfAbsent(r.file(), k -> f.size()) - r.fileOffset());
+                if (from >= r.length()) {
+                    continue;
+                }
+                zero(r, from);
+                if (zeroedFrom == null) {
+                    zeroedFrom = new long[reads.size()];
+                    java.util.Arrays.fill(zeroedFrom, -1);
+                }
+                zeroedFrom[i] = from;
+            } catch (RuntimeException e) {
+                // the reads are in flight and hold the buffers: this must not throw; what is not
+                // zeroed now is zeroed after the reads, as for O_DIRECT, and a lasting problem
+                // (the device) is reported there
+                return;
             }
-            if (zeroedFrom == null) {
-                zeroedFrom = new long[reads.size()];
-                java.util.Arrays.fill(zeroedFrom, -1);
-            }
-            zero(r, from);
-            zeroedFrom[i] = from;
         }
     }
 
@@ -259,9 +266,9 @@ final class LoadBatch implements AutoCloseable {
             Read r = reads.get(i);
             long got = Math.max(0, result.result(i));
             if (!r.zeroTail() || got >= r.length()) continue;
-            // zeroed ahead from the file's end, and the read wrote nothing past what it returned
-            // (a file that grew meanwhile brought more, past which it is still zero); a file
-            // that shrank returned less, and that gap is zeroed now
+            // zeroed ahead from the file's end, and the read wrote nothing past what it returned;
+            // a file that shrank returned less, and that gap is zeroed now (one that grew during
+            // the load may leave file bytes in the padding, past every tensor)
             long ahead = zeroedFrom == null ? -1 : zeroedFrom[i];
             if (ahead >= 0 && got >= ahead) continue;
             zero(r, got);

@@ -86,7 +86,8 @@ public final class LoadedModel implements AutoCloseable {
     /**
      * The read phase taken apart at libphoenix's own times for its batch (nanoseconds; they
      * tile the read): {@code submit}, from the read's start until libphoenix queued the batch
-     * (the files opened, the requests filled in); {@code start}, until a worker took its first
+     * (the requests filled in, and the files opened, except for reads started before the parse,
+     * which open them during the allocation); {@code start}, until a worker took its first
      * task; {@code transfer}, until its last task ended; {@code complete}, until the loader
      * had the results and the read ended (the hand-off back, and for an early read whatever of
      * the parse, plan and views still ran after the transfer).
@@ -343,7 +344,8 @@ public final class LoadedModel implements AutoCloseable {
 
     /**
      * Of {@link #readSeconds()}: from the read's start until libphoenix queued its batch (the
-     * files opened, the requests filled in and submitted).
+     * requests filled in and submitted; the files opened too, except for reads started before
+     * the parse, whose files open during {@link #allocateSeconds()}).
      *
      * @return seconds, or NaN when the batch's times are not known
      */

@@ -932,8 +932,11 @@ public final class WeightLoader {
         }
     }
 
-    /** The reads of a load: of S3 objects as parallel ranged GETs (S3Reads), of files as one libphoenix batch. */
-    /** @return the batch's times ({@link LoadBatch#times}), or null */
+    /**
+     * The reads of a load: of S3 objects as parallel ranged GETs (S3Reads), of files as one libphoenix batch.
+     *
+     * @return the batch's times ({@link LoadBatch#times}), or null
+     */
     private long[] readAll(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
         if (S3Reads.any(reads.stream().map(Read::file).toList())) {
             S3Reads.read(reads.stream().map(r -> new S3Reads.Range(r.file(), r.buffer(), r.bufferOffset(), r.fileOffset(),

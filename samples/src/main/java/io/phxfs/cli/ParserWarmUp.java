@@ -10,8 +10,9 @@ import io.phxfs.safetensors.WeightLoader;
 import java.nio.file.Path;
 
 /**
- * Runs the load path once, on a small generated model in host memory, on a background thread
- * while the main thread opens the device (CUDA context and pinned slots: hundreds of
+ * Runs the load path on small generated models in host memory (once on one of a thousand tensors,
+ * then repeatedly on models in each writer's layout until the device is open), on a background
+ * thread while the main thread opens the device (CUDA context and pinned slots: hundreds of
  * milliseconds). In a fresh JVM the parser, the planner, the batch path's downcalls and its
  * waiter thread cost milliseconds each on first use, several percent of a 5 GB load at 50 GB/s.
  * The user's own model is not touched here: its header is parsed inside the timed load.

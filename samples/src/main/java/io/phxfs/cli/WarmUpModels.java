@@ -56,16 +56,16 @@ final class WarmUpModels {
             for (int i = 0; i < perShard; i++) {
                 int layer = (s - 1) * perShard + i;
                 String name = "model.layers." + layer + ".self_attn.q_proj.weight";
-                long bytes = 64 * 32 * 2;
-                h.append(",\"").append(name).append("\":{\"dtype\":\"BF16\",\"shape\":[64,32],\"data_offsets\":[")
+                long bytes = 16 * 8 * 2;
+                h.append(",\"").append(name).append("\":{\"dtype\":\"BF16\",\"shape\":[16,8],\"data_offsets\":[")
                         .append(offset).append(',').append(offset + bytes).append("]}");
                 offset += bytes;
                 names.add(name);
                 if (norms && i % 3 == 2) {
                     String norm = "model.layers." + layer + ".input_layernorm.weight";
-                    h.append(",\"").append(norm).append("\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[")
-                            .append(offset).append(',').append(offset + 256).append("]}");
-                    offset += 256;
+                    h.append(",\"").append(norm).append("\":{\"dtype\":\"F32\",\"shape\":[16],\"data_offsets\":[")
+                            .append(offset).append(',').append(offset + 64).append("]}");
+                    offset += 64;
                     names.add(norm);
                 }
             }
