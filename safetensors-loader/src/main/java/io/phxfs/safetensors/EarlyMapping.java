@@ -128,7 +128,7 @@ final class EarlyMapping {
      * @throws PhoenixException when a file's size now differs from what its header implied
      */
     HostMapping finish(List<SafetensorsHeader> hostFiles) {
-        Mapped mapped = await(mapping);
+        Mapped mapped = Uninterruptibly.get(mapping);
         if (mapped == null) {
             return null;
         }
@@ -169,7 +169,7 @@ final class EarlyMapping {
             }
         }
         try {
-            await(populated); // pages may still be coming in: unmap after
+            Uninterruptibly.get(populated); // pages may still be coming in: unmap after
         } finally {
             m.close();
         }
@@ -194,17 +194,17 @@ final class EarlyMapping {
 
     /** Waits until every page of the mapping is in (the mapped load's read). */
     void awaitPopulated() {
-        await(populated);
+        Uninterruptibly.get(populated);
     }
 
     /** Waits for the mapping thread and unmaps what it mapped (a load that failed, or took another path). */
     void abandon(Throwable cause) {
-        Mapped m = await(mapping);
+        Mapped m = Uninterruptibly.get(mapping);
         if (m == null) {
             return;
         }
         try {
-            await(populated);
+            Uninterruptibly.get(populated);
         } finally {
             try {
                 m.mapping().close();
@@ -212,31 +212,6 @@ final class EarlyMapping {
                 if (cause != null && cause != e) {
                     cause.addSuppressed(e);
                 }
-            }
-        }
-    }
-
-    private static <T> T await(CompletableFuture<T> f) {
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    return f.get();
-                } catch (InterruptedException e) {
-                    interrupted = true; // the mapping thread ends soon; its mapping must not leak
-                } catch (java.util.concurrent.ExecutionException e) {
-                    if (e.getCause() instanceof RuntimeException r) {
-                        throw r;
-                    }
-                    if (e.getCause() instanceof Error r) {
-                        throw r;
-                    }
-                    throw new IllegalStateException(e.getCause());
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
             }
         }
     }

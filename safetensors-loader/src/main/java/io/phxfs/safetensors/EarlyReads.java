@@ -102,7 +102,7 @@ final class EarlyReads {
             try {
                 files = loader.openFiles(paths);
             } finally {
-                buffer = await(alloc); // also when the opens failed: the buffer is freed below
+                buffer = Uninterruptibly.get(alloc); // also when the opens failed: the buffer is freed below
             }
             List<Read> reads = new ArrayList<>(slots.size());
             for (Slot s : slots) {
@@ -143,32 +143,6 @@ final class EarlyReads {
             }
             // the usual path will meet the same problem and report it with the whole plan
             return null;
-        }
-    }
-
-    /** The allocation's buffer; its failure rethrown as a RuntimeException (or Error) of its own. */
-    private static RegisteredBuffer await(java.util.concurrent.FutureTask<RegisteredBuffer> alloc) {
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    return alloc.get();
-                } catch (InterruptedException e) {
-                    interrupted = true; // the buffer must not be left without an owner
-                } catch (java.util.concurrent.ExecutionException e) {
-                    if (e.getCause() instanceof RuntimeException re) {
-                        throw re;
-                    }
-                    if (e.getCause() instanceof Error err) {
-                        throw err;
-                    }
-                    throw new IllegalStateException(e.getCause());
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
         }
     }
 
