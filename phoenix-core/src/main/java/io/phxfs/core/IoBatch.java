@@ -102,18 +102,18 @@ public final class IoBatch implements AutoCloseable {
      * one, only while no batch is in flight; a submission keeps the one it started with, so
      * its completion never reads a field that a later add could have replaced.
      */
-    private record Store(Arena arena, MemorySegment reqs, MemorySegment ops, MemorySegment times, PhxFile[] files,
-                         RegisteredBuffer[] buffers) {
+    private record Store(NativeBlock block, MemorySegment reqs, MemorySegment ops, MemorySegment times,
+                         PhxFile[] files, RegisteredBuffer[] buffers) {
         static Store allocate(int capacity) {
-            // Shared: a submitted batch completes, and may free it, on another thread.
-            Arena arena = Arena.ofShared();
-            try {
-                return new Store(arena, arena.allocate(REQ_LAYOUT, capacity), arena.allocate(capacity),
-                        arena.allocate(JAVA_LONG, 3), new PhxFile[capacity], new RegisteredBuffer[capacity]);
-            } catch (RuntimeException | Error e) {
-                arena.close();
-                throw e;
-            }
+            // Freed explicitly, not by a shared arena: a submitted batch completes, and may
+            // free it, on another thread, and closing a shared arena costs a handshake with
+            // every thread of the process on each batch (NativeBlock).
+            long reqBytes = REQ_SIZE * capacity;
+            long timesBytes = JAVA_LONG.byteSize() * 3;
+            NativeBlock block = NativeBlock.allocate(reqBytes + timesBytes + capacity);
+            MemorySegment all = block.segment();
+            return new Store(block, all.asSlice(0, reqBytes), all.asSlice(reqBytes + timesBytes, capacity),
+                    all.asSlice(reqBytes, timesBytes), new PhxFile[capacity], new RegisteredBuffer[capacity]);
         }
 
         int capacity() {
@@ -255,7 +255,7 @@ public final class IoBatch implements AutoCloseable {
         MemorySegment.copy(store.ops(), 0, bigger.ops(), 0, count);
         System.arraycopy(store.files(), 0, bigger.files(), 0, count);
         System.arraycopy(store.buffers(), 0, bigger.buffers(), 0, count);
-        store.arena().close();
+        store.block().close();
         store = bigger;
     }
 
@@ -644,7 +644,7 @@ public final class IoBatch implements AutoCloseable {
     private void free() {
         Arrays.fill(store.files(), 0, count, null);
         Arrays.fill(store.buffers(), 0, count, null);
-        store.arena().close();
+        store.block().close();
     }
 
     private void checkIdle() {

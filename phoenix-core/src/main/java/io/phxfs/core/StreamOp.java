@@ -1,6 +1,5 @@
 package io.phxfs.core;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -11,7 +10,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *
  * <p>libphoenix reads the operation's parameters through pointers, some only when the
  * stream reaches the operation, and writes the result through one; those cells live in this
- * object's own arena until the stream has passed it.
+ * object's own native block until the stream has passed it.
  */
 public final class StreamOp {
     // Cell offsets: size_t nbytes, off_t buf_offset, off_t f_offset, ssize_t bytes_done.
@@ -26,7 +25,7 @@ public final class StreamOp {
     private final long nbytes;
     private final long bufOffset;
     private final long fileOffset;
-    private final Arena arena;
+    private final NativeBlock block;
     private final MemorySegment cells;
     private volatile boolean done;
     private long bytesDone;
@@ -40,9 +39,10 @@ public final class StreamOp {
         this.nbytes = nbytes;
         this.bufOffset = bufOffset;
         this.fileOffset = fileOffset;
-        // Shared: the stream may be synchronised, and so the cells freed, from another thread.
-        this.arena = Arena.ofShared();
-        this.cells = arena.allocate(32, 8);
+        // Not a shared arena: the stream may be synchronised, and so the cells freed, from
+        // another thread, and closing a shared arena costs a handshake with every thread (NativeBlock).
+        this.block = NativeBlock.allocate(32);
+        this.cells = block.segment();
         cells.set(JAVA_LONG, NBYTES, nbytes);
         cells.set(JAVA_LONG, BUF_OFFSET, bufOffset);
         cells.set(JAVA_LONG, FILE_OFFSET, fileOffset);
@@ -67,8 +67,11 @@ public final class StreamOp {
 
     /** The stream has passed this operation: take the result and let go of the cells, file and buffer. */
     void complete() {
+        if (done) {
+            return; // the cells are freed
+        }
         bytesDone = enqueueError != 0 ? enqueueError : cells.get(JAVA_LONG, BYTES_DONE);
-        arena.close();
+        block.close();
         file.release(buffer);
         done = true;
     }
@@ -79,7 +82,7 @@ public final class StreamOp {
 
     /** The op never reached libphoenix: nothing native refers to the cells. */
     void discard() {
-        arena.close();
+        block.close();
         file.release(buffer);
     }
 

@@ -99,21 +99,25 @@ final class ProgressBar implements ProgressListener, AutoCloseable {
         return drawn;
     }
 
+    /**
+     * Draws the last line (when the bar was shown) and stops the painter without waiting for
+     * it: {@link #draw} checks {@code closed} under this lock, so the painter prints nothing
+     * after this, and joining it cost a thread wake-up and exit inside the timed load.
+     * Later calls do nothing.
+     */
     @Override
     public void close() {
-        closed = true;
-        painter.interrupt();
-        try {
-            painter.join();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
         synchronized (this) {
+            if (closed) {
+                return;
+            }
+            closed = true;
             if (drawn) {
                 draw(true);
                 err.println();
                 err.flush();
             }
         }
+        painter.interrupt();
     }
 }
