@@ -138,7 +138,9 @@ def phases(r):
     else:  # before every millisecond had a phase: what the five phases leave
         seq = ["parse", "plan", "allocate", "read", "view"]
     ph["unattributed"] = r["seconds"] - sum(r.get(k + "_seconds", 0) for k in seq)
-    # the read taken apart at libphoenix's batch times, where the revision reports them
+    # the allocate phase and the read taken apart, where the revision reports them
+    for k, v in (r.get("allocate_split") or {}).items():
+        ph["allocate." + k.removesuffix("_seconds")] = v
     for k, v in (r.get("read_split") or {}).items():
         ph["read." + k.removesuffix("_seconds")] = v
     return ph

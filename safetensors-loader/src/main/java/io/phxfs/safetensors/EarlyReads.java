@@ -25,10 +25,11 @@ final class EarlyReads {
     private final List<Read> reads;
     private final LoadBatch batch;
     private final long allocateNanos;
+    private final LoadedModel.AllocateSplit allocateSplit;
     private final long readStart;
 
     private EarlyReads(WeightLoader loader, int target, Device device, RegisteredBuffer buffer, List<Read> reads,
-                       LoadBatch batch, long allocateNanos, long readStart) {
+                       LoadBatch batch, long allocateNanos, LoadedModel.AllocateSplit allocateSplit, long readStart) {
         this.loader = loader;
         this.target = target;
         this.device = device;
@@ -36,6 +37,7 @@ final class EarlyReads {
         this.reads = reads;
         this.batch = batch;
         this.allocateNanos = allocateNanos;
+        this.allocateSplit = allocateSplit;
         this.readStart = readStart;
     }
 
@@ -74,6 +76,7 @@ final class EarlyReads {
         if (cursor == 0) {
             return null;
         }
+        long tExtents = System.nanoTime();
         Phoenix phx = Phoenix.open();
         Device device;
         try {
@@ -89,8 +92,13 @@ final class EarlyReads {
         // allocated: on the H200 each took about 0.6 ms of a fresh JVM's time before the first
         // byte moved. The allocation runs on a virtual thread (a device call: its own context).
         long bytes = cursor;
-        java.util.concurrent.FutureTask<RegisteredBuffer> alloc = new java.util.concurrent.FutureTask<>(
-                () -> device == null ? loader.hostBuffer(phx, bytes) : device.allocateUninitialized(bytes));
+        long[] allocTimes = new long[2]; // read after the FutureTask's get: it publishes them
+        java.util.concurrent.FutureTask<RegisteredBuffer> alloc = new java.util.concurrent.FutureTask<>(() -> {
+            allocTimes[0] = System.nanoTime();
+            RegisteredBuffer b = device == null ? loader.hostBuffer(phx, bytes) : device.allocateUninitialized(bytes);
+            allocTimes[1] = System.nanoTime();
+            return b;
+        });
         try {
             Thread.ofVirtual().name("phoenix-early-allocate").start(alloc);
         } catch (RuntimeException | OutOfMemoryError e) {
@@ -98,12 +106,16 @@ final class EarlyReads {
         }
         Map<Path, io.phxfs.core.PhxFile> files = null;
         RegisteredBuffer buffer = null;
+        long tThread = System.nanoTime();
+        long tOpened = 0;
         try {
             try {
                 files = loader.openFiles(paths);
+                tOpened = System.nanoTime();
             } finally {
                 buffer = Uninterruptibly.get(alloc); // also when the opens failed: the buffer is freed below
             }
+            long tAllocated = System.nanoTime();
             List<Read> reads = new ArrayList<>(slots.size());
             for (Slot s : slots) {
                 // fresh host memory is zeroed already; device and pooled memory are not
@@ -120,7 +132,10 @@ final class EarlyReads {
                 batch.close();
                 throw e;
             }
-            return new EarlyReads(loader, target, device, buffer, reads, batch, readStart - begin, readStart);
+            LoadedModel.AllocateSplit split = new LoadedModel.AllocateSplit((tExtents - begin) / 1e9,
+                    (tOpened - tThread) / 1e9, (tAllocated - tOpened) / 1e9,
+                    ((tThread - tExtents) + (readStart - tAllocated)) / 1e9, (allocTimes[1] - allocTimes[0]) / 1e9);
+            return new EarlyReads(loader, target, device, buffer, reads, batch, readStart - begin, split, readStart);
         } catch (RuntimeException | Error e) {
             if (files != null) {
                 for (io.phxfs.core.PhxFile f : files.values()) {
@@ -201,7 +216,8 @@ final class EarlyReads {
             long tEnd = System.nanoTime();
             loaded = new LoadedModel(model, plan, buffers, List.of(buffer), tensors, Map.of(), tEnd - t0,
                     new LoadedModel.Phases(locateNanos, parseNanos, planNanos, allocateNanos, tEnd - readStart, viewNanos, true)
-                            .withSplit(LoadedModel.ReadSplit.of(readStart, batch.times(), tEnd)));
+                            .withSplit(LoadedModel.ReadSplit.of(readStart, batch.times(), tEnd))
+                            .withAllocateSplit(allocateSplit));
         } catch (RuntimeException | Error e) {
             // the reads write into the buffer until they end: wait, then free
             abandon(e);

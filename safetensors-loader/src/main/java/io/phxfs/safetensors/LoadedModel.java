@@ -45,14 +45,19 @@ public final class LoadedModel implements AutoCloseable {
      * another.
      */
     record Phases(long locate, long parse, long plan, long allocate, long read, long views, boolean overlapped,
-                  ReadSplit split) {
+                  ReadSplit split, AllocateSplit allocateSplit) {
         Phases(long locate, long parse, long plan, long allocate, long read, long views, boolean overlapped) {
-            this(locate, parse, plan, allocate, read, views, overlapped, null);
+            this(locate, parse, plan, allocate, read, views, overlapped, null, null);
         }
 
         /** These phases with the read told apart, when the batch's times are known. */
         Phases withSplit(ReadSplit s) {
-            return new Phases(locate, parse, plan, allocate, read, views, overlapped, s);
+            return new Phases(locate, parse, plan, allocate, read, views, overlapped, s, allocateSplit);
+        }
+
+        /** These phases with the allocate phase told apart. */
+        Phases withAllocateSplit(AllocateSplit a) {
+            return new Phases(locate, parse, plan, allocate, read, views, overlapped, split, a);
         }
 
         /**
@@ -100,6 +105,36 @@ public final class LoadedModel implements AutoCloseable {
             }
             return new ReadSplit(times[0] - readStart, times[1] - times[0], times[2] - times[1], readEnd - times[2]);
         }
+    }
+
+    /**
+     * The allocate phase of a load whose reads started before the parse, taken apart (seconds).
+     * On the loading thread, one after another (they tile {@link #allocateSeconds()}):
+     * {@code extents}, each file's data section found from its header length and size;
+     * {@code opens}, the files opened (and asked how much of each is in the page cache);
+     * {@code allocationWait}, waiting for the destination after the opens; {@code other}, the
+     * rest (the device looked up, the allocating thread started, the batch filled in). Beside
+     * them, on a thread of its own from before the opens: {@code allocation}, the destination's
+     * allocation itself (device memory, or host memory for a host copy).
+     *
+     * @param extentsSeconds        finding the data sections
+     * @param opensSeconds          opening the files
+     * @param allocationWaitSeconds waiting for the allocation after the opens
+     * @param otherSeconds          the rest of the phase
+     * @param allocationSeconds     the allocation on its own thread, overlapping the opens
+     */
+    public record AllocateSplit(double extentsSeconds, double opensSeconds, double allocationWaitSeconds,
+                                double otherSeconds, double allocationSeconds) {
+    }
+
+    /**
+     * The allocate phase taken apart, for a load whose reads started before the parse (the
+     * usual load onto one device, or a host copy).
+     *
+     * @return its parts, or empty for other loads
+     */
+    public java.util.Optional<AllocateSplit> allocateSplit() {
+        return java.util.Optional.ofNullable(phases.allocateSplit());
     }
 
     /** With {@link WeightLoader.Builder#replicate}: each device's tensors; empty otherwise. */

@@ -285,6 +285,18 @@ final class LoadCommand implements Callable<Integer> {
         g.writeNumberField("read_seconds", round(m.readSeconds(), 6));
         g.writeNumberField("view_seconds", round(m.viewSeconds(), 6));
         g.writeNumberField("other_seconds", round(m.otherSeconds(), 6));
+        if (m.allocateSplit().isPresent()) {
+            // allocate_seconds taken apart: the first four tile it; allocation_seconds ran on its own
+            // thread beside the opens
+            LoadedModel.AllocateSplit a = m.allocateSplit().get();
+            g.writeObjectFieldStart("allocate_split");
+            g.writeNumberField("extents_seconds", round(a.extentsSeconds(), 6));
+            g.writeNumberField("opens_seconds", round(a.opensSeconds(), 6));
+            g.writeNumberField("allocation_wait_seconds", round(a.allocationWaitSeconds(), 6));
+            g.writeNumberField("other_seconds", round(a.otherSeconds(), 6));
+            g.writeNumberField("allocation_seconds", round(a.allocationSeconds(), 6));
+            g.writeEndObject();
+        }
         if (!Double.isNaN(m.readTransferSeconds())) {
             // read_seconds taken apart at libphoenix's own times for the batch (they tile it)
             g.writeObjectFieldStart("read_split");

@@ -127,6 +127,20 @@ class LoadCommandTest {
             assertEquals(j.path("read_seconds").asDouble(), parts, 4e-6 + 1e-6, r::toString);
             assertTrue(split.path("transfer_seconds").asDouble() > 0, r::toString);
         }
+        // the early reads' allocate phase taken apart: four parts on the loading thread tile it,
+        // and the allocation itself ran beside the opens, within the phase
+        JsonNode alloc = j.path("allocate_split");
+        assertEquals(overlap, alloc.isObject(), "allocate_split for the reads started before the parse only: " + r);
+        if (overlap) {
+            double parts = 0;
+            for (String k : java.util.List.of("extents", "opens", "allocation_wait", "other")) {
+                assertTrue(alloc.path(k + "_seconds").asDouble(-1) >= 0, k + ": " + r);
+                parts += alloc.path(k + "_seconds").asDouble();
+            }
+            assertEquals(j.path("allocate_seconds").asDouble(), parts, 4e-6 + 1e-6, r::toString);
+            double allocation = alloc.path("allocation_seconds").asDouble(-1);
+            assertTrue(allocation > 0 && allocation <= j.path("allocate_seconds").asDouble() + 1e-6, r::toString);
+        }
         if (overlap) {
             double inside = j.path("parse_seconds").asDouble() + j.path("plan_seconds").asDouble() + j.path("view_seconds").asDouble();
             assertTrue(inside <= j.path("read_seconds").asDouble() + 1e-5, "parse, plan and views within the read: " + r);
