@@ -23,60 +23,86 @@ final class EarlyReads {
     private final Device device;
     private final RegisteredBuffer buffer;
     private final List<Read> reads;
+    /** The reads' extent in the buffer (from 0), which the plan must match; the buffer may be larger. */
+    private final long readBytes;
     private final LoadBatch batch;
     private final long allocateNanos;
     private final LoadedModel.AllocateSplit allocateSplit;
     private final long readStart;
 
     private EarlyReads(WeightLoader loader, int target, Device device, RegisteredBuffer buffer, List<Read> reads,
-                       LoadBatch batch, long allocateNanos, LoadedModel.AllocateSplit allocateSplit, long readStart) {
+                       long readBytes, LoadBatch batch, long allocateNanos, LoadedModel.AllocateSplit allocateSplit,
+                       long readStart) {
         this.loader = loader;
         this.target = target;
         this.device = device;
         this.buffer = buffer;
         this.reads = reads;
+        this.readBytes = readBytes;
         this.batch = batch;
         this.allocateNanos = allocateNanos;
         this.allocateSplit = allocateSplit;
         this.readStart = readStart;
     }
 
+    /** One request of the early reads: where in which file, how much of it must arrive, where in the buffer. */
+    private record Slot(Path file, long fileOffset, long length, long needed, long bufferOffset) {
+    }
+
+    /** The requests over every file's data section, laid end to end from buffer offset 0, and their extent. */
+    private record Layout(List<Slot> slots, long bytes) {
+        /** Null when a file's header length or size is off (the parse then says what is wrong). */
+        static Layout of(List<Path> files, long alignment, long maxRequest, long maxHeaderBytes) {
+            List<Slot> slots = new ArrayList<>();
+            long a = alignment;
+            long cursor = 0;
+            for (Path f : files) {
+                long[] extent = dataExtent(f, maxHeaderBytes);
+                if (extent == null) {
+                    return null;
+                }
+                long start = extent[0];
+                long end = extent[1];
+                if (end == start) {
+                    continue;
+                }
+                long alignedStart = start & -a;
+                long length = ((end + a - 1) & -a) - alignedStart;
+                for (long off = 0; off < length; off += maxRequest) {
+                    long len = Math.min(maxRequest, length - off);
+                    long needed = Math.max(0, Math.min(len, end - (alignedStart + off)));
+                    slots.add(new Slot(f, alignedStart + off, len, needed, cursor + off));
+                }
+                cursor += length;
+            }
+            return new Layout(slots, cursor);
+        }
+    }
+
     /** The reads started, or null when this load cannot start early (the normal path then runs). */
     static EarlyReads start(WeightLoader loader, ModelFiles.Located located) {
-        long begin = System.nanoTime(); // the extents, the device, the buffer and the files: the load's allocate phase
+        long begin = System.nanoTime(); // sizes, device, allocation, extents, files: the load's allocate phase
         Integer target = loader.earlyTarget();
         if (target == null) {
             return null;
         }
-        record Slot(Path file, long fileOffset, long length, long needed, long bufferOffset) {
-        }
-        List<Slot> slots = new ArrayList<>();
         long a = loader.options.alignment();
-        long max = loader.options.maxRequestBytes();
-        long cursor = 0;
+        // The destination is allocated from the files' sizes, before their data sections are
+        // known: a file's reads span at most its size rounded up to the alignment, so the buffer
+        // is larger than the reads by about the headers (kilobytes; a megabyte for thousands of
+        // tensors), and the allocation (0.6-0.8 ms for 5 GB on the H200) runs while the extents
+        // are read and the files opened.
+        long upper = 0;
         for (Path f : located.files()) {
-            long[] extent = dataExtent(f, loader.parser.maxHeaderBytes());
-            if (extent == null) {
+            long size = regularFileSize(f);
+            if (size < 0) {
                 return null; // the parse says what is wrong with it
             }
-            long start = extent[0];
-            long end = extent[1];
-            if (end == start) {
-                continue;
-            }
-            long alignedStart = start & -a;
-            long length = ((end + a - 1) & -a) - alignedStart;
-            for (long off = 0; off < length; off += max) {
-                long len = Math.min(max, length - off);
-                long needed = Math.max(0, Math.min(len, end - (alignedStart + off)));
-                slots.add(new Slot(f, alignedStart + off, len, needed, cursor + off));
-            }
-            cursor += length;
+            upper += (size + a - 1) & -a;
         }
-        if (cursor == 0) {
+        if (upper == 0) {
             return null;
         }
-        long tExtents = System.nanoTime();
         Phoenix phx = Phoenix.open();
         Device device;
         try {
@@ -84,15 +110,9 @@ final class EarlyReads {
         } catch (RuntimeException e) {
             return null; // the usual path reports it
         }
-        List<Path> paths = new ArrayList<>(slots.size());
-        for (Slot s : slots) {
-            paths.add(s.file());
-        }
-        // The files open (and tell how much of each is cached) while the destination is
-        // allocated: on the H200 each took about 0.6 ms of a fresh JVM's time before the first
-        // byte moved. The allocation runs on a virtual thread (a device call: its own context).
-        long bytes = cursor;
-        long[] allocTimes = new long[2]; // read after the FutureTask's get: it publishes them
+        // the allocation runs on a virtual thread (a device call: its own context)
+        long bytes = upper;
+        long[] allocTimes = new long[2]; // read after the FutureTask's get, which publishes them
         java.util.concurrent.FutureTask<RegisteredBuffer> alloc = new java.util.concurrent.FutureTask<>(() -> {
             allocTimes[0] = System.nanoTime();
             RegisteredBuffer b = device == null ? loader.hostBuffer(phx, bytes) : device.allocateUninitialized(bytes);
@@ -104,20 +124,38 @@ final class EarlyReads {
         } catch (RuntimeException | OutOfMemoryError e) {
             return null; // nothing allocated: the usual path runs
         }
+        long tThread = System.nanoTime();
         Map<Path, io.phxfs.core.PhxFile> files = null;
         RegisteredBuffer buffer = null;
-        long tThread = System.nanoTime();
-        long tOpened = 0;
         try {
+            Layout layout;
+            long tExtents;
+            long tOpened;
             try {
-                files = loader.openFiles(paths);
+                layout = Layout.of(located.files(), a, loader.options.maxRequestBytes(), loader.parser.maxHeaderBytes());
+                tExtents = System.nanoTime();
+                if (layout != null && (layout.bytes() == 0 || layout.bytes() > bytes)) {
+                    layout = null; // no data, or a file grew since its size was taken: the usual path
+                }
+                if (layout != null) {
+                    List<Path> paths = new ArrayList<>(layout.slots().size());
+                    for (Slot s : layout.slots()) {
+                        paths.add(s.file());
+                    }
+                    // the files open (and tell how much of each is cached) while the destination
+                    // is allocated: on the H200 each took about 0.15 ms of a fresh JVM's time
+                    files = loader.openFiles(paths);
+                }
                 tOpened = System.nanoTime();
             } finally {
-                buffer = Uninterruptibly.get(alloc); // also when the opens failed: the buffer is freed below
+                buffer = Uninterruptibly.get(alloc); // also when this failed or gave up: freed below
+            }
+            if (layout == null) {
+                throw new IllegalStateException("no early reads"); // frees the buffer below; the usual path runs
             }
             long tAllocated = System.nanoTime();
-            List<Read> reads = new ArrayList<>(slots.size());
-            for (Slot s : slots) {
+            List<Read> reads = new ArrayList<>(layout.slots().size());
+            for (Slot s : layout.slots()) {
                 // fresh host memory is zeroed already; device and pooled memory are not
                 boolean zeroTail = device != null || loader.hostPool != null;
                 reads.add(new Read(s.file(), buffer, s.bufferOffset(), s.fileOffset(), s.length(), s.needed(), zeroTail));
@@ -132,10 +170,11 @@ final class EarlyReads {
                 batch.close();
                 throw e;
             }
-            LoadedModel.AllocateSplit split = new LoadedModel.AllocateSplit((tExtents - begin) / 1e9,
-                    (tOpened - tThread) / 1e9, (tAllocated - tOpened) / 1e9,
-                    ((tThread - tExtents) + (readStart - tAllocated)) / 1e9, (allocTimes[1] - allocTimes[0]) / 1e9);
-            return new EarlyReads(loader, target, device, buffer, reads, batch, readStart - begin, split, readStart);
+            LoadedModel.AllocateSplit split = new LoadedModel.AllocateSplit((tExtents - tThread) / 1e9,
+                    (tOpened - tExtents) / 1e9, (tAllocated - tOpened) / 1e9,
+                    ((tThread - begin) + (readStart - tAllocated)) / 1e9, (allocTimes[1] - allocTimes[0]) / 1e9);
+            return new EarlyReads(loader, target, device, buffer, reads, layout.bytes(), batch, readStart - begin,
+                    split, readStart);
         } catch (RuntimeException | Error e) {
             if (files != null) {
                 for (io.phxfs.core.PhxFile f : files.values()) {
@@ -158,6 +197,17 @@ final class EarlyReads {
             }
             // the usual path will meet the same problem and report it with the whole plan
             return null;
+        }
+    }
+
+    /** The size of a regular file, or -1 when it is not one (a named pipe would block the open) or cannot be read. */
+    private static long regularFileSize(Path file) {
+        try {
+            java.nio.file.attribute.BasicFileAttributes at = file.getFileSystem().provider()
+                    .readAttributesIfExists(file, java.nio.file.attribute.BasicFileAttributes.class);
+            return at != null && at.isRegularFile() ? at.size() : -1;
+        } catch (java.io.IOException | RuntimeException e) {
+            return -1;
         }
     }
 
@@ -189,7 +239,7 @@ final class EarlyReads {
     /** True when the plan asks for exactly the reads already under way. */
     boolean matches(ReadPlan plan) {
         if (!plan.targets().equals(java.util.Set.of(target)) || plan.requests().size() != reads.size()
-                || plan.bufferBytes().getOrDefault(target, 0L) != buffer.size()) {
+                || plan.bufferBytes().getOrDefault(target, 0L) != readBytes) {
             return false;
         }
         for (int i = 0; i < reads.size(); i++) {

@@ -113,15 +113,16 @@ public final class LoadedModel implements AutoCloseable {
      * {@code extents}, each file's data section found from its header length and size;
      * {@code opens}, the files opened (and asked how much of each is in the page cache);
      * {@code allocationWait}, waiting for the destination after the opens; {@code other}, the
-     * rest (the device looked up, the allocating thread started, the batch filled in). Beside
-     * them, on a thread of its own from before the opens: {@code allocation}, the destination's
-     * allocation itself (device memory, or host memory for a host copy).
+     * rest (the files' sizes, from which the destination's size follows; the device looked up;
+     * the allocating thread started; the batch filled in). Beside them, on a thread of its own
+     * from before the extents: {@code allocation}, the destination's allocation itself (device
+     * memory, or host memory for a host copy).
      *
      * @param extentsSeconds        finding the data sections
      * @param opensSeconds          opening the files
      * @param allocationWaitSeconds waiting for the allocation after the opens
      * @param otherSeconds          the rest of the phase
-     * @param allocationSeconds     the allocation on its own thread, overlapping the opens
+     * @param allocationSeconds     the allocation on its own thread, overlapping the extents and the opens
      */
     public record AllocateSplit(double extentsSeconds, double opensSeconds, double allocationWaitSeconds,
                                 double otherSeconds, double allocationSeconds) {
