@@ -115,69 +115,29 @@ final class LoadBatch implements AutoCloseable {
 
     /**
      * Opens each of {@code paths} once, as {@code opener} says ({@code buffered} ones through
-     * the page cache whatever it says); on a failure closes what it opened and throws the
-     * failure of the first file in {@code paths}' order. Several files open at once, each on a
-     * virtual thread: an open with its page-cache probe took about 0.15 ms of a fresh JVM's
-     * time on the H200 (0.2 ms on the build machine), one file after another.
+     * the page cache whatever it says); on a failure closes what it opened and rethrows. One
+     * file after another: opened on virtual threads, 4 files took 1.1 ms of a fresh JVM's time
+     * on the H200, against 0.36 ms for one file (docs/benchmarks.md, perf-3 session 16).
      */
     static Map<Path, PhxFile> open(List<Path> paths, Function<Path, PhxFile> opener, Predicate<Path> buffered) {
-        List<Path> distinct = new java.util.ArrayList<>(new java.util.LinkedHashSet<>(paths));
-        int n = distinct.size();
-        PhxFile[] opened = new PhxFile[n];
-        Throwable[] failed = new Throwable[n];
-        if (n == 1) {
-            opened[0] = openOne(distinct.get(0), opener, buffered);
-        } else if (n > 1) {
-            // close() waits for every task; their writes to the arrays happen-before it returns
-            try (var pool = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
-                for (int i = 0; i < n; i++) {
-                    int k = i;
-                    pool.execute(() -> {
-                        try {
-                            opened[k] = openOne(distinct.get(k), opener, buffered);
-                        } catch (Throwable t) {
-                            failed[k] = t;
-                        }
-                    });
+        Map<Path, PhxFile> files = new HashMap<>();
+        try {
+            for (Path p : paths) {
+                if (!files.containsKey(p)) {
+                    files.put(p, buffered.test(p) ? PhxFile.open(p, OpenMode.READ) : opener.apply(p));
                 }
             }
-        }
-        Throwable first = null;
-        for (int i = 0; i < n && first == null; i++) {
-            if (failed[i] != null) {
-                first = failed[i];
-            } else if (opened[i] == null) {
-                // not run: the executor's close was interrupted and dropped it
-                first = new java.util.concurrent.CancellationException("interrupted while opening " + distinct.get(i));
+        } catch (RuntimeException | Error e) {
+            for (PhxFile f : files.values()) {
+                try {
+                    f.close();
+                } catch (RuntimeException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
             }
-        }
-        Map<Path, PhxFile> files = new HashMap<>();
-        for (int i = 0; i < n; i++) {
-            if (opened[i] != null) {
-                files.put(distinct.get(i), opened[i]);
-            }
-        }
-        if (first == null) {
-            return files;
-        }
-        for (PhxFile f : files.values()) {
-            try {
-                f.close();
-            } catch (RuntimeException suppressed) {
-                first.addSuppressed(suppressed);
-            }
-        }
-        if (first instanceof RuntimeException e) {
             throw e;
         }
-        if (first instanceof Error e) {
-            throw e;
-        }
-        throw new java.util.concurrent.CompletionException(first);
-    }
-
-    private static PhxFile openOne(Path p, Function<Path, PhxFile> opener, Predicate<Path> buffered) {
-        return buffered.test(p) ? PhxFile.open(p, OpenMode.READ) : opener.apply(p);
+        return files;
     }
 
     /** Submits the reads now, so that the caller can do other work until {@link #finish}. */
