@@ -114,10 +114,13 @@ public final class IoBatch implements AutoCloseable {
             // every thread of the process on each batch (NativeBlock).
             long reqBytes = REQ_SIZE * capacity;
             long timesBytes = JAVA_LONG.byteSize() * 3;
+            // the Java arrays first: when one cannot be had, no native memory is left behind
+            PhxFile[] files = new PhxFile[capacity];
+            RegisteredBuffer[] buffers = new RegisteredBuffer[capacity];
             NativeBlock block = NativeBlock.allocate(reqBytes + timesBytes + capacity);
             MemorySegment all = block.segment();
             return new Store(block, all.asSlice(0, reqBytes), all.asSlice(reqBytes + timesBytes, capacity),
-                    all.asSlice(reqBytes, timesBytes), new PhxFile[capacity], new RegisteredBuffer[capacity]);
+                    all.asSlice(reqBytes, timesBytes), files, buffers);
         }
 
         int capacity() {
@@ -429,8 +432,8 @@ public final class IoBatch implements AutoCloseable {
      * @throws PhoenixException when libphoenix refuses the batch
      */
     private MemorySegment submitNative(Store st, int n, int w, MemorySegment done, long id) {
-        // Plain addresses, not the arena's segments: a completion that closes the batch
-        // frees the arena, which FFM would refuse while this call still held its segments.
+        // Plain addresses: a completion may close the batch, and free its block, before this
+        // call returns; the call passes the addresses only.
         MemorySegment reqsPtr = MemorySegment.ofAddress(st.reqs().address());
         boolean mixedOrCallback = (w != 0 && w != n) || !done.equals(MemorySegment.NULL);
         String call = mixedOrCallback ? "phxfs_batch_submit"

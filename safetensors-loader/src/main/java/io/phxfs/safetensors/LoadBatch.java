@@ -116,8 +116,9 @@ final class LoadBatch implements AutoCloseable {
     /**
      * Opens each of {@code paths} once, as {@code opener} says ({@code buffered} ones through
      * the page cache whatever it says); on a failure closes what it opened and rethrows. One
-     * file after another: opened on virtual threads, 4 files took 1.1 ms of a fresh JVM's time
-     * on the H200, against 0.36 ms for one file (docs/benchmarks.md, perf-3 session 16).
+     * file after another: opened on virtual threads, 4 files took 1.08-1.12 ms of a fresh JVM's
+     * time on the H200 (perf-3 session 16), where one after another took 0.6-0.7 ms in session
+     * 15's probe (docs/benchmarks.md).
      */
     static Map<Path, PhxFile> open(List<Path> paths, Function<Path, PhxFile> opener, Predicate<Path> buffered) {
         Map<Path, PhxFile> files = new HashMap<>();
@@ -148,11 +149,15 @@ final class LoadBatch implements AutoCloseable {
         }
         if (batch != null) {
             running = batch.submitAsync();
+            // before the files may close: it asks each for its size
             zeroTailsAhead();
-            // The files are closed as the batch completes, on libphoenix's completion thread, while
+            // The files are closed as the batch completes, on a virtual thread of their own, while
             // this thread wakes up: closing them after the load took 0.1-0.2 ms of its time.
-            // Nothing after the reads needs them (the results name the failures already).
-            filesClosed = running.whenComplete((r, x) -> closeFilesAtCompletion());
+            // Nothing after the reads needs them (the results name the failures already). Not on
+            // libphoenix's completion thread, which every batch of the process shares: close(2)
+            // can wait on a FUSE daemon.
+            filesClosed = running.whenCompleteAsync((r, x) -> closeFilesAtCompletion(),
+                    task -> Thread.ofVirtual().name("phoenix-close-files").start(task));
         }
     }
 
@@ -342,11 +347,18 @@ final class LoadBatch implements AutoCloseable {
                 // (the batch has completed by now: finish and abandon wait for it)
                 filesClosed.handle((r, x) -> null).join();
             }
-            closeFiles(null);
             RuntimeException e;
             synchronized (this) {
                 e = closeFailure;
                 closeFailure = null;
+            }
+            try {
+                closeFiles(null);
+            } catch (RuntimeException again) {
+                if (e != null) {
+                    again.addSuppressed(e);
+                }
+                throw again;
             }
             if (e != null) {
                 throw e;

@@ -114,7 +114,7 @@ public final class LoadedModel implements AutoCloseable {
      * {@code opens}, the files opened (and asked how much of each is in the page cache);
      * {@code allocationWait}, waiting for the destination after the opens; {@code other}, the
      * rest (the files' sizes, from which the destination's size follows; the device looked up;
-     * the allocating thread started; the batch filled in). Beside them, on a thread of its own
+     * the allocating thread started; the requests made). Beside them, on a thread of its own
      * from before the extents: {@code allocation}, the destination's allocation itself (device
      * memory, or host memory for a host copy).
      *
@@ -251,6 +251,9 @@ public final class LoadedModel implements AutoCloseable {
 
     /**
      * The buffer of a target (device id or {@link Placement#HOST}); none with caller memory.
+     * The tensors lie in its first {@code plan().bufferBytes().get(target)} bytes; a load whose
+     * reads started before the parse sized it from the files (by about their headers larger),
+     * and what lies past the tensors is unspecified.
      *
      * @param target a device id, or {@link Placement#HOST}
      * @return the target's buffer, or empty when it has none

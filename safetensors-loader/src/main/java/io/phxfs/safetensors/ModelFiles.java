@@ -220,8 +220,6 @@ public final class ModelFiles {
                 throw missing(path, new NoSuchFileException(path.toString()));
             }
             return a;
-        } catch (NoSuchFileException e) {
-            throw missing(path, e); // a component of the path vanished meanwhile
         } catch (IOException e) {
             throw FileOperationException.of("open", path, e);
         }
