@@ -15,18 +15,14 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import java.util.function.Predicate;
 
 /**
  * The reads of one load as one batch over the files it opened: {@link #start} submits it,
  * {@link #finish} waits, checks every result and zeroes short tails,
- * {@link #abandon} only waits. The files are closed as the batch completes; closing waits for
- * that and closes the batch.
+ * {@link #abandon} only waits; {@link #close} closes the batch and the files.
  */
 final class LoadBatch implements AutoCloseable {
     /**
@@ -45,6 +41,8 @@ final class LoadBatch implements AutoCloseable {
     private final long total;
     private final ProgressListener progress;
     private CompletableFuture<BatchResult> running;
+    /** When the batch was submitted ({@link System#nanoTime()}): the rate that tells when it should end. */
+    private long submittedNanos;
     private boolean started;
     /**
      * Per request, computed before the reads end so that what runs after them is one loop over
@@ -56,10 +54,6 @@ final class LoadBatch implements AutoCloseable {
      */
     private long[] needed;
     private long[] zeroBelow;
-    /** Completes once the files were closed as the batch completed; null before {@link #start}. */
-    private CompletableFuture<?> filesClosed;
-    /** A failure of closing the files as the batch completed, rethrown by {@link #close}; guarded by this. */
-    private RuntimeException closeFailure;
     /** libphoenix's queued / first task / last task ended (System.nanoTime's clock), once finished; null before or unknown. */
     private long[] times;
 
@@ -148,26 +142,9 @@ final class LoadBatch implements AutoCloseable {
             progress.onProgress(inPlace, total);
         }
         if (batch != null) {
+            submittedNanos = System.nanoTime();
             running = batch.submitAsync();
-            // before the files may close: it asks each for its size
             zeroTailsAhead();
-            // The files are closed as the batch completes, on a virtual thread of their own, while
-            // this thread wakes up: closing them after the load took 0.1-0.2 ms of its time.
-            // Nothing after the reads needs them (the results name the failures already). Not on
-            // libphoenix's completion thread, which every batch of the process shares: close(2)
-            // can wait on a FUSE daemon.
-            filesClosed = running.whenCompleteAsync((r, x) -> closeFilesAtCompletion(),
-                    task -> Thread.ofVirtual().name("phoenix-close-files").start(task));
-        }
-    }
-
-    private void closeFilesAtCompletion() {
-        try {
-            closeFiles(null);
-        } catch (RuntimeException e) {
-            synchronized (this) {
-                closeFailure = e;
-            }
         }
     }
 
@@ -251,29 +228,10 @@ final class LoadBatch implements AutoCloseable {
 
     /** Waits for the batch; with a listener, reports its moved bytes until it completes. */
     private BatchResult await(CompletableFuture<BatchResult> f) {
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    return progress == null ? f.get() : f.get(WeightLoader.PROGRESS_PERIOD_MS, TimeUnit.MILLISECONDS);
-                } catch (TimeoutException e) {
-                    try {
-                        progress.onProgress(Math.min(inPlace + batch.bytesDone(), total), total);
-                    } catch (RuntimeException listenerFailure) {
-                        f.handle((r, x) -> null).join(); // the buffers stay in use until the batch ends
-                        throw listenerFailure;
-                    }
-                } catch (InterruptedException e) {
-                    interrupted = true; // the batch writes into our buffers: it must finish first
-                } catch (ExecutionException e) {
-                    throw e.getCause() instanceof RuntimeException re ? re : new CompletionException(e.getCause());
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        java.util.function.LongConsumer moved = progress == null ? null
+                : done -> progress.onProgress(Math.min(inPlace + done, total), total);
+        return BatchWait.await(f, batch::bytesDone, total - inPlace, submittedNanos, moved,
+                TimeUnit.MILLISECONDS.toNanos(WeightLoader.PROGRESS_PERIOD_MS));
     }
 
     /**
@@ -321,20 +279,36 @@ final class LoadBatch implements AutoCloseable {
         }
     }
 
+    /**
+     * Closes every file, also after one fails to close; failures are added to {@code e}, or
+     * without one the first is thrown with the others suppressed.
+     */
     private void closeFiles(Throwable e) {
+        RuntimeException first = null;
         for (PhxFile f : files.values()) {
             try {
                 f.close();
-            } catch (RuntimeException suppressed) {
+            } catch (RuntimeException failure) {
                 if (e != null) {
-                    e.addSuppressed(suppressed);
+                    e.addSuppressed(failure);
+                } else if (first == null) {
+                    first = failure;
                 } else {
-                    throw suppressed;
+                    first.addSuppressed(failure);
                 }
             }
         }
+        if (first != null) {
+            throw first;
+        }
     }
 
+    /**
+     * Closes the batch and the files, on the caller's thread. Session 16 closed the files on a
+     * virtual thread as the batch completed; on the H200 the load then waited 0.3-0.4 ms for
+     * that thread to be scheduled, where the four close(2) calls themselves take tens of
+     * microseconds (perf-3 session 17, docs/benchmarks.md).
+     */
     @Override
     public void close() {
         try {
@@ -342,27 +316,7 @@ final class LoadBatch implements AutoCloseable {
                 batch.close();
             }
         } finally {
-            if (filesClosed != null) {
-                // also when closed by the other thread: closed once close returns, not a moment after
-                // (the batch has completed by now: finish and abandon wait for it)
-                filesClosed.handle((r, x) -> null).join();
-            }
-            RuntimeException e;
-            synchronized (this) {
-                e = closeFailure;
-                closeFailure = null;
-            }
-            try {
-                closeFiles(null);
-            } catch (RuntimeException again) {
-                if (e != null) {
-                    again.addSuppressed(e);
-                }
-                throw again;
-            }
-            if (e != null) {
-                throw e;
-            }
+            closeFiles(null);
         }
     }
 }

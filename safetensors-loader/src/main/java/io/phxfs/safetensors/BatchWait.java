@@ -1,0 +1,120 @@
+package io.phxfs.safetensors;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.LongConsumer;
+import java.util.function.LongSupplier;
+
+/**
+ * Waits for a load's batch: parked while its end is far, then spinning on the future over the
+ * last stretch. A parked thread takes 0.2-0.3 ms to run again once the completion wakes it on
+ * the H200's VM (an idle virtual CPU is woken by an interrupt through the host), and a load has
+ * no other work left at that point: the spin takes the wake-up off every load's time, for at
+ * most {@link #SPIN_NANOS} of one core (perf-3 session 17, docs/benchmarks.md). The end is
+ * estimated from the bytes moved so far; when the estimate misleads (the last reads stall on
+ * a disk), a spin gives up after {@link #SPIN_LIMIT_NANOS} and the thread parks again, each time
+ * longer before it spins again, so that a stalled end costs a fraction of a core that falls.
+ */
+final class BatchWait {
+    /** How long before the estimated end the thread stops parking. */
+    static final long SPIN_NANOS = 1_000_000L;
+    /** The longest one spin lasts before the thread parks and estimates again. */
+    static final long SPIN_LIMIT_NANOS = 4_000_000L;
+    /** The shortest park between estimates. */
+    private static final long MIN_PARK_NANOS = 200_000L;
+    /** The park after the first spin that gave up; it doubles after each further one. */
+    private static final long BACKOFF_NANOS = 10_000_000L;
+    private static final long MAX_BACKOFF_NANOS = 200_000_000L;
+
+    private BatchWait() {
+    }
+
+    /**
+     * The batch's result. {@code bytesDone}: the batch's bytes moved so far, of {@code bytes},
+     * since {@code startNanos} ({@link System#nanoTime()}); {@code progress}, when not null, is
+     * told the bytes moved at least every {@code periodNanos}. An interrupt is kept for the
+     * caller: the batch writes into the caller's buffers, so this waits for it to end. When
+     * {@code progress} throws, this waits for the batch and rethrows that.
+     */
+    static <T> T await(CompletableFuture<T> f, LongSupplier bytesDone, long bytes, long startNanos,
+                       LongConsumer progress, long periodNanos) {
+        boolean interrupted = false;
+        long nextReport = startNanos + periodNanos;
+        long backoff = 0; // the park after a spin that gave up
+        try {
+            while (!f.isDone()) {
+                long now = System.nanoTime();
+                long done = bytesDone.getAsLong();
+                if (progress != null && now - nextReport >= 0) {
+                    try {
+                        progress.accept(done);
+                    } catch (RuntimeException listenerFailure) {
+                        f.handle((r, x) -> null).join(); // the buffers stay in use until the batch ends
+                        throw listenerFailure;
+                    }
+                    nextReport = now + periodNanos;
+                }
+                long left = remainingNanos(done, bytes, now - startNanos);
+                long park = Math.max(MIN_PARK_NANOS, left - SPIN_NANOS);
+                if (left <= SPIN_NANOS) {
+                    if (spin(f)) {
+                        break;
+                    }
+                    backoff = backoff == 0 ? BACKOFF_NANOS : Math.min(MAX_BACKOFF_NANOS, 2 * backoff);
+                    park = backoff;
+                }
+                if (progress != null) {
+                    park = Math.min(park, Math.max(MIN_PARK_NANOS, nextReport - now));
+                }
+                try {
+                    f.get(park, TimeUnit.NANOSECONDS);
+                } catch (TimeoutException e) {
+                    // estimate again
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    break; // reported below
+                }
+            }
+            try {
+                return f.join();
+            } catch (CompletionException e) {
+                throw e.getCause() instanceof RuntimeException re ? re : e;
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Nanoseconds until the batch should end at the rate so far; {@link Long#MAX_VALUE} before
+     * anything has moved.
+     */
+    static long remainingNanos(long done, long bytes, long elapsedNanos) {
+        if (done <= 0 || elapsedNanos <= 0) {
+            return Long.MAX_VALUE;
+        }
+        if (done >= bytes) {
+            return 0;
+        }
+        double left = (double) (bytes - done) * elapsedNanos / done;
+        return left >= Long.MAX_VALUE ? Long.MAX_VALUE : (long) left;
+    }
+
+    /** Spins until {@code f} is done (true) or for {@link #SPIN_LIMIT_NANOS} (false). */
+    private static boolean spin(CompletableFuture<?> f) {
+        long until = System.nanoTime() + SPIN_LIMIT_NANOS;
+        while (!f.isDone()) {
+            if (System.nanoTime() - until >= 0) {
+                return false;
+            }
+            Thread.onSpinWait();
+        }
+        return true;
+    }
+}
