@@ -83,11 +83,11 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
 /* Configuration: the same keys as the PHX_* environment variables without the
  * prefix, lower case ("mode", "engine", "workers", "slot_mb", "slot_kb",
  * "slots", "pinned_mb", "connector", "fake_devices", "chunk_mb",
- * "max_io_bytes", "queue_depth", "inline_kb", "fresh_fill", "ramp"). Keys are parsed
+ * "max_io_bytes", "queue_depth", "inline_kb", "fresh_fill"). Keys are parsed
  * into a parameter set that is frozen when the library starts its worker pool
  * (the first phxfs_open or phxfs_init): "engine", "workers", "slot_*", "slots",
  * "pinned_mb", "chunk_mb", "queue_depth", "inline_kb", "connector",
- * "fake_devices", "fresh_fill" and "ramp" return -EBUSY after that; "mode" applies to
+ * "fake_devices" and "fresh_fill" return -EBUSY after that; "mode" applies to
  * devices opened afterwards; "max_io_bytes" (per-syscall cap, a test hook) at once.
  * "fresh_fill" (0 by default, 1 on): the workers place host reads into pages that
  * do not exist yet (fresh anonymous memory) with userfaultfd's UFFDIO_COPY instead
@@ -95,11 +95,7 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
  * in slowly (some VMs), slower elsewhere, and it leaves 4 KiB pages; falls back to
  * the plain read wherever userfaultfd is refused or the kernel is older than 6.11. While such a read is in flight,
  * other threads touching its destination wait for it, and kernel accesses to it
- * from other threads (pinning, mlock, O_DIRECT I/O) fail with EFAULT.
- * "ramp" (0..8, 4 by default): a bounce read of at least a slot per worker starts
- * with this many rounds of one smaller task per worker, 1/2^ramp of a slot
- * doubling up to a slot, so that the first host-to-device copy starts when a small
- * piece is in its slot rather than when every worker has filled a whole one; 0 off. */
+ * from other threads (pinning, mlock, O_DIRECT I/O) fail with EFAULT. */
 int phxfs_set_config(const char *key, const char *value);
 /* Writes the effective value into buf (NUL-terminated); returns its length.
  * Besides the keys above, "fresh_fill_bytes" (read-only): bytes placed by

@@ -197,15 +197,6 @@ static void interleave_writes(phx_batch_state_t *b, int n)
     free(at);
 }
 
-/* A ramp task: the slot halved `halvings` times, a multiple of 64 KiB (so of the O_DIRECT
- * block), never less than 64 KiB and never more than the slot. */
-static size_t ramp_piece(size_t slot, int halvings)
-{
-    size_t c = (slot >> halvings) & ~(size_t)((64u << 10) - 1);
-    if (c < (64u << 10)) c = 64u << 10;
-    return c < slot ? c : slot;
-}
-
 phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int n, int is_write, int may_inline,
                                    phx_batch_cb cb, void *cb_arg, int *err)
 {
@@ -243,32 +234,21 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int
     int workers = phx_pool_workers();
     size_t fine = phx_align_up(total / (size_t)(workers ? workers : 1), 64u << 10);
     if (fine == 0) fine = 64u << 10;
-    /* A read through the slots pipelines each worker's copy from the page cache with the
-     * link's copy of its previous slot. Started with a whole slot each, the link waits until
-     * the workers, all copying at once, have each filled one (0.5-0.7 ms on the H200 host);
-     * so the first rounds of tasks are smaller, doubling up to the slot (phx_params.ramp). */
-    size_t ramp_tasks = fine >= p->slot_bytes ? (size_t)p->ramp * (size_t)(workers ? workers : 1) : 0;
     for (int pass = 0; pass < 2; pass++) {
-        size_t t = 0, ramped = 0;
+        size_t t = 0;
         for (int i = 0; i < n; i++) {
             if (atomic_load(&rs[i].err)) continue;
-            int bounce_read = rs[i].bounce && !rs[i].is_write;
             size_t c = rs[i].bounce ? p->slot_bytes : p->chunk_bytes;
             if (fine < c) c = fine;
             uint64_t s = (uint64_t)reqs[i].f_offset, e = s + reqs[i].nbytes;
-            if (pass == 0 && !(bounce_read && ramped < ramp_tasks)) {
+            if (pass == 0) {
                 if (e > s) ntasks += (size_t)((e - 1) / c - s / c + 1);
                 continue;
             }
             for (uint64_t q, pos = s; pos < e; pos = q) {
-                /* cut at multiples of the piece size, as at multiples of the slot: a piece
-                 * never spans a slot boundary, so O_DIRECT's widening to blocks stays in the slot */
-                size_t cc = c;
-                if (bounce_read && ramped < ramp_tasks) cc = ramp_piece(c, p->ramp - (int)(ramped++ / (size_t)workers));
-                q = (pos / cc + 1) * cc;
+                q = (pos / c + 1) * c;
                 if (q > e) q = e;
-                if (pass == 0) ntasks++;
-                else b->tasks[t++] = (phx_task_t){&rs[i], b, pos - s, (size_t)(q - pos)};
+                b->tasks[t++] = (phx_task_t){&rs[i], b, pos - s, (size_t)(q - pos)};
             }
         }
         if (pass == 0) {

@@ -90,9 +90,6 @@ static int set_locked(const char *key, const char *value)
     } else if (!strcmp(key, "fresh_fill")) {
         if (parse_size(value, 0, 1, &x)) return phx_fail(EINVAL, "fresh_fill '%s': expected 0 or 1", value);
         phx_cfg.fresh_fill = (int)x;
-    } else if (!strcmp(key, "ramp")) {
-        if (parse_size(value, 0, 8, &x)) return phx_fail(EINVAL, "ramp '%s': expected 0..8", value);
-        phx_cfg.ramp = (int)x;
     } else if (!strcmp(key, "max_io_bytes")) {
         if (parse_size(value, 1, (long long)1 << 30, &x)) return phx_fail(EINVAL, "max_io_bytes '%s': expected 1..1073741824", value);
         phx_max_io_bytes = (size_t)x;
@@ -105,8 +102,7 @@ static int set_locked(const char *key, const char *value)
 static void load_env(void)
 {
     static const char *keys[] = {"mode", "engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
-                                 "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill", "max_io_bytes",
-                                 "ramp"};
+                                 "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill", "max_io_bytes"};
     pthread_mutex_lock(&cfg_lock);
     if (!cfg_loaded) {
         cfg_loaded = 1;
@@ -137,10 +133,6 @@ static void load_env(void)
         phx_cfg.fake_devices = 1;
         /* opt-in: faster only where fresh pages fault in slowly (fresh_fill.c) */
         phx_cfg.fresh_fill = 0;
-        /* A large bounce read starts with 4 rounds of smaller tasks, a sixteenth of a slot
-         * doubling up to it: the link starts when the first of them is in a slot, not when
-         * every worker has copied a whole slot (batch.c, docs/benchmarks.md perf-3). */
-        phx_cfg.ramp = 4;
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
             char env[32] = "PHX_";
             for (size_t j = 0; keys[i][j] && j + 5 < sizeof env; j++) env[4 + j] = (char)toupper((unsigned char)keys[i][j]);
@@ -178,7 +170,7 @@ int phxfs_set_config(const char *key, const char *value)
     load_env();
     /* the pool sizes its threads, rings, slots, pinned pools and scratch once, at start */
     static const char *fixed[] = {"engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
-                                  "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill", "ramp"};
+                                  "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill"};
     pthread_mutex_lock(&cfg_lock);
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         if (!strcmp(key, fixed[i]) && frozen) {
@@ -216,7 +208,6 @@ int phxfs_get_config(const char *key, char *buf, size_t len)
     else if (!strcmp(key, "fresh_fill_bytes"))
         n = snprintf(buf, len, "%llu", (unsigned long long)atomic_load(&phx_fresh_bytes));
     else if (!strcmp(key, "max_io_bytes")) n = snprintf(buf, len, "%zu", (size_t)phx_max_io_bytes);
-    else if (!strcmp(key, "ramp")) n = snprintf(buf, len, "%d", phx_cfg.ramp);
     else n = -1;
     pthread_mutex_unlock(&cfg_lock);
     if (n < 0) return phx_fail(EINVAL, "unknown configuration key '%s'", key);

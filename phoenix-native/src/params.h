@@ -19,7 +19,6 @@ typedef struct {
     char connector[16];  /* "", "cuda", "fake", "host" */
     int fake_devices;
     int fresh_fill;      /* host reads into missing pages by UFFDIO_COPY (fresh_fill.c) */
-    int ramp;            /* rounds of smaller first tasks of a large bounce read (batch.c) */
 } phx_params_t;
 
 /* Loads PHX_* once and freezes the pool keys; returns the frozen set. */
