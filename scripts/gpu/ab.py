@@ -4,8 +4,9 @@ revision's CLI, interleaved round by round in one run, beside the pinned host-to
 Usage: ab.py --order .gpu/ab/order [--rounds 5] [--checkpoints st-dense,gen-dense,st-moe] [--json F]
              [--settings "NAME:VAR=V,VAR=V;NAME:..."]   (the last revision again under each setting's
              environment, as one more variant NAME in the rounds: e.g. "w12:PHX_WORKERS=12"; the
-             setting AOT=1 runs the JVM with the revision's start-up cache, as ./phoenix does, and
-             JVM=FLAGS adds JVM options, separated by spaces)"""
+             setting AOT=1 runs the JVM with the revision's start-up cache, as ./phoenix does,
+             JVM=FLAGS adds JVM options and ARGS=OPTIONS options of `phoenix load`, each separated
+             by spaces)"""
 import json, os, statistics, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,6 +43,9 @@ def cli(rev, *args, env=None, timeout=120):
     venv = dict(venv)
     aot = venv.pop("AOT", "0") not in ("", "0")  # a setting AOT=1: the JVM as ./phoenix starts it
     jvm = venv.pop("JVM", "").split()  # a setting JVM=FLAGS: JVM options, separated by spaces
+    extra = venv.pop("ARGS", "").split()  # a setting ARGS=OPTIONS: options of `phoenix load`
+    if args and args[0] == "load":
+        args = (*args, *extra)
     lib = os.path.join(ROOT, "build", "ab", rev, "build", "libphoenix.so")
     jar = os.path.join(ROOT, ".gpu", "ab", rev, "phoenix-cli.jar")
     e = dict(os.environ, PHX_LIBRARY_PATH=lib, **venv, **(env or {}))

@@ -5,6 +5,8 @@
 //        `phoenix bench` times; c12 is a load's layout when a 12 KiB header is skipped);
 //   fK   phxfs_mem_alloc (zeroed) + regmem + the batch + deregmem + free, all timed;
 //   rK   the same with cudaMalloc (not zeroed);
+//   nK   into a buffer cudaMalloc'd for it, only the batch timed (a load's first touch of
+//        fresh device memory, against cK's buffer written before);
 //   pK   like cK, submitted asynchronously and polled every 5 ms for bytes done;
 //   sN   no transfer: sleep N ms (does a pause after a free change the next transfer?).
 // Prints every round and the median per token. Usage: load_shape FILE [rounds] [tokens,...]
@@ -78,6 +80,17 @@ static double fresh_load(int zeroed, off_t start)
     return s;
 }
 
+static double fresh_read(off_t start)
+{
+    void *b;
+    if (cudaMalloc(&b, len) != cudaSuccess) { fprintf(stderr, "cudaMalloc failed\n"); exit(1); }
+    if (phxfs_regmem(0, b, len, NULL) < 0) { fprintf(stderr, "regmem: %s\n", phxfs_last_error()); exit(1); }
+    double s = read_into(b, start, 0);
+    phxfs_deregmem(0, b, len);
+    cudaFree(b);
+    return s;
+}
+
 static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 
 int main(int argc, char **argv)
@@ -90,7 +103,7 @@ int main(int argc, char **argv)
     char *tok[16];
     int ntok = 0;
     for (char *t = strtok(seq, ","); t && ntok < 16; t = strtok(NULL, ",")) {
-        if (!strchr("cfrps", t[0]) || atoi(t + 1) < 0) { fprintf(stderr, "bad token %s\n", t); return 2; }
+        if (!strchr("cfnrps", t[0]) || atoi(t + 1) < 0) { fprintf(stderr, "bad token %s\n", t); return 2; }
         tok[ntok++] = t;
     }
     fd = open(argv[1], O_RDONLY);
@@ -119,6 +132,7 @@ int main(int argc, char **argv)
             }
             double s = tok[k][0] == 'c' ? read_into(a, start, 0)
                      : tok[k][0] == 'p' ? read_into(a, start, 1)
+                     : tok[k][0] == 'n' ? fresh_read(start)
                                         : fresh_load(tok[k][0] == 'f', start);
             gbps[k][r] = len / s / 1e9;
             printf(" %s %.2f", tok[k], gbps[k][r]);
