@@ -34,8 +34,9 @@ final class BatchWait {
 
     /**
      * The batch's result. {@code bytesDone}: the batch's bytes moved so far, of {@code bytes},
-     * since {@code startNanos} ({@link System#nanoTime()}); {@code progress}, when not null, is
-     * told the bytes moved at least every {@code periodNanos}. An interrupt is kept for the
+     * since {@code startNanos} ({@link System#nanoTime()}); the end is estimated again at least
+     * every {@code periodNanos}, and {@code progress}, when not null, is told the bytes moved as
+     * often. An interrupt is kept for the
      * caller: the batch writes into the caller's buffers, so this waits for it to end. When
      * {@code progress} throws, this waits for the batch and rethrows that.
      */
@@ -58,7 +59,8 @@ final class BatchWait {
                     nextReport = now + periodNanos;
                 }
                 long left = remainingNanos(done, bytes, now - startNanos);
-                long park = Math.max(MIN_PARK_NANOS, left - SPIN_NANOS);
+                // at most a period: the first estimate, made before anything moved, says nothing
+                long park = Math.min(periodNanos, Math.max(MIN_PARK_NANOS, left - SPIN_NANOS));
                 if (left <= SPIN_NANOS) {
                     if (spin(f)) {
                         break;

@@ -63,6 +63,26 @@ class BatchWaitTest {
         assertTrue(reports.getLast() <= 1000, "never more than the batch: " + reports);
     }
 
+    /**
+     * Without a listener the end is still estimated again every period: a first estimate made
+     * before anything moved must not park the thread until the batch ends (it would then wake
+     * late, which the spin is there to avoid).
+     */
+    @Test
+    void withoutAListenerTheEndIsEstimatedAgain() throws Exception {
+        CompletableFuture<String> f = new CompletableFuture<>();
+        AtomicLong moved = new AtomicLong();
+        java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+        Thread t = completeLater(f, "done", 150, moved, 1000);
+        String r = BatchWait.await(f, () -> {
+            asked.incrementAndGet();
+            return moved.get();
+        }, 1000, System.nanoTime(), null, PERIOD);
+        t.join();
+        assertEquals("done", r);
+        assertTrue(asked.get() >= 3, "the bytes moved were asked " + asked.get() + " times over 150 ms");
+    }
+
     @Test
     void aFailedBatchThrowsItsOwnException() {
         CompletableFuture<String> f = new CompletableFuture<>();
