@@ -4,8 +4,9 @@ revision's CLI, interleaved round by round in one run, beside the pinned host-to
 Usage: ab.py --order .gpu/ab/order [--rounds 5] [--checkpoints st-dense,gen-dense,st-moe] [--json F]
              [--settings "NAME:VAR=V,VAR=V;NAME:..."]   (the last revision again under each setting's
              environment, as one more variant NAME in the rounds: e.g. "w12:PHX_WORKERS=12"; the
-             setting AOT=1 runs the JVM with the revision's start-up cache, as ./phoenix does,
-             JVM=FLAGS adds JVM options and ARGS=OPTIONS options of `phoenix load`, each separated
+             setting AOT=1 runs the JVM with the revision's start-up cache as ./phoenix does since
+             733fdcf (for a load: its classes, not its method profiles), AOT=replay with the
+             profiles replayed too (as ./phoenix did before; the "AOT=1" of earlier records), JVM=FLAGS adds JVM options and ARGS=OPTIONS options of `phoenix load`, each separated
              by spaces)"""
 import json, os, statistics, subprocess, sys, time
 
@@ -41,7 +42,8 @@ def cli(rev, *args, env=None, timeout=120):
     name = rev
     rev, venv = VARIANTS.get(rev, (rev, {}))
     venv = dict(venv)
-    aot = venv.pop("AOT", "0") not in ("", "0")  # a setting AOT=1: the JVM as ./phoenix starts it
+    aot_setting = venv.pop("AOT", "0")
+    aot = aot_setting not in ("", "0")  # a setting AOT=1: the JVM as ./phoenix starts it
     jvm = venv.pop("JVM", "").split()  # a setting JVM=FLAGS: JVM options, separated by spaces
     extra = venv.pop("ARGS", "").split()  # a setting ARGS=OPTIONS: options of `phoenix load`
     if args and args[0] == "load":
@@ -51,6 +53,8 @@ def cli(rev, *args, env=None, timeout=120):
     e = dict(os.environ, PHX_LIBRARY_PATH=lib, **venv, **(env or {}))
     cache = aot_cache(rev, lib, jar) if aot else None
     pre = [f"-XX:AOTCache={cache}", "-Xlog:aot*=off", "-Xlog:cds*=off"] if cache else []
+    if cache and aot_setting != "replay" and args and args[0] in ("load", "load-bench"):
+        pre += ["-XX:+UnlockDiagnosticVMOptions", "-XX:+IgnoreUnrecognizedVMOptions", "-XX:-AOTReplayTraining"]
     cmd = [JAVA, *pre, *jvm, "--enable-native-access=ALL-UNNAMED", "-cp", jar, "io.phxfs.cli.PhoenixCli", *args]
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
     keep = os.environ.get("AB_STDERR")  # the children's stderr, each under the run it came from

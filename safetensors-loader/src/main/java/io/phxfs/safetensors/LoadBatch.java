@@ -304,13 +304,18 @@ final class LoadBatch implements AutoCloseable {
     }
 
     /**
-     * Closes the batch and the files, on the caller's thread. Session 16 closed the files on a
-     * virtual thread as the batch completed; on the H200 the load then waited 0.3-0.4 ms for
-     * that thread to be scheduled, where the four close(2) calls themselves take tens of
-     * microseconds (perf-3 session 17, docs/benchmarks.md).
+     * Waits for the batch if it still runs (a caller that left {@link #finish} by an exception),
+     * then closes it and the files, on the caller's thread: the reads use the descriptors until
+     * they end, and a descriptor closed under them could be reused by another open. Session 16
+     * closed the files on a virtual thread as the batch completed; on the H200 the load then
+     * waited 0.3-0.4 ms for that thread to be scheduled, where the four close(2) calls
+     * themselves take tens of microseconds (perf-3 session 17, docs/benchmarks.md).
      */
     @Override
     public void close() {
+        if (running != null) {
+            running.handle((r, x) -> null).join();
+        }
         try {
             if (batch != null) {
                 batch.close();

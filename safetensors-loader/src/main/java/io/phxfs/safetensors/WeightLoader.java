@@ -45,9 +45,10 @@ import java.util.concurrent.TimeoutException;
  * }
  * }</pre>
  *
- * <p>All reads of a load are one batch, the same path {@code phoenix bench} measures. With a
- * {@link ProgressListener} the batch is submitted asynchronously and its moved bytes are
- * polled (phxfs_batch_bytes_done) every {@value #PROGRESS_PERIOD_MS} ms.
+ * <p>All reads of a load are one batch, the same path {@code phoenix bench} measures. It is
+ * submitted asynchronously; the loading thread polls its moved bytes (phxfs_batch_bytes_done)
+ * at least every {@value #PROGRESS_PERIOD_MS} ms, reports them to a {@link ProgressListener}
+ * when there is one, and spins over the last stretch (BatchWait).
  */
 public final class WeightLoader {
     static final long PROGRESS_PERIOD_MS = 50;

@@ -126,6 +126,30 @@ class BatchWaitTest {
         t.join();
     }
 
+    /** An Error from the listener, or a failure asking for the bytes moved, waits for the batch too. */
+    @Test
+    void anErrorOrAFailedPollAlsoWaitsForTheBatch() throws Exception {
+        CompletableFuture<String> f = new CompletableFuture<>();
+        AtomicLong moved = new AtomicLong();
+        Thread t = completeLater(f, "x", 120, moved, 1000);
+        AssertionError e = assertThrows(AssertionError.class, () -> BatchWait.await(f, moved::get, 1000,
+                System.nanoTime(), done -> {
+                    throw new AssertionError("listener error");
+                }, PERIOD));
+        assertEquals("listener error", e.getMessage());
+        assertTrue(f.isDone(), "an Error waited for the batch");
+        t.join();
+
+        CompletableFuture<String> g = new CompletableFuture<>();
+        Thread u = completeLater(g, "y", 120, new AtomicLong(), 1000);
+        IllegalStateException p = assertThrows(IllegalStateException.class, () -> BatchWait.await(g, () -> {
+            throw new IllegalStateException("poll failed");
+        }, 1000, System.nanoTime(), null, PERIOD));
+        assertEquals("poll failed", p.getMessage());
+        assertTrue(g.isDone(), "a failed poll waited for the batch");
+        u.join();
+    }
+
     /**
      * All bytes but the last few moved at once, then a long stall (a cold last read): the
      * estimate says "any moment" the whole time. The waiting thread spins a few milliseconds,
@@ -133,6 +157,8 @@ class BatchWaitTest {
      */
     @Test
     void aStalledEndDoesNotKeepTheThreadSpinning() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/thread-self/schedstat")),
+                "a kernel without CONFIG_SCHED_INFO has no per-thread CPU time to read");
         CompletableFuture<String> f = new CompletableFuture<>();
         Thread t = Thread.ofPlatform().start(() -> {
             sleepQuietly(400);

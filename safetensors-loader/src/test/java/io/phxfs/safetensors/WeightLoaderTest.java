@@ -160,9 +160,8 @@ class WeightLoaderTest {
     }
 
     /**
-     * The early reads' files are closed as their batch completes (on libphoenix's completion
-     * thread, while the loading thread wakes up); by the time load returns none is open, also
-     * when the load failed after the reads.
+     * The early reads' files are closed by the loading thread once their batch has ended; by
+     * the time load returns none is open, also when the load failed after the reads.
      */
     @org.junit.jupiter.params.ParameterizedTest
     @org.junit.jupiter.params.provider.ValueSource(strings = {"page cache", "O_DIRECT"})
