@@ -7,9 +7,6 @@
 #              `load --host`: the MoE's extra milliseconds over the dense file
 #   copy/dd    `load --host --copy` of the dense file against `dd bs=16M` of it, same round
 # Usage: scripts/bench-host.sh JAR [JAR...]   (ROUNDS=5, DIR=/tmp/phx-host; AOT=0: plain JVMs)
-# With the cache, loads start as ./phoenix starts them: its classes without its method profiles
-# (-XX:-AOTReplayTraining); JAR@replay replays the profiles too, as the launcher did before
-# 733fdcf (the same jar may be named both ways).
 # e.g.   scripts/bench-host.sh build/ab/eaedf65/samples/target/phoenix-cli-nodjl.jar samples/target/phoenix-cli.jar
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,15 +14,14 @@ cd "$(dirname "$0")/.."
 JAVA_HOME=$(scripts/setup.sh); export JAVA_HOME
 java="$JAVA_HOME/bin/java"
 dir=${DIR:-/tmp/phx-host}; rounds=${ROUNDS:-5}
-gen=("$java" --enable-native-access=ALL-UNNAMED -jar "${1%@replay}" gen-model)
+gen=("$java" --enable-native-access=ALL-UNNAMED -jar "$1" gen-model)
 [ -f "$dir/index96k/model.safetensors.index.json" ] || "${gen[@]}" "$dir/index96k" --size 905m --hidden 256 --heads 8 \
   --kv-heads 8 --experts 100 --expert-intermediate 16 --vocab 1000 --shards 160 >&2
 [ -f "$dir/moe/model.safetensors" ] || "${gen[@]}" "$dir/moe" --size 2200m --hidden 2048 --experts 768 \
   --expert-intermediate 64 >&2
 [ -f "$dir/dense/model.safetensors" ] || "${gen[@]}" "$dir/dense" --size 2050m --hidden 2048 --intermediate 5600 >&2
 caches=()
-for spec in "$@"; do
-  jar=${spec%@replay}
+for jar in "$@"; do
   aot="${jar%.jar}.bench.aot"
   if [ "${AOT:-1}" != 0 ] && { [ ! -s "$aot" ] || [ "$jar" -nt "$aot" ]; }; then
     PHX_CONNECTOR=fake "$java" -XX:AOTCacheOutput="$aot" -Xlog:aot*=off -Xlog:cds*=off --enable-native-access=ALL-UNNAMED \
@@ -36,14 +32,10 @@ done
 python3 - "$java" "$dir" "$rounds" "${AOT:-1}" "$@" <<'PY'
 import json, os, statistics, subprocess, sys, time
 java, d, rounds, aot, jars = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] != "0", sys.argv[5:]
-def load(spec, model, *args):
-    replay = spec.endswith("@replay")
-    jar = spec[:-len("@replay")] if replay else spec
+def load(jar, model, *args):
     cache = jar[:-4] + ".bench.aot"
     recorded = aot and os.path.exists(cache) and os.path.getsize(cache) > 0
     pre = [f"-XX:AOTCache={cache}", "-Xlog:aot*=off", "-Xlog:cds*=off"] if recorded else []
-    if recorded and not replay:  # as ./phoenix starts a load
-        pre += ["-XX:+UnlockDiagnosticVMOptions", "-XX:+IgnoreUnrecognizedVMOptions", "-XX:-AOTReplayTraining"]
     out = subprocess.run([java, *pre, "--enable-native-access=ALL-UNNAMED", "-jar", jar, "load", f"{d}/{model}", "--host",
                           "--json", *args], check=True, capture_output=True, text=True).stdout
     j = json.loads(out)
