@@ -112,42 +112,44 @@ class BatchWaitTest {
         }
     }
 
+    /**
+     * A listener that throws (an exception or an Error) and a poll of the bytes moved that
+     * throws: each time the wait goes on until the batch ends (the buffers stay in use until
+     * then), then the failure propagates as thrown.
+     */
     @Test
-    void aFailingListenerWaitsForTheBatchThenThrows() throws Exception {
-        CompletableFuture<String> f = new CompletableFuture<>();
-        AtomicLong moved = new AtomicLong();
-        Thread t = completeLater(f, "x", 120, moved, 1000);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> BatchWait.await(f, moved::get,
-                1000, System.nanoTime(), done -> {
-                    throw new IllegalArgumentException("listener");
-                }, PERIOD));
-        assertEquals("listener", e.getMessage());
-        assertTrue(f.isDone(), "the buffers stay in use until the batch ends: it waited");
-        t.join();
+    void aFailingListenerOrPollWaitsForTheBatchThenThrows() throws Exception {
+        assertWaitsThenThrows(new IllegalArgumentException("listener"), false);
+        assertWaitsThenThrows(new AssertionError("listener error"), false);
+        assertWaitsThenThrows(new IllegalStateException("poll failed"), true);
     }
 
-    /** An Error from the listener, or a failure asking for the bytes moved, waits for the batch too. */
-    @Test
-    void anErrorOrAFailedPollAlsoWaitsForTheBatch() throws Exception {
+    /** The failure itself (a RuntimeException or an Error), to throw where no checked exception may go. */
+    private static RuntimeException unchecked(Throwable failure) {
+        if (failure instanceof Error e) {
+            throw e;
+        }
+        return (RuntimeException) failure;
+    }
+
+    private static void assertWaitsThenThrows(Throwable failure, boolean inPoll) throws Exception {
         CompletableFuture<String> f = new CompletableFuture<>();
         AtomicLong moved = new AtomicLong();
         Thread t = completeLater(f, "x", 120, moved, 1000);
-        AssertionError e = assertThrows(AssertionError.class, () -> BatchWait.await(f, moved::get, 1000,
-                System.nanoTime(), done -> {
-                    throw new AssertionError("listener error");
-                }, PERIOD));
-        assertEquals("listener error", e.getMessage());
-        assertTrue(f.isDone(), "an Error waited for the batch");
+        java.util.function.LongSupplier poll = () -> {
+            if (inPoll) {
+                throw unchecked(failure);
+            }
+            return moved.get();
+        };
+        java.util.function.LongConsumer listener = inPoll ? null : done -> {
+            throw unchecked(failure);
+        };
+        Throwable thrown = assertThrows(Throwable.class,
+                () -> BatchWait.await(f, poll, 1000, System.nanoTime(), listener, PERIOD));
+        assertSame(failure, thrown);
+        assertTrue(f.isDone(), failure + ": returned before the batch ended");
         t.join();
-
-        CompletableFuture<String> g = new CompletableFuture<>();
-        Thread u = completeLater(g, "y", 120, new AtomicLong(), 1000);
-        IllegalStateException p = assertThrows(IllegalStateException.class, () -> BatchWait.await(g, () -> {
-            throw new IllegalStateException("poll failed");
-        }, 1000, System.nanoTime(), null, PERIOD));
-        assertEquals("poll failed", p.getMessage());
-        assertTrue(g.isDone(), "a failed poll waited for the batch");
-        u.join();
     }
 
     /**
