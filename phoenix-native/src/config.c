@@ -87,6 +87,9 @@ static int set_locked(const char *key, const char *value)
     } else if (!strcmp(key, "fake_devices")) {
         if (parse_size(value, 1, PHX_MAX_DEVICES, &x)) return phx_fail(EINVAL, "fake_devices '%s': expected 1..64", value);
         phx_cfg.fake_devices = (int)x;
+    } else if (!strcmp(key, "huge_fill")) {
+        if (parse_size(value, 0, 1, &x)) return phx_fail(EINVAL, "huge_fill '%s': expected 0 or 1", value);
+        phx_cfg.huge_fill = (int)x;
     } else if (!strcmp(key, "fresh_fill")) {
         if (parse_size(value, 0, 1, &x)) return phx_fail(EINVAL, "fresh_fill '%s': expected 0 or 1", value);
         phx_cfg.fresh_fill = (int)x;
@@ -102,7 +105,7 @@ static int set_locked(const char *key, const char *value)
 static void load_env(void)
 {
     static const char *keys[] = {"mode", "engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
-                                 "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill", "max_io_bytes"};
+                                 "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill", "huge_fill", "max_io_bytes"};
     pthread_mutex_lock(&cfg_lock);
     if (!cfg_loaded) {
         cfg_loaded = 1;
@@ -133,6 +136,7 @@ static void load_env(void)
         phx_cfg.fake_devices = 1;
         /* opt-in: faster only where fresh pages fault in slowly (fresh_fill.c) */
         phx_cfg.fresh_fill = 0;
+        phx_cfg.huge_fill = 1;
         for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
             char env[32] = "PHX_";
             for (size_t j = 0; keys[i][j] && j + 5 < sizeof env; j++) env[4 + j] = (char)toupper((unsigned char)keys[i][j]);
@@ -170,7 +174,7 @@ int phxfs_set_config(const char *key, const char *value)
     load_env();
     /* the pool sizes its threads, rings, slots, pinned pools and scratch once, at start */
     static const char *fixed[] = {"engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
-                                  "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill"};
+                                  "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill", "huge_fill"};
     pthread_mutex_lock(&cfg_lock);
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
         if (!strcmp(key, fixed[i]) && frozen) {
@@ -207,6 +211,9 @@ int phxfs_get_config(const char *key, char *buf, size_t len)
     else if (!strcmp(key, "fresh_fill")) n = snprintf(buf, len, "%d", phx_cfg.fresh_fill);
     else if (!strcmp(key, "fresh_fill_bytes"))
         n = snprintf(buf, len, "%llu", (unsigned long long)atomic_load(&phx_fresh_bytes));
+    else if (!strcmp(key, "huge_fill")) n = snprintf(buf, len, "%d", phx_cfg.huge_fill);
+    else if (!strcmp(key, "huge_fill_bytes"))
+        n = snprintf(buf, len, "%llu", (unsigned long long)atomic_load(&phx_huge_fill_bytes));
     else if (!strcmp(key, "max_io_bytes")) n = snprintf(buf, len, "%zu", (size_t)phx_max_io_bytes);
     else n = -1;
     pthread_mutex_unlock(&cfg_lock);

@@ -1,6 +1,11 @@
 #include "internal.h"
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
 
 ssize_t phx_rw_full(int fd, int is_write, char *buf, size_t len, off_t off)
 {
@@ -24,11 +29,16 @@ ssize_t phx_rw_full(int fd, int is_write, char *buf, size_t len, off_t off)
     return (ssize_t)done;
 }
 
+void phx_rw_run(phx_rw_t *op)
+{
+    if (op->populate) op->populate_res = madvise(op->populate, op->populate_len, MADV_POPULATE_READ) ? -errno : 0;
+    op->result = phx_rw_full(op->fd, op->is_write, op->buf, op->len, op->off);
+}
+
 static int sync_run(phx_engine_t *e, phx_rw_t *ops, int n)
 {
     (void)e;
-    for (int i = 0; i < n; i++)
-        ops[i].result = phx_rw_full(ops[i].fd, ops[i].is_write, ops[i].buf, ops[i].len, ops[i].off);
+    for (int i = 0; i < n; i++) phx_rw_run(&ops[i]);
     return 0;
 }
 

@@ -74,6 +74,11 @@ typedef struct {
     size_t len;
     off_t off;
     ssize_t result;      /* out: bytes or -errno; short only at EOF */
+    /* reads only, optional: a file mapping to MADV_POPULATE_READ before the read, so that the
+     * read finds its bytes in the page cache as huge folios (huge_fill.c) */
+    char *populate;
+    size_t populate_len;
+    int populate_res;    /* out: 0, or -errno when the populate failed (the read runs anyway) */
 } phx_rw_t;
 
 typedef struct phx_engine phx_engine_t;
@@ -87,11 +92,14 @@ phx_engine_t *phx_engine_sync_create(void);
 phx_engine_t *phx_engine_uring_create(unsigned depth);
 /* One complete transfer with the sync loop; used by both engines */
 ssize_t phx_rw_full(int fd, int is_write, char *buf, size_t len, off_t off);
+/* op->populate, when set, then the read or write, on this thread; sets op->result */
+void phx_rw_run(phx_rw_t *op);
 
 #include "pinned.h"
 #include "kmod.h"
 #include "device.h"
 #include "fresh_fill.h"
+#include "huge_fill.h"
 #include "pool.h"
 
 #endif

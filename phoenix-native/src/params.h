@@ -19,6 +19,7 @@ typedef struct {
     char connector[16];  /* "", "cuda", "fake", "host" */
     int fake_devices;
     int fresh_fill;      /* host reads into missing pages by UFFDIO_COPY (fresh_fill.c) */
+    int huge_fill;       /* cold buffered reads fill the page cache in huge folios (huge_fill.c) */
 } phx_params_t;
 
 /* Loads PHX_* once and freezes the pool keys; returns the frozen set. */

@@ -92,13 +92,14 @@ typedef struct {
     char *scratch;
     size_t scratch_len;
     phx_fresh_t fresh; /* reads into pages that do not exist yet (workers only) */
+    phx_huge_fill_t huge; /* cold buffered reads fill the page cache in huge folios (workers only) */
 } phx_host_xfer_t;
 void phx_host_tasks(phx_host_xfer_t *x, phx_task_t **ts, int k);
 void phx_host_xfer_free(phx_host_xfer_t *x);
 
 /* xfer_bounce.c: pinned slots of the device pool + async copies, pipelined */
 typedef struct phx_bounce_xfer phx_bounce_xfer_t;
-phx_bounce_xfer_t *phx_bounce_xfer_new(int worker_index);
+phx_bounce_xfer_t *phx_bounce_xfer_new(int worker_index, int huge_fill);
 void phx_bounce_task(phx_bounce_xfer_t *x, phx_task_t *t);
 int phx_bounce_pending(const phx_bounce_xfer_t *x);
 /* retires everything in flight */

@@ -107,7 +107,8 @@ int phx_pool_start(const phx_params_t *p)
         }
         if (!w->host.eng) w->host.eng = phx_engine_sync_create();
         w->host.fresh.enabled = p->fresh_fill;
-        w->bounce = phx_bounce_xfer_new(i);
+        w->host.huge.enabled = p->huge_fill;
+        w->bounce = phx_bounce_xfer_new(i, p->huge_fill);
         if (!w->host.eng || !w->bounce) return phx_fail(ENOMEM, "worker pool: out of memory");
     }
     for (int i = 0; i < n; i++) {

@@ -26,12 +26,16 @@ struct phx_bounce_xfer {
     int idx;
     int pending;                       /* entries in flight, over every device */
     phx_wctx_t *active[PHX_MAX_DEVICES];
+    phx_huge_fill_t huge;              /* cold buffered reads fill the page cache in huge folios */
 };
 
-phx_bounce_xfer_t *phx_bounce_xfer_new(int worker_index)
+phx_bounce_xfer_t *phx_bounce_xfer_new(int worker_index, int huge_fill)
 {
     phx_bounce_xfer_t *x = calloc(1, sizeof *x);
-    if (x) x->idx = worker_index;
+    if (x) {
+        x->idx = worker_index;
+        x->huge.enabled = huge_fill;
+    }
     return x;
 }
 
@@ -147,8 +151,11 @@ void phx_bounce_task(phx_bounce_xfer_t *x, phx_task_t *t)
     size_t head = rs->direct ? (size_t)off & (PHX_ALIGN - 1) : 0;
     size_t len = t->len;
     if (!rs->is_write) {
-        phx_rw_t op = {rs->req->fd, 0, slot + head, t->len, off, 0};
-        if (rs->direct) op = (phx_rw_t){op.fd, 0, slot, phx_align_up(head + t->len, PHX_ALIGN), off - (off_t)head, 0};
+        phx_rw_t op = {.fd = rs->req->fd, .buf = slot + head, .len = t->len, .off = off};
+        if (rs->direct)
+            op = (phx_rw_t){.fd = op.fd, .buf = slot, .len = phx_align_up(head + t->len, PHX_ALIGN), .off = off - (off_t)head};
+        else
+            phx_huge_fill(&x->huge, op.fd, off, t->len);
         op.result = phx_rw_full(op.fd, 0, op.buf, op.len, op.off);
         ssize_t n = op.result < 0 ? op.result : (size_t)op.result > head ? (ssize_t)((size_t)op.result - head) : 0;
         if (n > (ssize_t)t->len) n = (ssize_t)t->len;

@@ -2,6 +2,7 @@
 """Run ON THE GPU MACHINE from scripts/gpu/ab.sh: loads the same checkpoints with every prepared
 revision's CLI, interleaved round by round in one run, beside the pinned host-to-device rate.
 Usage: ab.py --order .gpu/ab/order [--rounds 5] [--checkpoints st-dense,gen-dense,st-moe] [--json F]
+             [--target device|host]   (host: `load --host`, the files as their writer left them)
              [--settings "NAME:VAR=V,VAR=V;NAME:..."]   (the last revision again under each setting's
              environment, as one more variant NAME in the rounds: e.g. "w12:PHX_WORKERS=12"; the
              setting AOT=1 runs the JVM with the revision's start-up cache as ./phoenix does since
@@ -159,6 +160,9 @@ def main():
     revs = [o[0] for o in order]
     rounds = int(arg("--rounds", "5"))
     kinds = arg("--checkpoints", "st-dense,gen-dense,st-moe").split(",")
+    # --target host: loads into host memory (`--host`), the files as their writer left them in
+    # the page cache; the ratio to the link is then only a scale
+    target = ["--host"] if arg("--target", "device") == "host" else ["--device", "0"]
     last = revs[-1]  # the revision the settings run, and the one that writes gen-model's checkpoint
     for spec in [x for x in arg("--settings", "").split(";") if x.strip()]:
         vname, _, assigns = spec.partition(":")
@@ -185,7 +189,7 @@ def main():
         sums = {}
         for rev in revs:  # one untimed load each: the checksums must agree, and the device settles
             try:
-                j = json.loads(cli(rev, "load", d, "--device", "0", "--json", "--checksums"))
+                j = json.loads(cli(rev, "load", d, *target, "--json", "--checksums"))
                 sums[rev] = {n: t.get("sha256") for n, t in j["tensors"].items()}
             except Exception as ex:
                 print(f"  {k} {rev}: checksum load failed: {ex}", flush=True)
@@ -194,7 +198,7 @@ def main():
         for _ in range(rounds):
             for rev in revs:
                 try:
-                    j = json.loads(cli(rev, "load", d, "--device", "0", "--json"))
+                    j = json.loads(cli(rev, "load", d, *target, "--json"))
                     j.pop("tensors", None)
                     runs[rev].append(j)
                 except Exception as ex:

@@ -18,7 +18,8 @@
 # file: the bounce path's own ceiling at the library's default shape (pread + H2D, 2 slots of
 # 4 MiB a thread, 12 threads; also the CPU copy alone, the copies alone, and one stream a thread
 # as libphoenix queues them), to set each load's read phase against on the same machine.
-# AB_STDERR=1 keeps every child's stderr in $OUT/ab-stderr.txt.
+# AB_STDERR=1 keeps every child's stderr in $OUT/ab-stderr.txt. AB_TARGET=host loads into host
+# memory (`load --host`) instead of device 0.
 # Outputs in $OUT: ab.json (every run), ab-table.txt, rw-bench.txt, copy-ceiling.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,7 +37,7 @@ while read -r name desc; do
   echo "ab.sh: built $name ($desc)"
 done < .gpu/ab/order
 [ -n "${AB_STDERR:-}" ] && export AB_STDERR="$out/ab-stderr.txt"
-timeout 480 python3 scripts/gpu/ab.py --order .gpu/ab/order --rounds "${AB_ROUNDS:-5}" \
+timeout 480 python3 scripts/gpu/ab.py --order .gpu/ab/order --rounds "${AB_ROUNDS:-5}" --target "${AB_TARGET:-device}" \
   --checkpoints "${AB_CHECKPOINTS:-st-dense,gen-dense,st-moe}" --settings "${AB_SETTINGS:-}" --json "$out/ab.json" 2>&1 | tee "$out/ab-table.txt"
 if [ -n "${AB_RW:-}" ]; then
   # device <-> page cache both ways beside the kernel's own pread/pwrite, with the last revision,

@@ -9,11 +9,14 @@
  * as a cold host load), willneed (POSIX_FADV_WILLNEED), readahead (readahead(2)); by name only:
  * tasksN[-fd] (THREADS threads take N MiB pieces in file order, as libphoenix's workers read a
  * cold file through the page cache: one shared descriptor, or -fd one each; -huge: each piece
- * first populated in a MADV_HUGEPAGE mapping of the file, then read). */
+ * first populated in a MADV_HUGEPAGE mapping of the whole file, then read; -each: in a mapping
+ * of its own, as libphoenix's huge_fill does; -fresh: read into new anonymous memory, as a host
+ * load's copy, instead of one reused buffer). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +60,23 @@ static int shared_fd;
 static size_t next_task; /* atomic */
 
 static char *huge_map; /* tasks*-huge: populate the task's range of this first */
+static char *fresh_dst; /* tasks*-fresh: each piece read into its place in new anonymous memory */
+static int per_task_map; /* tasks*-huge-each: the piece's own 2 MiB-aligned mapping, made and dropped per piece */
+
+/* as libphoenix's huge_fill.c does it: the piece's interior mapped at an aligned address,
+ * advised, populated, unmapped */
+static void populate_piece(int fd, size_t off, size_t n)
+{
+    size_t huge = 2u << 20;
+    size_t from = (off + huge - 1) & ~(huge - 1), to = (off + n) & ~(huge - 1);
+    if (to <= from) return;
+    char *res = mmap(NULL, to - from + huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (res == MAP_FAILED) die("mmap reservation");
+    char *at = (char *)(((uintptr_t)res + huge - 1) & ~(uintptr_t)(huge - 1));
+    if (mmap(at, to - from, PROT_READ, MAP_SHARED | MAP_FIXED, fd, (off_t)from) == MAP_FAILED) die("mmap piece");
+    if (madvise(at, to - from, MADV_HUGEPAGE) || madvise(at, to - from, MADV_POPULATE_READ)) die("madvise piece");
+    munmap(res, to - from + huge);
+}
 
 static void *pull_tasks(void *arg)
 {
@@ -68,12 +88,14 @@ static void *pull_tasks(void *arg)
     for (;;) {
         size_t off = __atomic_fetch_add(&next_task, task_bytes, __ATOMIC_RELAXED);
         if (off >= size) break;
+        if (per_task_map) populate_piece(fd, off, size - off < task_bytes ? size - off : task_bytes);
         if (huge_map) {
             size_t n = size - off < task_bytes ? size - off : task_bytes;
             size_t page = off % 4096;
             if (madvise(huge_map + off - page, n + page, MADV_POPULATE_READ)) die("madvise populate");
         }
-        if (pread(fd, buf, task_bytes, (off_t)off) < 0) die("pread");
+        if (pread(fd, fresh_dst ? fresh_dst + off : buf, size - off < task_bytes ? size - off : task_bytes, (off_t)off) < 0)
+            die("pread");
     }
     free(buf);
     if (own_fd) close(fd);
@@ -82,9 +104,16 @@ static void *pull_tasks(void *arg)
 
 /* as libphoenix's workers read a cold file through the page cache: T threads, TASK-sized
  * pieces taken in file order */
-static void read_tasks(int threads, size_t task, int own, int huge)
+static void read_tasks(int threads, size_t task, int own, int huge, int fresh, int each)
 {
     huge_map = NULL;
+    per_task_map = each;
+    fresh_dst = NULL;
+    if (fresh) {
+        fresh_dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (fresh_dst == MAP_FAILED) die("mmap destination");
+        if (getenv("DST_HUGE") && madvise(fresh_dst, size, MADV_HUGEPAGE)) die("madvise destination");
+    }
     if (huge) {
         int fd = open(path, O_RDONLY);
         if (fd < 0) die("open");
@@ -103,6 +132,7 @@ static void read_tasks(int threads, size_t task, int own, int huge)
     for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
     close(shared_fd);
     if (huge_map) munmap(huge_map, size);
+    if (fresh_dst) munmap(fresh_dst, size);
 }
 
 static void read_all(size_t chunk)
@@ -185,7 +215,8 @@ int main(int argc, char **argv)
     if (stat(path, &st)) die("stat");
     size = (size_t)st.st_size;
     const char *fillers[] = {"read64m", "read128k", "mmap", "willneed", "readahead",
-                             "as-is", "tasks8m", "tasks8m-fd", "tasks64m", "tasks64m-fd", "tasks8m-huge"};
+                             "as-is", "tasks8m", "tasks8m-fd", "tasks64m", "tasks64m-fd", "tasks8m-huge",
+                             "tasks8m-fresh", "tasks8m-huge-fresh", "tasks8m-each-fresh"};
     unsigned nfill = sizeof fillers / sizeof *fillers;
     unsigned only = argc > 3 ? nfill : 0; /* one filler, by name */
     for (unsigned k = 0; argc > 3 && k < nfill; k++)
@@ -210,11 +241,14 @@ int main(int argc, char **argv)
             close(fd);
             break;
         }
-        case 6: read_tasks(threads, 8u << 20, 0, 0); break;
-        case 7: read_tasks(threads, 8u << 20, 1, 0); break;
-        case 8: read_tasks(threads, 64u << 20, 0, 0); break;
-        case 9: read_tasks(threads, 64u << 20, 1, 0); break;
-        case 10: read_tasks(threads, 8u << 20, 0, 1); break;
+        case 6: read_tasks(threads, 8u << 20, 0, 0, 0, 0); break;
+        case 7: read_tasks(threads, 8u << 20, 1, 0, 0, 0); break;
+        case 8: read_tasks(threads, 64u << 20, 0, 0, 0, 0); break;
+        case 9: read_tasks(threads, 64u << 20, 1, 0, 0, 0); break;
+        case 10: read_tasks(threads, 8u << 20, 0, 1, 0, 0); break;
+        case 11: read_tasks(threads, 8u << 20, 0, 0, 1, 0); break;
+        case 12: read_tasks(threads, 8u << 20, 0, 1, 1, 0); break;
+        case 13: read_tasks(threads, 8u << 20, 0, 0, 1, 1); break;
         case 4: {
             int fd = open(path, O_RDONLY);
             for (off_t off = 0; (size_t)off < size; off += 64 << 20) readahead(fd, off, 64 << 20);

@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Ranges of files mapped read-only (private) into one contiguous address range, from
@@ -220,34 +221,111 @@ public final class FileMapping implements AutoCloseable {
      * nothing here touches the memory itself. On a kernel before 5.14, which lacks the advice,
      * this does nothing and pages fault in on first access. A close while a step's madvise is
      * under way fails with EBUSY (the mapping stays); populating a closed mapping does nothing.
+     *
+     * <p>When the first step is slow, other threads take steps too (up to one a processor).
+     * How long populating takes depends on the folios the page cache holds the files in: a file
+     * read back in large reads sits in 2 MiB folios, one page-table entry each, while one
+     * written by its writer, or read from disk by several threads in pieces, mostly sits in
+     * 4 KiB ones; 2 GB of those took 250-290 ms to populate on the build machine against 1-3 ms
+     * (phoenix-native/tests/probe/cache_fill.c, docs/benchmarks.md). Up to four threads populate:
+     * on the H200 host a file as safetensors wrote it took 82-184 ms with one, 37-53 ms with four
+     * and 89-117 ms with sixteen (they contend for the address space's locks). A step of large
+     * folios (about 0.05 ms) starts no helper.
      */
     public void populate() {
+        populate(POPULATE_STEP, SLOW_STEP_NANOS);
+    }
+
+    /** {@link #populate()} in steps of {@code step} bytes, with helpers after a first step slower than {@code slowStepNanos}. */
+    void populate(long step, long slowStepNanos) {
         if (!stepwiseSupported()) {
             return;
         }
-        long page = LibcMemory.pageSize();
-        long base = segment.address() - reservation.address(); // the segment's start in the reservation
-        for (int i = 0; i < ranges.size(); i++) {
-            long first = base + offsets[i];
-            long end = first + ranges.get(i).length();
-            // madvise takes whole pages: from the page that holds the range's first byte (mapped
-            // from the file too, since mmap offsets are whole pages)
-            for (long off = first - (reservation.address() + first) % page; off < end; off += POPULATE_STEP) {
-                MemorySegment step;
+        long[] steps = populateSteps(step);
+        int n = steps.length / 2;
+        AtomicInteger next = new AtomicInteger();
+        long t0 = System.nanoTime();
+        if (!populateNext(steps, next)) {
+            return;
+        }
+        int helpers = System.nanoTime() - t0 > slowStepNanos
+                ? Math.min(n - 1, Math.min(MAX_POPULATE_HELPERS, Runtime.getRuntime().availableProcessors() - 1)) : 0;
+        List<Thread> started = new ArrayList<>(Math.max(helpers, 0));
+        for (int i = 0; i < helpers; i++) {
+            try {
+                started.add(Thread.ofPlatform().daemon().name("phoenix-populate").start(() -> {
+                    while (populateNext(steps, next)) {
+                        // one step a turn, until none is left
+                    }
+                }));
+            } catch (OutOfMemoryError | RuntimeException noThread) {
+                break; // the threads already started, and this one, take the rest
+            }
+        }
+        while (populateNext(steps, next)) {
+            // as the helpers
+        }
+        boolean interrupted = false;
+        for (Thread t : started) {
+            while (true) {
                 try {
-                    // a slice of the arena's segment: the downcall keeps the mapping alive while it runs
-                    step = reservation.asSlice(off, Math.min(POPULATE_STEP, end - off));
-                } catch (IllegalStateException closedMeanwhile) {
-                    return;
-                }
-                if (closed.get()) {
-                    return;
-                }
-                if (!LibcMemory.advise(step, step.byteSize(), LibcMemory.MADV_POPULATE_READ)) {
-                    break; // EFAULT (truncated): the rest of this range faults on access
+                    t.join();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true; // the pages must be in before this returns: wait, then tell
                 }
             }
         }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Populating: a first step slower than this (64 MiB at 134 GB/s) brings in helpers. */
+    private static final long SLOW_STEP_NANOS = 500_000;
+    /** At most this many threads help populate, besides the caller (see {@link #populate}). */
+    private static final int MAX_POPULATE_HELPERS = 3;
+
+    /**
+     * The populate steps in order, as pairs (offset in the reservation, length): each range in
+     * steps of {@code step} bytes, from the page that holds its first byte (madvise takes whole
+     * pages, and that page is mapped from the file too, since mmap offsets are whole pages).
+     */
+    private long[] populateSteps(long step) {
+        long page = LibcMemory.pageSize();
+        long base = segment.address() - reservation.address(); // the segment's start in the reservation
+        int count = 0;
+        long[] steps = new long[16];
+        for (int i = 0; i < ranges.size(); i++) {
+            long first = base + offsets[i];
+            long end = first + ranges.get(i).length();
+            for (long off = first - (reservation.address() + first) % page; off < end; off += step) {
+                if (count + 2 > steps.length) {
+                    steps = Arrays.copyOf(steps, steps.length * 2);
+                }
+                steps[count++] = off;
+                steps[count++] = Math.min(step, end - off);
+            }
+        }
+        return Arrays.copyOf(steps, count);
+    }
+
+    /** Populates the next step not yet taken; false when none is left or the mapping is closed. */
+    private boolean populateNext(long[] steps, AtomicInteger next) {
+        int i = next.getAndIncrement();
+        if (i >= steps.length / 2 || closed.get()) {
+            return false;
+        }
+        MemorySegment step;
+        try {
+            // a slice of the arena's segment: the downcall keeps the mapping alive while it runs
+            step = reservation.asSlice(steps[2 * i], steps[2 * i + 1]);
+        } catch (IllegalStateException closedMeanwhile) {
+            return false;
+        }
+        // false: EFAULT (truncated), left to the access that meets it
+        LibcMemory.advise(step, step.byteSize(), LibcMemory.MADV_POPULATE_READ);
+        return true;
     }
 
     /**

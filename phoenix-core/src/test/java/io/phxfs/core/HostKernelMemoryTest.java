@@ -109,6 +109,33 @@ class HostKernelMemoryTest {
     }
 
     @Test
+    void populateWithHelpersFaultsEveryRangeInAndReturnsOnlyOnceTheyAreDone() throws IOException {
+        // 1 MiB steps and any first step counted slow: the caller and its helpers share 24 steps
+        // over three files, the middle one truncated under the mapping
+        byte[][] data = {Fixtures.random(8 << 20, 6), Fixtures.random(8 << 20, 7), Fixtures.random((8 << 20) + 4321, 8)};
+        Path[] files = new Path[3];
+        List<FileMapping.Range> ranges = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            files[i] = Fixtures.writeFile(dir, "helped" + i + ".bin", data[i]);
+            ranges.add(new FileMapping.Range(files[i], 0, data[i].length));
+        }
+        try (FileMapping m = PHX.host().map(ranges, false)) {
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(files[1], java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(4096);
+            }
+            m.populate(1 << 20, 0);
+            assertTrue(Thread.getAllStackTraces().keySet().stream().noneMatch(t -> t.getName().equals("phoenix-populate")),
+                    "a helper still running after populate returned");
+            for (int i : new int[] {0, 2}) {
+                long kb = residentKb(m.segment().address() + m.offsetOf(i));
+                assertTrue(kb >= (data[i].length >> 10) - 4, "file " + i + " resident after populate: " + kb + " KiB");
+                assertArrayEquals(data[i], bytes(m.segment().asSlice(m.offsetOf(i), data[i].length)));
+            }
+            assertArrayEquals(Arrays.copyOf(data[1], 4096), bytes(m.segment().asSlice(m.offsetOf(1), 4096)));
+        }
+    }
+
+    @Test
     void rangesSideBySide() throws IOException {
         byte[] a = Fixtures.random(10_000, 2);
         byte[] b = Fixtures.random(5_000, 3);
