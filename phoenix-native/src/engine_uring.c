@@ -2,8 +2,8 @@
  * once (up to the ring depth) and short completions are resubmitted for the
  * remainder, so the result matches the sync loop byte for byte. An op's
  * populate goes first as a linked madvise, which io_uring runs on its own
- * workers: the reads keep their depth (done on the worker thread, the
- * populates made a cold host load up to 3x slower on the build machine). */
+ * workers: the batch's reads keep their depth, where populating on the
+ * worker thread would let one populate at a time hold the others back. */
 #include "internal.h"
 #include <liburing.h>
 #include <stdlib.h>

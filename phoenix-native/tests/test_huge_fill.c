@@ -1,9 +1,9 @@
 /* Cold buffered reads bring their range into the page cache in huge folios first (huge_fill.c):
  * the bytes are exact at odd offsets, into host memory and into a device (the bounce path under
  * the fake connector), past the end of the file (the populate fails there, the read does not),
- * and as an unprivileged user. "huge_fill_bytes" counts what was filled: a cold range with a
- * whole 2 MiB piece is, a warm range and a small one are not, and with PHX_HUGE_FILL=0 nothing
- * is. Where the file system keeps 2 MiB folios (a control shows it), a file read cold this way
+ * and as an unprivileged user. "huge_fill_bytes" counts what was filled: with PHX_HUGE_FILL=1 a
+ * cold range with a whole 2 MiB piece is, a warm range and a small one are not; without it (the
+ * default) nothing is. Where the file system keeps 2 MiB folios (a control shows it), a file read cold this way
  * then maps mostly with 2 MiB entries (FilePmdMapped in /proc/self/smaps). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -179,7 +179,7 @@ static void folios(int fd)
 int main(void)
 {
     const char *env = getenv("PHX_HUGE_FILL");
-    mode = env ? atoi(env) : 1;
+    mode = env ? atoi(env) : 0;
     fsize = (40u << 20) + 4099;
     char path[256];
     snprintf(path, sizeof path, "%s", th_make_file(fsize, 5));
@@ -232,5 +232,5 @@ int main(void)
     close(fd);
     unlink(path);
     free(ref);
-    return th_finish(mode ? "test_huge_fill" : "test_huge_fill (PHX_HUGE_FILL=0)");
+    return th_finish(mode ? "test_huge_fill (PHX_HUGE_FILL=1)" : "test_huge_fill (off, the default)");
 }
