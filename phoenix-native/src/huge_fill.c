@@ -25,8 +25,9 @@
  * Opt-in (huge_fill=1, PHX_HUGE_FILL). On the H200 host a cold `load --host` of 5.2 GB ran
  * as fast with it (2.8-3.9 s against 3.2-3.4 s) and the next warm load took 24-29 ms against
  * 118-135 ms. On the 2-core build machine the cold load ran 2.1-2.6x slower (12.9-14.5 s
- * against 5.2-6.9 s): its time went to zeroing the destination's fresh huge pages, which that
- * VM's hypervisor hands back slowly once the page cache has taken the free 2 MiB blocks. */
+ * against 5.2-6.9 s), all of it system time spent zeroing the destination's fresh huge pages
+ * (folio_zero_user in the workers' kernel stacks; 22.9 s of system time against 5.1 s): that
+ * VM's fresh memory is slow to touch, and more so with the page cache in 2 MiB folios too. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
