@@ -83,11 +83,11 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
 /* Configuration: the same keys as the PHX_* environment variables without the
  * prefix, lower case ("mode", "engine", "workers", "slot_mb", "slot_kb",
  * "slots", "pinned_mb", "connector", "fake_devices", "chunk_mb",
- * "max_io_bytes", "queue_depth", "inline_kb", "fresh_fill"). Keys are parsed
+ * "max_io_bytes", "queue_depth", "inline_kb", "fresh_fill", "huge_fill"). Keys are parsed
  * into a parameter set that is frozen when the library starts its worker pool
  * (the first phxfs_open or phxfs_init): "engine", "workers", "slot_*", "slots",
  * "pinned_mb", "chunk_mb", "queue_depth", "inline_kb", "connector",
- * "fake_devices" and "fresh_fill" return -EBUSY after that; "mode" applies to
+ * "fake_devices", "fresh_fill" and "huge_fill" return -EBUSY after that; "mode" applies to
  * devices opened afterwards; "max_io_bytes" (per-syscall cap, a test hook) at once.
  * "fresh_fill" (0 by default, 1 on): the workers place host reads into pages that
  * do not exist yet (fresh anonymous memory) with userfaultfd's UFFDIO_COPY instead
@@ -95,11 +95,18 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
  * in slowly (some VMs), slower elsewhere, and it leaves 4 KiB pages; falls back to
  * the plain read wherever userfaultfd is refused or the kernel is older than 6.11. While such a read is in flight,
  * other threads touching its destination wait for it, and kernel accesses to it
- * from other threads (pinning, mlock, O_DIRECT I/O) fail with EFAULT. */
+ * from other threads (pinning, mlock, O_DIRECT I/O) fail with EFAULT.
+ * "huge_fill" (0 by default, 1 on): before a buffered read of a cold file, the
+ * workers bring each whole 2 MiB piece of the range into the page cache as one
+ * 2 MiB folio, so that later uses of those bytes (a host mapping, a pread) touch
+ * fewer, larger folios; it needs Linux 6.5 (cachestat) and a file the caller owns
+ * or may write, and otherwise leaves the read as it is. The bytes read are the same
+ * either way. */
 int phxfs_set_config(const char *key, const char *value);
 /* Writes the effective value into buf (NUL-terminated); returns its length.
  * Besides the keys above, "fresh_fill_bytes" (read-only): bytes placed by
- * UFFDIO_COPY since the library started. */
+ * UFFDIO_COPY since the library started; "huge_fill_bytes" (read-only): bytes
+ * brought into the page cache by huge_fill. */
 int phxfs_get_config(const char *key, char *buf, size_t len);
 
 /* Registration (upstream semantics): an exact duplicate increments a refcount;

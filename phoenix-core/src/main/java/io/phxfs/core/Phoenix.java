@@ -207,7 +207,7 @@ public final class Phoenix implements AutoCloseable {
      * When a change takes effect depends on the key (phoenix.h):
      * <ul>
      * <li>"engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
-     *     "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill" size or shape the
+     *     "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill", "huge_fill" size or shape the
      *     worker pool, which
      *     libphoenix starts in phxfs_init, that is in {@link #open()}: through this method they
      *     always fail with EBUSY. Set them with the PHX_* environment variables instead.</li>

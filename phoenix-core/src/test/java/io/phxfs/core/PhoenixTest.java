@@ -169,7 +169,7 @@ class PhoenixTest {
         // Phoenix.open() ran phxfs_init, which started the pool: its sizes are fixed, even to
         // the value they already have, and the message names the key and its variable
         for (String key : new String[] {"engine", "workers", "slot_mb", "slot_kb", "slots", "pinned_mb", "chunk_mb",
-                "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill"}) {
+                "queue_depth", "inline_kb", "connector", "fake_devices", "fresh_fill", "huge_fill"}) {
             String value = PHX.getConfig(key);
             PhoenixException fixed = assertThrows(PhoenixException.class, () -> PHX.setConfig(key, value), key);
             assertEquals(Errno.EBUSY, fixed.errno(), key);
