@@ -51,6 +51,7 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
         prog[i].done = 0;
         prog[i].retries = 0;
         ops[i].result = 0;
+        ops[i].populate_res = -ECANCELED; /* until its madvise completes (never, on the fallback) */
     }
     while (next < n || cqes > 0) {
         while (next < n && inflight < (int)u->depth) {

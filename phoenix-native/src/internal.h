@@ -78,7 +78,7 @@ typedef struct {
      * read finds its bytes in the page cache as huge folios (huge_fill.c) */
     char *populate;
     size_t populate_len;
-    int populate_res;    /* out: 0, or -errno when the populate failed (the read runs anyway) */
+    int populate_res;    /* out: 0, or -errno when the populate failed or did not run (the read runs anyway) */
 } phx_rw_t;
 
 typedef struct phx_engine phx_engine_t;
