@@ -99,9 +99,10 @@ int phxfs_get_map_mode(int dev); /* upstream compatibility: 0 full, 1 staging, <
  * "huge_fill" (0 by default, 1 on): before a buffered read of a cold file, the
  * workers bring each whole 2 MiB piece of the range into the page cache as one
  * 2 MiB folio, so that later uses of those bytes (a host mapping, a pread) touch
- * fewer, larger folios; it needs Linux 6.5 (cachestat) and a file the caller owns
- * or may write, and otherwise leaves the read as it is. The bytes read are the same
- * either way. */
+ * fewer, larger folios; it needs Linux 6.5 (cachestat), a file system that keeps
+ * large folios, and a regular file the caller owns or may write (not on tmpfs,
+ * ramfs, hugetlbfs or overlayfs), and otherwise leaves the read as it is. The
+ * bytes read are the same either way. */
 int phxfs_set_config(const char *key, const char *value);
 /* Writes the effective value into buf (NUL-terminated); returns its length.
  * Besides the keys above, "fresh_fill_bytes" (read-only): bytes placed by

@@ -3,10 +3,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-
 ssize_t phx_rw_full(int fd, int is_write, char *buf, size_t len, off_t off)
 {
     size_t done = 0;
@@ -31,7 +27,7 @@ ssize_t phx_rw_full(int fd, int is_write, char *buf, size_t len, off_t off)
 
 void phx_rw_run(phx_rw_t *op)
 {
-    if (op->populate) op->populate_res = madvise(op->populate, op->populate_len, MADV_POPULATE_READ) ? -errno : 0;
+    if (op->populate) op->populate_res = madvise(op->populate, op->populate_len, PHX_MADV_POPULATE_READ) ? -errno : 0;
     op->result = phx_rw_full(op->fd, op->is_write, op->buf, op->len, op->off);
 }
 

@@ -8,10 +8,6 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 /* user_data of an op's populate: its index with this bit */
 #define POPULATE_TAG ((__u64)1 << 62)
 
@@ -61,9 +57,11 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
             if (io_uring_sq_space_left(&u->ring) < (unsigned)(pair ? 2 : 1)) break;
             if (pair) {
                 struct io_uring_sqe *m = io_uring_get_sqe(&u->ring);
-                io_uring_prep_madvise(m, op->populate, (__u32)op->populate_len, MADV_POPULATE_READ);
+                io_uring_prep_madvise(m, op->populate, (__u32)op->populate_len, PHX_MADV_POPULATE_READ);
                 io_uring_sqe_set_data64(m, (__u64)next | POPULATE_TAG);
-                /* a failed populate cancels the read (-ECANCELED), which is resubmitted below */
+                /* the read starts once the populate is done; a failed populate (past the end
+                 * of the file) does not break the link on Linux 6.18, and a kernel where it did
+                 * would hand the read back as -ECANCELED, which is resubmitted below */
                 m->flags |= IOSQE_IO_LINK;
                 cqes++;
             }
@@ -76,8 +74,13 @@ static int uring_run(phx_engine_t *e, phx_rw_t *ops, int n)
         int rc = io_uring_submit_and_wait(&u->ring, 1);
         if (rc < 0 && rc != -EINTR) {
             /* ring is unusable: finish the rest synchronously so no op is lost */
+            /* every completion first: a populate may still be running in the mapping the
+             * caller unmaps after this returns */
             struct io_uring_cqe *c;
-            while (cqes > 0 && io_uring_wait_cqe(&u->ring, &c) == 0) {
+            while (cqes > 0) {
+                int w = io_uring_wait_cqe(&u->ring, &c);
+                if (w == -EINTR) continue;
+                if (w) break;
                 io_uring_cqe_seen(&u->ring, c);
                 cqes--;
             }

@@ -34,12 +34,10 @@
 #include "huge_fill.h"
 #include <errno.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
 #ifndef __NR_cachestat
 #define __NR_cachestat 451 /* the same on every architecture (Linux 6.5) */
 #endif
@@ -56,6 +54,26 @@ struct cachestat_range {
 struct cachestat {
     uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
 };
+
+/* File systems the fill must leave alone: on tmpfs and ramfs a fault allocates a hole that
+ * pread would have read as zeroes (a sparse file would fill its memory), hugetlbfs has no
+ * page cache to speak of, and on overlayfs cachestat looks at the overlay's empty mapping, so
+ * warm data would count as cold and be populated on every read. */
+static int fill_allowed(int fd)
+{
+    struct stat st;
+    struct statfs fs;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || fstatfs(fd, &fs)) return 0;
+    switch ((unsigned long)fs.f_type) {
+    case 0x01021994UL: /* TMPFS_MAGIC */
+    case 0x858458f6UL: /* RAMFS_MAGIC */
+    case 0x958458f6UL: /* HUGETLBFS_MAGIC */
+    case 0x794c7630UL: /* OVERLAYFS_SUPER_MAGIC */
+        return 0;
+    default:
+        return 1;
+    }
+}
 
 /* 1: the page at `at` is in the page cache, 0: it is not, -1: this kernel has no cachestat.
  * Any other refusal counts as cached (no fill): EPERM for a file the caller neither owns nor
@@ -81,7 +99,7 @@ int phx_huge_fill_map(phx_huge_fill_t *h, int fd, off_t off, size_t len, phx_hug
         h->state = -1;
         return 0;
     }
-    if (first || cached(fd, to - PAGE_BYTES)) return 0;
+    if (first || cached(fd, to - PAGE_BYTES) || !fill_allowed(fd)) return 0;
     /* a reservation one huge page larger, so that the file can go at an aligned address in it */
     size_t rn = n + HUGE_BYTES;
     char *res = mmap(NULL, rn, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -92,7 +110,7 @@ int phx_huge_fill_map(phx_huge_fill_t *h, int fd, off_t off, size_t len, phx_hug
         return 0;
     }
     if (madvise(at, n, MADV_HUGEPAGE) != 0) {
-        if (errno == EINVAL) h->state = -1; /* no transparent huge pages in this kernel */
+        if (errno == EINVAL || errno == ENOSYS) h->state = -1; /* no transparent huge pages in this kernel */
         munmap(res, rn);
         return 0;
     }
@@ -101,9 +119,11 @@ int phx_huge_fill_map(phx_huge_fill_t *h, int fd, off_t off, size_t len, phx_hug
     return 1;
 }
 
-void phx_huge_fill_unmap(phx_huge_span_t *s, int populate_res)
+void phx_huge_fill_unmap(phx_huge_fill_t *h, phx_huge_span_t *s, int populate_res)
 {
     if (populate_res == 0) atomic_fetch_add_explicit(&phx_huge_fill_bytes, s->len, memory_order_relaxed);
+    /* a kernel without MADV_POPULATE_READ (before 5.14): never again on this worker */
+    if (populate_res == -EINVAL || populate_res == -ENOSYS || populate_res == -EOPNOTSUPP) h->state = -1;
     munmap(s->reservation, s->reservation_len);
     *s = (phx_huge_span_t){0};
 }
@@ -113,5 +133,5 @@ void phx_huge_fill(phx_huge_fill_t *h, int fd, off_t off, size_t len)
     phx_huge_span_t s;
     if (!phx_huge_fill_map(h, fd, off, len, &s)) return;
     /* EFAULT past the end of the file (a truncation meanwhile): the read then sees it */
-    phx_huge_fill_unmap(&s, madvise(s.at, s.len, MADV_POPULATE_READ) ? -errno : 0);
+    phx_huge_fill_unmap(h, &s, madvise(s.at, s.len, PHX_MADV_POPULATE_READ) ? -errno : 0);
 }

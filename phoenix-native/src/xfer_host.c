@@ -76,7 +76,7 @@ void phx_host_tasks(phx_host_xfer_t *x, phx_task_t **ts, int k)
     if (m == 1) phx_rw_run(&ops[0]);
     else if (m) x->eng->run(x->eng, ops, m);
     for (int j = 0; j < m; j++) {
-        if (ops[j].populate) phx_huge_fill_unmap(&spans[j], ops[j].populate_res);
+        if (ops[j].populate) phx_huge_fill_unmap(&x->huge, &spans[j], ops[j].populate_res);
         phx_task_done(ts[idx[j]], ops[j].result);
     }
 }

@@ -1,7 +1,8 @@
 /* Cold buffered reads bring their range into the page cache in huge folios first (huge_fill.c):
  * the bytes are exact at odd offsets, into host memory and into a device (the bounce path under
  * the fake connector), past the end of the file (the populate fails there, the read does not),
- * and as an unprivileged user. "huge_fill_bytes" counts what was filled: with PHX_HUGE_FILL=1 a
+ * and as an unprivileged user; a sparse tmpfs file keeps its holes and a character device is
+ * left alone. "huge_fill_bytes" counts what was filled: with PHX_HUGE_FILL=1 a
  * cold range with a whole 2 MiB piece is, a warm range and a small one are not; without it (the
  * default) nothing is. Where the file system keeps 2 MiB folios (a control shows it), a file read cold this way
  * then maps mostly with 2 MiB entries (FilePmdMapped in /proc/self/smaps). */
@@ -13,6 +14,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -115,11 +117,56 @@ static void cold_and_warm(int fd, int dev, const char *who)
     CHECK_EQ(filled() - before, 0);
 }
 
-/* 16 MiB from 5 MiB + 3 before the end: the populate runs into the end of the file */
+/* 48 MiB from 5 MiB + 3 before the end: the populates run into and past the end of the file,
+ * several tasks a worker (on io_uring: populate-and-read pairs in one ring) */
 static void past_end(int fd, int dev)
 {
     evict(fd);
-    read_check(fd, dev, 16u << 20, (off_t)(fsize - (5u << 20) - 3), "past the end");
+    unsigned long long before = filled();
+    read_check(fd, dev, 48u << 20, (off_t)(fsize - (5u << 20) - 3), "past the end");
+    if (!mode) CHECK_EQ(filled() - before, 0);
+}
+
+/* tmpfs: a hole pread reads as zeroes must stay a hole (a fault would allocate it) */
+static void sparse_tmpfs(void)
+{
+    char path[] = "/dev/shm/phx_huge_fill_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        printf("no /dev/shm here: the tmpfs check is skipped\n");
+        return;
+    }
+    size_t n = 16u << 20;
+    CHECK_EQ(ftruncate(fd, (off_t)n), 0);
+    unsigned char *buf = malloc(n);
+    unsigned long long before = filled();
+    CHECK_EQ(phxfs_read(fd, -1, buf, 0, (ssize_t)n, 0), n);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < n; i++) nonzero += buf[i] != 0;
+    CHECK_EQ(nonzero, 0);
+    struct stat st;
+    CHECK_EQ(fstat(fd, &st), 0);
+    CHECK_EQ(st.st_blocks, 0);
+    CHECK_EQ(filled() - before, 0);
+    free(buf);
+    close(fd);
+    unlink(path);
+}
+
+/* not a regular file: nothing to fill, and nothing mapped */
+static void character_device(void)
+{
+    int fd = open("/dev/zero", O_RDONLY);
+    if (fd < 0) return;
+    size_t n = 8u << 20;
+    unsigned char *buf = malloc(n);
+    memset(buf, 1, n);
+    unsigned long long before = filled();
+    CHECK_EQ(phxfs_read(fd, -1, buf, 0, (ssize_t)n, 0), n);
+    CHECK(buf[0] == 0 && buf[n - 1] == 0);
+    CHECK_EQ(filled() - before, 0);
+    free(buf);
+    close(fd);
 }
 
 /* FilePmdMapped of the mapping at addr, in KiB (-1: not found) */
@@ -218,7 +265,7 @@ int main(void)
     char v[8];
     CHECK(phxfs_get_config("huge_fill", v, sizeof v) > 0);
     CHECK_EQ(atoi(v), mode);
-    dev_len = fsize + 64;
+    dev_len = fsize + (48u << 20); /* past_end reads 48 MiB */
     CHECK_EQ(phxfs_mem_alloc(0, dev_len, &dev_mem), 0);
     CHECK_EQ(phxfs_regmem(0, dev_mem, dev_len, NULL), 0);
     for (int dev = -1; dev <= 0; dev++) {
@@ -226,6 +273,8 @@ int main(void)
         past_end(fd, dev);
     }
     folios(fd);
+    sparse_tmpfs();
+    character_device();
     CHECK_EQ(phxfs_deregmem(0, dev_mem, dev_len), 0);
     CHECK_EQ(phxfs_mem_free(0, dev_mem), 0);
     phxfs_close(0);

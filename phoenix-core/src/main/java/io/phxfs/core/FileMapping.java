@@ -236,15 +236,20 @@ public final class FileMapping implements AutoCloseable {
         populate(POPULATE_STEP, SLOW_STEP_NANOS);
     }
 
-    /** {@link #populate()} in steps of {@code step} bytes, with helpers after a step slower than {@code slowStepNanos}. */
-    void populate(long step, long slowStepNanos) {
+    /**
+     * {@link #populate()} in steps of {@code step} bytes, with helpers after a step slower than
+     * {@code slowStepNanos}; returns how many helper threads ran.
+     */
+    int populate(long step, long slowStepNanos) {
         if (!stepwiseSupported()) {
-            return;
+            return 0;
         }
         long[] steps = populateSteps(step);
         AtomicInteger next = new AtomicInteger();
         int helpers = Math.min(steps.length / 2 - 1, Math.min(MAX_POPULATE_HELPERS, Runtime.getRuntime().availableProcessors() - 1));
-        List<Thread> started = new ArrayList<>();
+        // sized up front: adding a started thread must not fail (an unjoined helper could still
+        // be populating after this returns)
+        List<Thread> started = new ArrayList<>(Math.max(helpers, 0));
         boolean helped = helpers <= 0;
         while (true) {
             long t0 = System.nanoTime();
@@ -257,15 +262,17 @@ public final class FileMapping implements AutoCloseable {
             if (!helped && System.nanoTime() - t0 > slowStepNanos) {
                 helped = true;
                 for (int i = 0; i < helpers; i++) {
+                    Thread t;
                     try {
-                        started.add(Thread.ofPlatform().daemon().name("phoenix-populate").start(() -> {
+                        t = Thread.ofPlatform().daemon().name("phoenix-populate").start(() -> {
                             while (populateNext(steps, next)) {
                                 // one step a turn, until none is left
                             }
-                        }));
+                        });
                     } catch (OutOfMemoryError | RuntimeException noThread) {
                         break; // the threads already started, and this one, take the rest
                     }
+                    started.add(t);
                 }
             }
         }
@@ -283,6 +290,7 @@ public final class FileMapping implements AutoCloseable {
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
+        return started.size();
     }
 
     /** Populating: a step slower than this (64 MiB at 134 GB/s) brings in helpers. */
