@@ -48,6 +48,17 @@ int th_open(const char *path, int direct)
     return fd;
 }
 
+int th_open_reference(size_t size, unsigned seed, char *path, size_t path_len, unsigned char **ref)
+{
+    snprintf(path, path_len, "%s", th_make_file(size, seed));
+    *ref = malloc(size);
+    if (!*ref) { perror("malloc"); exit(2); }
+    th_fill(*ref, size, seed, 0);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) { perror(path); exit(2); }
+    return fd;
+}
+
 int th_finish(const char *name)
 {
     if (th_failures) { fprintf(stderr, "%s: %d check(s) failed\n", name, th_failures); return 1; }

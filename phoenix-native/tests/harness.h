@@ -14,5 +14,8 @@ extern int th_failures;
 const char *th_make_file(size_t size, unsigned seed);
 void th_fill(unsigned char *p, size_t n, unsigned seed, size_t start);
 int th_open(const char *path, int direct);
+/* a temp file of `size` bytes of stream `seed` (its path into path[path_len]), opened read-only
+ * without the library; *ref gets the bytes it holds (malloc'd). Exits 2 when it cannot. */
+int th_open_reference(size_t size, unsigned seed, char *path, size_t path_len, unsigned char **ref);
 int th_finish(const char *name);
 #endif

@@ -292,11 +292,7 @@ int main(void)
     mode = env ? atoi(env) : 0;
     fsize = (40u << 20) + 4099;
     char path[256];
-    snprintf(path, sizeof path, "%s", th_make_file(fsize, 3));
-    ref = malloc(fsize);
-    th_fill(ref, fsize, 3, 0);
-    int rfd = open(path, O_RDONLY);
-    if (rfd < 0) { perror(path); return 2; }
+    int rfd = th_open_reference(fsize, 3, path, sizeof path, &ref);
     expect_path = mode == 1 && uffd_usable();
     if (mode && !uffd_usable()) {
         printf("userfaultfd refused here (seccomp, or Linux < 5.11): the path cannot run\n");

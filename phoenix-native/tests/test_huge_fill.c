@@ -229,11 +229,7 @@ int main(void)
     mode = env ? atoi(env) : 0;
     fsize = (40u << 20) + 4099;
     char path[256];
-    snprintf(path, sizeof path, "%s", th_make_file(fsize, 5));
-    ref = malloc(fsize);
-    th_fill(ref, fsize, 5, 0);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) { perror(path); return 2; }
+    int fd = th_open_reference(fsize, 5, path, sizeof path, &ref);
     if (cached_pages(fd) < 0) {
         printf("cachestat refused here (Linux < 6.5, or seccomp): the fill cannot run\n");
         close(fd);
