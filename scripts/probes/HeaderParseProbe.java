@@ -17,13 +17,13 @@ public class HeaderParseProbe {
         byte[] h = java.util.Arrays.copyOfRange(f, 8, 8 + (int) n);
         Method utf8 = Class.forName("io.phxfs.safetensors.Utf8").getDeclaredMethod("firstInvalid", byte[].class, int.class);
         utf8.setAccessible(true);
-        Method parse = Class.forName("io.phxfs.safetensors.FastHeaderJson").getDeclaredMethod("parse", byte[].class, int.class);
+        Method parse = Class.forName("io.phxfs.safetensors.FastHeaderJson").getDeclaredMethod("parse", byte[].class, int.class, long.class);
         parse.setAccessible(true);
         for (int i = 0; i < 12; i++) {
             long t0 = System.nanoTime();
             utf8.invoke(null, h, h.length);
             long t1 = System.nanoTime();
-            if (parse.invoke(null, h, h.length) == null) {
+            if (parse.invoke(null, h, h.length, f.length - 8L - h.length) == null) {
                 throw new IllegalStateException("the byte reader stood aside: not the usual header shape");
             }
             long t2 = System.nanoTime();

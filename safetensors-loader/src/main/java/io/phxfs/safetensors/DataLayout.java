@@ -17,16 +17,26 @@ final class DataLayout {
 
     static List<TensorInfo> validate(Path file, List<HeaderJson.Entry> entries, long dataBytes) {
         List<TensorInfo> tensors = new ArrayList<>(entries.size());
+        for (HeaderJson.Entry e : entries) {
+            tensors.add(tensor(file, e, dataBytes));
+        }
+        return tile(file, tensors, dataBytes);
+    }
+
+    /**
+     * Tensors each already {@link #checked}: they must tile the data section. Returns them in
+     * offset order, sorting {@code tensors} (which must be mutable) in place when they are not.
+     */
+    static List<TensorInfo> tile(Path file, List<TensorInfo> tensors, long dataBytes) {
         // writers list tensors in offset order: checked as they come, and sorted only when not
         // (a comparator chain over thousands of entries runs as cold code in a fresh JVM)
         boolean sorted = true;
         long lastBegin = Long.MIN_VALUE;
         long lastEnd = Long.MIN_VALUE;
-        for (HeaderJson.Entry e : entries) {
-            TensorInfo t = tensor(file, e, dataBytes);
-            tensors.add(t);
+        for (TensorInfo t : tensors) {
             if (t.begin() < lastBegin || (t.begin() == lastBegin && t.end() < lastEnd)) {
                 sorted = false;
+                break;
             }
             lastBegin = t.begin();
             lastEnd = t.end();
@@ -60,33 +70,57 @@ final class DataLayout {
         return tensors;
     }
 
-    private static TensorInfo tensor(Path file, HeaderJson.Entry e, long dataBytes) {
-        long[] shape = e.shape();
+    /**
+     * The tensor when its extent is right (shape x element size, begin <= end <= the data
+     * section), or null: the byte reader then hands the header to the full parser, whose
+     * {@link #validate} says what is wrong. One check for both paths, so they cannot differ.
+     */
+    static TensorInfo checked(String name, Dtype dtype, long[] shape, long begin, long end, long dataBytes) {
         long numel;
         long nbytes;
         try {
             numel = numel(shape);
-            nbytes = e.dtype().bytesFor(numel);
+            nbytes = dtype.bytesFor(numel);
+        } catch (ArithmeticException x) {
+            return null;
+        }
+        if (end < begin || end > dataBytes || end - begin != nbytes) {
+            return null;
+        }
+        return new TensorInfo(name, dtype, shape, begin, end, numel);
+    }
+
+    private static TensorInfo tensor(Path file, HeaderJson.Entry e, long dataBytes) {
+        TensorInfo t = checked(e.name(), e.dtype(), e.shape(), e.begin(), e.end(), dataBytes);
+        if (t == null) {
+            throw whyNot(file, e, dataBytes);
+        }
+        return t;
+    }
+
+    /** What {@link #checked} refused in {@code e}, named. */
+    private static SafetensorsFormatException whyNot(Path file, HeaderJson.Entry e, long dataBytes) {
+        long[] shape = e.shape();
+        long nbytes;
+        try {
+            nbytes = e.dtype().bytesFor(numel(shape));
         } catch (ArithmeticException x) {
             String why = x.getMessage() != null && x.getMessage().contains("whole number of bytes")
                     ? x.getMessage() : "the size overflows 64 bits";
-            throw new SafetensorsFormatException(file, Names.tensor(e.name()), "shape " + Arrays.toString(shape) + " of " + e.dtype()
+            return new SafetensorsFormatException(file, Names.tensor(e.name()), "shape " + Arrays.toString(shape) + " of " + e.dtype()
                     + ": " + why);
         }
         if (e.end() < e.begin()) {
-            throw new SafetensorsFormatException(file, Names.tensor(e.name()), "data_offsets [" + e.begin() + ", " + e.end()
+            return new SafetensorsFormatException(file, Names.tensor(e.name()), "data_offsets [" + e.begin() + ", " + e.end()
                     + "] are reversed (end before begin)");
         }
         if (e.end() > dataBytes) {
-            throw new SafetensorsFormatException(file, Names.tensor(e.name()), "data_offsets [" + e.begin() + ", " + e.end()
+            return new SafetensorsFormatException(file, Names.tensor(e.name()), "data_offsets [" + e.begin() + ", " + e.end()
                     + "] lie outside the file: its data section has " + dataBytes + " bytes");
         }
-        if (e.end() - e.begin() != nbytes) {
-            throw new SafetensorsFormatException(file, Names.tensor(e.name()), "shape " + Arrays.toString(shape) + " of " + e.dtype()
-                    + " needs " + nbytes + " bytes, but data_offsets [" + e.begin() + ", " + e.end() + "] span "
-                    + (e.end() - e.begin()));
-        }
-        return new TensorInfo(e.name(), e.dtype(), shape, e.begin(), e.end(), numel);
+        return new SafetensorsFormatException(file, Names.tensor(e.name()), "shape " + Arrays.toString(shape) + " of " + e.dtype()
+                + " needs " + nbytes + " bytes, but data_offsets [" + e.begin() + ", " + e.end() + "] span "
+                + (e.end() - e.begin()));
     }
 
     /** A zero dimension makes the tensor empty whatever the others say; otherwise the exact product. */

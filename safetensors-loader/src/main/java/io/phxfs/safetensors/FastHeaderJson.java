@@ -17,9 +17,12 @@ import java.util.Map;
  *
  * <p>It never reports an error itself: anything it does not recognise as well-formed (an
  * escape, an unknown field or dtype, a number with a sign, fraction, exponent, leading zero or
- * 19+ digits, bad syntax) makes {@link #parse} answer null, and the caller then runs
- * {@link HeaderJson}, which accepts the same inputs with the same result and names what is
- * wrong with the others. A name given twice it does not look for (a set of 96,000 names was a
+ * 19+ digits, bad syntax), and any tensor whose extent {@link DataLayout#checked} refuses,
+ * makes {@link #parse} answer null, and the caller then runs {@link HeaderJson} and
+ * {@link DataLayout#validate}, which accept the same inputs with the same result and name what
+ * is wrong with the others. It makes each {@link TensorInfo} directly: an intermediate entry
+ * per tensor was a sixth of a many-tensor parse's allocation, and on a VM where each fresh page
+ * costs microseconds the first time it is touched, allocation is most of a cold parse's time. A name given twice it does not look for (a set of 96,000 names was a
  * tenth of the allocation of a large load): the header built from its answer finds it, and any
  * error after this reader sends the input to {@link HeaderJson} too, so that the message is the
  * full parser's.
@@ -49,6 +52,7 @@ final class FastHeaderJson {
 
     private final byte[] b;
     private final int len;
+    private final long dataBytes;
     /** Integers of the array being read. */
     private long[] scratch = new long[8];
     private int pos;
@@ -60,18 +64,26 @@ final class FastHeaderJson {
     /** The whole input has been found valid UTF-8 (checked at the first non-ASCII byte). */
     private boolean utf8Valid;
 
-    private FastHeaderJson(byte[] b, int len) {
+    private FastHeaderJson(byte[] b, int len, long dataBytes) {
         this.b = b;
         this.len = len;
+        this.dataBytes = dataBytes;
+    }
+
+    /** The metadata and the tensors in header order, each checked on its own (not yet tiled). */
+    record Parsed(Map<String, String> metadata, List<TensorInfo> tensors) {
     }
 
     /**
-     * The parsed header, or null when the input needs the full parser (unusual, malformed, or
-     * not valid UTF-8: the caller's own check then says where).
+     * The parsed header, or null when the input needs the full parser (unusual, malformed, a
+     * tensor's extent wrong for its shape or past {@code dataBytes}, or not valid UTF-8: the
+     * caller's own checks then say where).
+     *
+     * @param dataBytes the size of the file's data section
      */
-    static HeaderJson.Parsed parse(byte[] bytes, int len) {
+    static Parsed parse(byte[] bytes, int len, long dataBytes) {
         try {
-            return new FastHeaderJson(bytes, len).header();
+            return new FastHeaderJson(bytes, len, dataBytes).header();
         } catch (Unusual e) {
             return null;
         }
@@ -90,9 +102,9 @@ final class FastHeaderJson {
         return Unusual.INSTANCE;
     }
 
-    private HeaderJson.Parsed header() {
+    private Parsed header() {
         expect('{');
-        List<HeaderJson.Entry> entries = new ArrayList<>();
+        List<TensorInfo> tensors = new ArrayList<>();
         Map<String, String> metadata = Map.of();
         boolean sawMetadata = false;
         if (peek() == '}') {
@@ -109,12 +121,12 @@ final class FastHeaderJson {
                 }
                 String name = lastString();
                 expect(':');
-                entries.add(entry(name));
+                tensors.add(tensor(name));
             } while (comma('}'));
         }
         skipWhitespace();
         if (pos != len) throw unusual();
-        return new HeaderJson.Parsed(metadata, entries);
+        return new Parsed(metadata, tensors);
     }
 
     private Map<String, String> metadata() {
@@ -142,7 +154,7 @@ final class FastHeaderJson {
         return m;
     }
 
-    private HeaderJson.Entry entry(String name) {
+    private TensorInfo tensor(String name) {
         expect('{');
         Dtype dtype = null;
         long[] shape = null;
@@ -169,7 +181,9 @@ final class FastHeaderJson {
             }
         } while (comma('}'));
         if (dtype == null || shape == null || !offsets) throw unusual();
-        return new HeaderJson.Entry(name, dtype, shape, begin, end);
+        TensorInfo t = DataLayout.checked(name, dtype, shape, begin, end, dataBytes);
+        if (t == null) throw unusual();
+        return t;
     }
 
     private Dtype dtype() {

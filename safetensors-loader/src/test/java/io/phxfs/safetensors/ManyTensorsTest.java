@@ -131,7 +131,7 @@ class ManyTensorsTest {
             if (Utf8.firstInvalid(header, header.length) >= 0) {
                 // the byte reader is the usual header's UTF-8 check: it must never answer here
                 invalid++;
-                assertNull(FastHeaderJson.parse(header, header.length), "answered on invalid UTF-8: "
+                assertNull(FastHeaderJson.parse(header, header.length, Long.MAX_VALUE), "answered on invalid UTF-8: "
                         + new String(header, StandardCharsets.ISO_8859_1));
                 continue;
             }
@@ -154,7 +154,7 @@ class ManyTensorsTest {
                 + "\"shape\":[1],\"data_offsets\":[0,4]},\"é\":{\"dtype\":\"U8\",\"shape\":[4],"
                 + "\"data_offsets\":[4,8]}}";
         assertTrue(assertAgree(valid), "the byte reader stood aside on valid UTF-8");
-        assertEquals(List.of("层.0.weight", "é"), fast(valid).entries().stream().map(HeaderJson.Entry::name).toList());
+        assertEquals(List.of("层.0.weight", "é"), fast(valid).tensors().stream().map(TensorInfo::name).toList());
         assertEquals("Модель ✓ 😀", fast(valid).metadata().get("描述"));
         byte[] utf8 = valid.getBytes(StandardCharsets.UTF_8);
         for (String at : List.of("层", "é", "Модель", "😀")) {
@@ -163,13 +163,13 @@ class ManyTensorsTest {
                 byte[] b = utf8.clone();
                 b[i + 1] = bad; // a lead byte followed by what cannot continue it
                 if (Utf8.firstInvalid(b, b.length) >= 0) {
-                    assertNull(FastHeaderJson.parse(b, b.length), at + " with byte " + bad);
+                    assertNull(FastHeaderJson.parse(b, b.length, Long.MAX_VALUE), at + " with byte " + bad);
                 }
             }
         }
         byte[] between = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}\u00e9}"
                 .getBytes(StandardCharsets.UTF_8);
-        assertNull(FastHeaderJson.parse(between, between.length), "a non-ASCII byte outside a string");
+        assertNull(FastHeaderJson.parse(between, between.length, Long.MAX_VALUE), "a non-ASCII byte outside a string");
     }
 
     private static int indexOf(byte[] h, byte[] needle) {
@@ -191,26 +191,30 @@ class ManyTensorsTest {
         return rt.totalMemory() - rt.freeMemory();
     }
 
-    private static HeaderJson.Parsed fast(String json) {
+    private static FastHeaderJson.Parsed fast(String json) {
         byte[] b = json.getBytes(StandardCharsets.UTF_8);
-        return FastHeaderJson.parse(b, b.length);
+        return FastHeaderJson.parse(b, b.length, Long.MAX_VALUE);
     }
 
     private static boolean assertAgree(String json) {
         return assertAgree(json.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Returns whether the byte reader answered. */
+    /**
+     * Returns whether the byte reader answered. The full path's answer is the full parser's
+     * entries, each through the extent check both paths share; where it refuses, the byte
+     * reader must have stood aside.
+     */
     private static boolean assertAgree(byte[] b) {
-        HeaderJson.Parsed fast = FastHeaderJson.parse(b, b.length);
+        FastHeaderJson.Parsed fast = FastHeaderJson.parse(b, b.length, Long.MAX_VALUE);
         HeaderJson.Parsed full;
         try {
             full = new HeaderJson(Path.of("h"), SafetensorsParser.DEFAULT_MAX_HEADER_BYTES).parse(b, b.length);
         } catch (SafetensorsFormatException e) {
             if (fast != null && e.getMessage().contains("appears twice in the header")) {
                 // left to the header built from the answer (aNameGivenTwiceIsReportedAsTheFullParserReportsIt)
-                long names = fast.entries().stream().map(HeaderJson.Entry::name).distinct().count();
-                assertTrue(names < fast.entries().size(), "the repeat is in the byte reader's answer: " + e.getMessage());
+                long names = fast.tensors().stream().map(TensorInfo::name).distinct().count();
+                assertTrue(names < fast.tensors().size(), "the repeat is in the byte reader's answer: " + e.getMessage());
                 return false;
             }
             if (fast != null) {
@@ -219,21 +223,47 @@ class ManyTensorsTest {
             }
             return false;
         }
+        String what = new String(b, StandardCharsets.UTF_8);
+        List<TensorInfo> checked = new ArrayList<>();
+        for (HeaderJson.Entry e : full.entries()) {
+            TensorInfo t = DataLayout.checked(e.name(), e.dtype(), e.shape(), e.begin(), e.end(), Long.MAX_VALUE);
+            if (t == null) {
+                assertNull(fast, "the byte reader accepted a tensor whose extent is wrong: " + what);
+                return false;
+            }
+            checked.add(t);
+        }
         if (fast == null) {
             return false;
         }
-        String what = new String(b, StandardCharsets.UTF_8);
         assertEquals(full.metadata(), fast.metadata(), what);
-        assertEquals(full.entries().size(), fast.entries().size(), what);
-        for (int i = 0; i < full.entries().size(); i++) {
-            HeaderJson.Entry x = full.entries().get(i);
-            HeaderJson.Entry y = fast.entries().get(i);
-            assertEquals(x.name(), y.name(), what);
-            assertEquals(x.dtype(), y.dtype(), what);
-            assertArrayEquals(x.shape(), y.shape(), what);
-            assertEquals(x.begin(), y.begin(), what);
-            assertEquals(x.end(), y.end(), what);
+        assertEquals(checked, fast.tensors(), what); // TensorInfo.equals: name, dtype, shape, offsets
+        for (int i = 0; i < checked.size(); i++) {
+            assertEquals(checked.get(i).numel(), fast.tensors().get(i).numel(), what);
         }
         return true;
+    }
+
+    /** A tensor whose extent is wrong for its shape, or past the data section, is the full path's to name. */
+    @Test
+    void theByteReaderLeavesAWrongExtentToTheFullPath() throws IOException {
+        String ok = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+        byte[] okBytes = ok.getBytes(StandardCharsets.UTF_8);
+        assertNotNull(FastHeaderJson.parse(okBytes, okBytes.length, 8));
+        assertNull(FastHeaderJson.parse(okBytes, okBytes.length, 7), "an extent past the data section");
+        for (String[] c : new String[][] {
+                {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,7]}}", "needs 8 bytes, but data_offsets [0, 7] span 7"},
+                {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", "are reversed"},
+                {"{\"a\":{\"dtype\":\"F32\",\"shape\":[100000000000000000,1000],\"data_offsets\":[0,8]}}",
+                        "the size overflows 64 bits"}}) {
+            String wrong = c[0];
+            byte[] h = wrong.getBytes(StandardCharsets.UTF_8);
+            assertNull(FastHeaderJson.parse(h, h.length, Long.MAX_VALUE), wrong);
+            assertAgree(h);
+            // and the file's parse names it as the full path does
+            Path f = TestFiles.write(dir.resolve("wrong.safetensors"), TestFiles.withHeader(wrong, 8));
+            String got = assertThrows(SafetensorsFormatException.class, () -> SafetensorsParser.standard().parse(f)).getMessage();
+            assertTrue(got.contains("tensor 'a': ") && got.contains(c[1]), got);
+        }
     }
 }
