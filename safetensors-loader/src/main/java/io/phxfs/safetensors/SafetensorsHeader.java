@@ -21,7 +21,8 @@ public final class SafetensorsHeader {
     private final long headerLength;
     private final Map<String, String> metadata;
     private final List<TensorInfo> tensors;
-    private final Map<String, TensorInfo> byName;
+    private final NameIndex byName;
+    private final Set<String> names;
 
     /**
      * What the file was when its header was read (file key: device and inode; modification
@@ -45,14 +46,12 @@ public final class SafetensorsHeader {
         this.headerLength = headerLength;
         this.metadata = Collections.unmodifiableMap(new LinkedHashMap<>(metadata));
         this.tensors = List.copyOf(tensorsInFileOrder);
-        Map<String, TensorInfo> m = LinkedHashMap.newLinkedHashMap(tensors.size());
-        for (TensorInfo t : tensors) {
-            if (m.put(t.name(), t) != null) {
-                // the header parsers refuse this first (SafetensorsParser runs the full one on any error)
-                throw new SafetensorsFormatException(file, Names.tensor(t.name()), "appears twice in the header");
-            }
+        this.byName = new NameIndex(tensors);
+        if (byName.firstRepeat() != null) {
+            // the header parsers refuse this first (SafetensorsParser runs the full one on any error)
+            throw new SafetensorsFormatException(file, Names.tensor(byName.firstRepeat()), "appears twice in the header");
         }
-        this.byName = Collections.unmodifiableMap(m);
+        this.names = byName.names();
     }
 
     /** The file key the header was read from, or null when not known. */
@@ -134,7 +133,7 @@ public final class SafetensorsHeader {
      * @return the names, unmodifiable
      */
     public Set<String> names() {
-        return byName.keySet();
+        return names;
     }
 
     /**
