@@ -22,10 +22,10 @@ import java.util.Map;
  * {@link DataLayout#validate}, which accept the same inputs with the same result and name what
  * is wrong with the others. It makes each {@link TensorInfo} directly: an intermediate entry
  * per tensor was a sixth of a many-tensor parse's allocation, and on a VM where each fresh page
- * costs microseconds the first time it is touched, allocation is most of a cold parse's time. A name given twice it does not look for (a set of 96,000 names was a
- * tenth of the allocation of a large load): the header built from its answer finds it, and any
- * error after this reader sends the input to {@link HeaderJson} too, so that the message is the
- * full parser's.
+ * costs microseconds the first time it is touched, allocation is most of a cold parse's time.
+ * A name given twice it does not look for (a set of 96,000 names was a tenth of the allocation
+ * of a large load): the header built from its answer finds it, and any error after this reader
+ * sends the input to {@link HeaderJson} too, so that the message is the full parser's.
  *
  * <p>It is also the UTF-8 check of the usual header: outside strings it accepts only ASCII, and
  * the first string holding a byte past ASCII has the whole input checked (once) by

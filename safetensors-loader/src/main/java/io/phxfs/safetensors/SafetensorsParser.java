@@ -215,32 +215,40 @@ public final class SafetensorsParser {
     }
 
     /**
-     * The largest piece read into a heap buffer at once. A channel reads into the heap through
-     * a temporary direct buffer of the request's size, which the JDK then keeps for the
-     * thread: a 700 KB header read whole faulted in 700 KB of fresh memory (175 page faults,
-     * each several microseconds on a VM) to copy through once. 64 KiB pieces reuse one small
-     * buffer; the extra reads cost microseconds.
+     * The largest piece read into a heap buffer at once from a local file. A channel reads into
+     * the heap through a temporary direct buffer of the request's size, which the JDK then
+     * keeps for the thread: a 700 KB header read whole faulted in 700 KB of fresh memory (175
+     * page faults, each several microseconds on a VM) to copy through once. 64 KiB pieces reuse
+     * one small buffer; the extra reads cost microseconds. Only local files: a read of an
+     * object store's channel is a request, and it gets the whole range in one.
      */
     private static final int READ_PIECE = 64 << 10;
 
     private static void readFully(FileChannel ch, ByteBuffer buf, long pos, Path file) throws IOException {
         long start = pos;
         int limit = buf.limit();
-        while (buf.hasRemaining()) {
-            buf.limit(Math.min(limit, buf.position() + READ_PIECE));
-            int r;
-            try {
-                r = ch.read(buf, pos);
-            } catch (IOException e) {
-                throw FileOperationException.of("read", file, e);
+        boolean pieces = file.getFileSystem() == java.nio.file.FileSystems.getDefault();
+        try {
+            while (buf.hasRemaining()) {
+                if (pieces) {
+                    buf.limit(buf.position() + Math.min(READ_PIECE, limit - buf.position()));
+                }
+                int r;
+                try {
+                    r = ch.read(buf, pos);
+                } catch (IOException e) {
+                    throw FileOperationException.of("read", file, e);
+                }
+                buf.limit(limit);
+                if (r < 0) {
+                    // The size was checked first: the file shrank while we read it.
+                    throw new EOFException(file + ": file ended at byte " + pos + " while reading " + limit
+                            + " bytes from byte " + start);
+                }
+                pos += r;
             }
+        } finally {
             buf.limit(limit);
-            if (r < 0) {
-                // The size was checked first: the file shrank while we read it.
-                throw new EOFException(file + ": file ended at byte " + pos + " while reading " + limit
-                        + " bytes from byte " + start);
-            }
-            pos += r;
         }
     }
 }
