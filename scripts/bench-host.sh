@@ -6,6 +6,7 @@
 #   moe/dense  a 6,936-tensor MoE file and a 192-tensor dense file of its size (2.15 GB each),
 #              `load --host`: the MoE's extra milliseconds over the dense file
 #   copy/dd    `load --host --copy` of the dense file against `dd bs=16M` of it, same round
+# The jars' order turns every round (use an even ROUNDS for two jars).
 # Usage: scripts/bench-host.sh JAR [JAR...]   (ROUNDS=5, DIR=/tmp/phx-host; AOT=0: plain JVMs)
 # e.g.   scripts/bench-host.sh build/ab/eaedf65/samples/target/phoenix-cli-nodjl.jar samples/target/phoenix-cli.jar
 set -euo pipefail
@@ -64,7 +65,11 @@ def read_back():
 runs = {}
 for r in range(rounds):
     read_back()
-    for k, jar in enumerate(jars):
+    # the order of the jars turns round by round: a jar's loads that follow another jar's
+    # --copy and dd found the MoE file slower to map (+5 to +15 ms of MoE extra for whichever
+    # jar came second, in three sittings), which a fixed order gives to one jar only
+    order = list(enumerate(jars)) if r % 2 == 0 else list(enumerate(jars))[::-1]
+    for k, jar in order:
         runs.setdefault((k, "index96k"), []).append(load(jar, "index96k"))
         runs.setdefault((k, "moe"), []).append(load(jar, "moe"))
         runs.setdefault((k, "dense"), []).append(load(jar, "dense"))
@@ -83,7 +88,8 @@ for k, jar in enumerate(jars):
     moe, dense = runs[(k, "moe")], runs[(k, "dense")]
     extra = [a["seconds"] - b["seconds"] for a, b in zip(moe, dense)]
     print(f"  moe {ms(moe, 'seconds'):.1f} (parse {ms(moe, 'parse_seconds'):.1f}, plan {ms(moe, 'plan_seconds'):.1f}, "
-          f"views {ms(moe, 'view_seconds'):.1f}) vs dense {ms(dense, 'seconds'):.1f}: MoE extra median "
+          f"read {ms(moe, 'read_seconds'):.1f}, views {ms(moe, 'view_seconds'):.1f}) vs dense {ms(dense, 'seconds'):.1f} "
+          f"(read {ms(dense, 'read_seconds'):.1f}): MoE extra median "
           f"{med(extra) * 1e3:+.1f} ms (rounds " + ", ".join(f"{e * 1e3:+.1f}" for e in extra) + ")")
     copy, dds = runs[(k, "copy")], runs[(k, "dd")]
     ratio = [c["gb_per_s"] / x for c, x in zip(copy, dds)]

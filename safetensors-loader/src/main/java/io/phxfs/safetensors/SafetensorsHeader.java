@@ -21,8 +21,7 @@ public final class SafetensorsHeader {
     private final long headerLength;
     private final Map<String, String> metadata;
     private final List<TensorInfo> tensors;
-    private final NameIndex byName;
-    private final Set<String> names;
+    private final Map<String, TensorInfo> byName;
 
     /**
      * What the file was when its header was read (file key: device and inode; modification
@@ -46,12 +45,14 @@ public final class SafetensorsHeader {
         this.headerLength = headerLength;
         this.metadata = Collections.unmodifiableMap(new LinkedHashMap<>(metadata));
         this.tensors = List.copyOf(tensorsInFileOrder);
-        this.byName = new NameIndex(tensors);
-        if (byName.firstRepeat() != null) {
-            // the header parsers refuse this first (SafetensorsParser runs the full one on any error)
-            throw new SafetensorsFormatException(file, Names.tensor(byName.firstRepeat()), "appears twice in the header");
+        Map<String, TensorInfo> m = LinkedHashMap.newLinkedHashMap(tensors.size());
+        for (TensorInfo t : tensors) {
+            if (m.put(t.name(), t) != null) {
+                // the header parsers refuse this first (SafetensorsParser runs the full one on any error)
+                throw new SafetensorsFormatException(file, Names.tensor(t.name()), "appears twice in the header");
+            }
         }
-        this.names = byName.names();
+        this.byName = Collections.unmodifiableMap(m);
     }
 
     /** The file key the header was read from, or null when not known. */
@@ -133,7 +134,7 @@ public final class SafetensorsHeader {
      * @return the names, unmodifiable
      */
     public Set<String> names() {
-        return names;
+        return byName.keySet();
     }
 
     /**
