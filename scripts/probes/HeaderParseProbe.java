@@ -1,7 +1,6 @@
 import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
@@ -12,9 +11,19 @@ import java.nio.file.Path;
  */
 public class HeaderParseProbe {
     public static void main(String[] args) throws Exception {
-        byte[] f = Files.readAllBytes(Path.of(args[0]));
-        long n = ByteBuffer.wrap(f).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
-        byte[] h = java.util.Arrays.copyOfRange(f, 8, 8 + (int) n);
+        // the length prefix and the header only: a checkpoint is larger than any array
+        long size;
+        byte[] h;
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(Path.of(args[0]))) {
+            size = ch.size();
+            ByteBuffer prefix = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN);
+            ch.read(prefix, 0);
+            h = new byte[(int) prefix.getLong(0)];
+            ByteBuffer hb = ByteBuffer.wrap(h);
+            while (hb.hasRemaining() && ch.read(hb, 8 + hb.position()) > 0) {
+                // reads until the header is in
+            }
+        }
         Method utf8 = Class.forName("io.phxfs.safetensors.Utf8").getDeclaredMethod("firstInvalid", byte[].class, int.class);
         utf8.setAccessible(true);
         Method parse = Class.forName("io.phxfs.safetensors.FastHeaderJson").getDeclaredMethod("parse", byte[].class, int.class, long.class);
@@ -23,7 +32,7 @@ public class HeaderParseProbe {
             long t0 = System.nanoTime();
             utf8.invoke(null, h, h.length);
             long t1 = System.nanoTime();
-            if (parse.invoke(null, h, h.length, f.length - 8L - h.length) == null) {
+            if (parse.invoke(null, h, h.length, size - 8L - h.length) == null) {
                 throw new IllegalStateException("the byte reader stood aside: not the usual header shape");
             }
             long t2 = System.nanoTime();
