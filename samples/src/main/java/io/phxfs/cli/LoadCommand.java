@@ -90,14 +90,17 @@ final class LoadCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
+    private ParserWarmUp startedEarly;
+
     @Override
     public Integer call() throws IOException {
         checkOptions();
         TensorSelector selector = selector();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
-        ParserWarmUp warmUp = ParserWarmUp.start();
-        Device device;
+        ParserWarmUp warmUp = startedEarly != null ? startedEarly : ParserWarmUp.start(warmUpKind());
+        startedEarly = null;
+        Device device = null;
         List<Device> several = List.of();
         try {
             Phoenix phx = Phoenix.open();
@@ -113,7 +116,8 @@ final class LoadCommand implements Callable<Integer> {
                 }
             }
         } finally {
-            warmUp.close(); // also when the target is wrong: its temporary model must be gone
+            // also when the target is wrong: its temporary model must be gone
+            warmUp.close(device != null || !several.isEmpty());
         }
 
         // Everything onto one device, or into host memory: the loader parses the headers itself,
@@ -180,6 +184,23 @@ final class LoadCommand implements Callable<Integer> {
         }
         out.flush();
         return 0;
+    }
+
+    /**
+     * The warm-up {@link PhoenixCli} started from the raw command line, before picocli built the
+     * CLI's model; this command waits for it, or starts its own when there is none.
+     */
+    void adoptWarmUp(ParserWarmUp w) {
+        startedEarly = w;
+    }
+
+    /** The warm-up's kind from the parsed options ({@link ParserWarmUp#kindOf} reads the raw ones). */
+    private ParserWarmUp.Kind warmUpKind() {
+        boolean toDevice = devices != null || target.device != null;
+        if (!toDevice && (target.host || copy || !ParserWarmUp.acceleratorNode())) {
+            return copy || direct || buffered ? ParserWarmUp.Kind.HOST_COPY : ParserWarmUp.Kind.HOST_MAPPED;
+        }
+        return ParserWarmUp.Kind.DEVICE;
     }
 
     /**

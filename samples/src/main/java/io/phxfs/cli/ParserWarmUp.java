@@ -10,14 +10,31 @@ import io.phxfs.safetensors.WeightLoader;
 import java.nio.file.Path;
 
 /**
- * Runs the load path on small generated models in host memory (once on one of a thousand tensors,
- * then repeatedly on models in each writer's layout until the device is open), on a background
- * thread while the main thread opens the device (CUDA context and pinned slots: hundreds of
- * milliseconds). In a fresh JVM the parser, the planner, the batch path's downcalls and its
- * waiter thread cost milliseconds each on first use, several percent of a 5 GB load at 50 GB/s.
- * The user's own model is not touched here: its header is parsed inside the timed load.
+ * Runs the load path on small generated models on a background thread, so that a fresh JVM has
+ * linked libphoenix's downcalls and compiled the parser, the planner and the batch path before
+ * the user's load runs them: on first use they cost milliseconds each, several percent of a 5 GB
+ * load at 50 GB/s. The user's own model is not touched here: its header is parsed inside the
+ * timed load.
+ *
+ * <p>It starts with the command line, before picocli builds the CLI's model (about 0.25 s on the
+ * 2-core build machine: picocli's classes are Java 5 class files, which the JDK's AOT cache does
+ * not keep), and a device load's warm-up goes on while the device opens. A host load has no
+ * device to wait for, so its warm-up is one load of a small model the way the user's load will
+ * go (mapped, or copied), and the planner's loop only while the command is not yet ready: the
+ * device warm-up, run before a host load, made the command 0.4-0.5 s longer than no warm-up at
+ * all on that machine (docs/benchmarks.md, perf-3 session 20).
  */
 final class ParserWarmUp implements AutoCloseable {
+    /** What the user's load will do, as far as the command line says before it is parsed. */
+    enum Kind {
+        /** Onto a device: the whole warm-up, repeated while the device opens. */
+        DEVICE,
+        /** Into host memory, the files mapped. */
+        HOST_MAPPED,
+        /** Into host memory, copied (--copy, --direct, --buffered). */
+        HOST_COPY
+    }
+
     /**
      * The longest the once-a-load code is repeated for. It stops sooner when the device is
      * open: on the H200 a CUDA context and the pinned pool take 200-400 ms, which this uses;
@@ -25,26 +42,75 @@ final class ParserWarmUp implements AutoCloseable {
      */
     private static final long REPEAT_NANOS = 250_000_000L;
 
-    private final java.util.concurrent.atomic.AtomicBoolean deviceOpen = new java.util.concurrent.atomic.AtomicBoolean();
+    private final Kind kind;
+    /** The command is ready for its load (the device is open): no more repetitions. */
+    private final java.util.concurrent.atomic.AtomicBoolean ready = new java.util.concurrent.atomic.AtomicBoolean();
+    /** The load turned out to go to host memory: the device steps not yet begun are skipped. */
+    private volatile boolean hostTarget;
     private Thread thread;
 
-    private ParserWarmUp() {
+    private ParserWarmUp(Kind kind) {
+        this.kind = kind;
     }
 
-    static ParserWarmUp start() {
-        ParserWarmUp w = new ParserWarmUp();
+    static ParserWarmUp start(Kind kind) {
+        ParserWarmUp w = new ParserWarmUp(kind);
         w.thread = Thread.ofPlatform().daemon().name("phoenix-warm-up").start(w::run);
         return w;
     }
 
     /**
-     * Waits for the warm-up to end. Called in a finally block: the warm-up is short (tens of
-     * milliseconds), and a command that fails at once (a wrong --device) would otherwise exit
-     * while this daemon thread is still writing its model under java.io.tmpdir.
+     * The warm-up for {@code phoenix load ARGS}, judged from the raw arguments before picocli
+     * parses them (a wrong guess costs only warmth, never correctness): a host load where
+     * {@code --host} or {@code --copy} is named without a device, or where none is named and the machine
+     * has no NVIDIA device node (the CLI then defaults to host memory); else a device load.
      */
-    @Override
-    public void close() {
-        deviceOpen.set(true); // the caller is ready: no more repetitions
+    static Kind kindOf(String[] loadArgs, boolean acceleratorNode) {
+        boolean host = false;
+        boolean copy = false;
+        boolean device = false;
+        for (String a : loadArgs) {
+            switch (a) {
+                case "--host" -> host = true;
+                case "--copy" -> {
+                    host = true; // host tensors only (with a device named, the command refuses it)
+                    copy = true;
+                }
+                case "--direct", "--buffered" -> copy = true;
+                default -> device |= a.equals("--device") || a.startsWith("--device=") || a.equals("--devices")
+                        || a.startsWith("--devices=");
+            }
+        }
+        if (device && !host) {
+            return Kind.DEVICE;
+        }
+        if (host || !acceleratorNode) {
+            return copy ? Kind.HOST_COPY : Kind.HOST_MAPPED;
+        }
+        return Kind.DEVICE;
+    }
+
+    /** The NVIDIA driver's device node, as the launcher looks for it: where a load defaults to device 0. */
+    static boolean acceleratorNode() {
+        return java.nio.file.Files.exists(Path.of("/dev/nvidiactl"));
+    }
+
+    Kind kind() {
+        return kind;
+    }
+
+    /**
+     * Waits for the warm-up to end; {@code deviceTarget} false says the load goes to host
+     * memory, and the device steps not yet begun are skipped. Called in a finally block: the
+     * warm-up is short (tens of milliseconds), and a command that fails at once (a wrong
+     * --device) would otherwise exit while this daemon thread is still writing its model under
+     * java.io.tmpdir. A second call waits for nothing.
+     */
+    void close(boolean deviceTarget) {
+        if (!deviceTarget) {
+            hostTarget = true;
+        }
+        ready.set(true); // the caller is ready: no more repetitions
         boolean interrupted = false;
         while (thread.isAlive()) {
             try {
@@ -58,10 +124,20 @@ final class ParserWarmUp implements AutoCloseable {
         }
     }
 
+    /** {@link #close(boolean)} of a command that never reached its load (a usage error). */
+    @Override
+    public void close() {
+        close(false);
+    }
+
     private void run() {
         Path dir = null;
         try {
-            Phoenix.open().prelinkDeviceCalls(); // allocation and registration of the model's buffer
+            if (kind == Kind.DEVICE) {
+                Phoenix.open().prelinkDeviceCalls(); // allocation and registration of the model's buffer
+            } else {
+                Phoenix.open();
+            }
             dir = TempFiles.createDirectory("phoenix-warm-up");
             // two shards and an index, as most checkpoints come, written as transformers and
             // safetensors write them (WarmUpModels: code compiled for another shape of file is
@@ -69,17 +145,27 @@ final class ParserWarmUp implements AutoCloseable {
             // the per-tensor parsing code is compiled, not interpreted
             Path big = java.nio.file.Files.createDirectory(dir.resolve("big"));
             Path f = WarmUpModels.write(big, WarmUpModels.Style.TRANSFORMERS, 2, 512, true);
-            // a whole load of the directory (as users name it) into host memory, polled for
-            // progress as the real one is: the batch path's downcalls, its waiter thread and
-            // the model's views get linked here
-            WeightLoader warmLoader = WeightLoader.builder().toHost().mapHost(false).progress((done, total) -> { }).build();
+            // a whole load of the directory (as users name it), polled for progress as the real
+            // one is: the downcalls of its path, its threads and the model's views get linked
+            // here. A device load's reads go through the batch path, as a host copy's do; a
+            // mapped host load maps the files while their headers are parsed (EarlyMapping).
+            // (Mapped as the user's load decides it: after asking how much of each file is cached.)
+            WeightLoader.Builder builder = WeightLoader.builder().toHost();
+            if (kind != Kind.HOST_MAPPED) {
+                builder.mapHost(false);
+            }
+            WeightLoader warmLoader = builder.progress((done, total) -> { }).build();
             warmLoader.load(big).close();
             // the per-tensor code (header reader, layout check, plan) again, so that the JIT
             // compiles it before a checkpoint of thousands of tensors needs it; bounded in time,
-            // since the caller waits for the warm-up when the device opens faster than this
+            // since the caller waits for the warm-up when the device opens faster than this. A
+            // host load waits for nothing else: the loop ends as soon as the command is ready.
             long until = System.nanoTime() + 100_000_000L;
-            for (int i = 0; i < 16 && System.nanoTime() < until; i++) {
+            for (int i = 0; i < 16 && System.nanoTime() < until && !(kind != Kind.DEVICE && ready.get()) && !hostTarget; i++) {
                 warmLoader.plan(io.phxfs.safetensors.ModelFiles.open(big));
+            }
+            if (kind != Kind.DEVICE || hostTarget) {
+                return;
             }
             // What runs once a load (locating the files through the index, the early reads' set-up:
             // data extents, opening the files and asking how much of each is cached, filling and
@@ -94,8 +180,11 @@ final class ParserWarmUp implements AutoCloseable {
                 WarmUpModels.write(small[k], styles[k], 2, 3, true);
             }
             long repeatUntil = System.nanoTime() + REPEAT_NANOS;
-            for (int i = 0; i < 4000 && !deviceOpen.get() && System.nanoTime() < repeatUntil; i++) {
+            for (int i = 0; i < 4000 && !ready.get() && System.nanoTime() < repeatUntil; i++) {
                 warmLoader.load(small[i % small.length]).close();
+            }
+            if (hostTarget) {
+                return;
             }
             // a load adds one request per 64 MiB: filling a batch is interpreted code until it
             // has run a few thousand times (1 ms for 80 requests in a fresh JVM)
