@@ -6,6 +6,7 @@
 #   moe/dense  a 6,936-tensor MoE file and a 192-tensor dense file of its size (2.15 GB each),
 #              `load --host`: the MoE's extra milliseconds over the dense file
 #   copy/dd    `load --host --copy` of the dense file against `dd bs=16M` of it, same round
+# Each load's own time is its JSON "seconds"; the command's wall time (JVM start to exit) beside it.
 # The jars' order turns every round (use an even ROUNDS for two jars).
 # Usage: scripts/bench-host.sh JAR [JAR...]   (ROUNDS=5, DIR=/tmp/phx-host; AOT=0: plain JVMs)
 # e.g.   scripts/bench-host.sh build/ab/eaedf65/samples/target/phoenix-cli-nodjl.jar samples/target/phoenix-cli.jar
@@ -37,10 +38,15 @@ def load(jar, model, *args):
     cache = jar[:-4] + ".bench.aot"
     recorded = aot and os.path.exists(cache) and os.path.getsize(cache) > 0
     pre = [f"-XX:AOTCache={cache}", "-Xlog:aot*=off", "-Xlog:cds*=off"] if recorded else []
+    t = time.perf_counter()
     out = subprocess.run([java, *pre, "--enable-native-access=ALL-UNNAMED", "-jar", jar, "load", f"{d}/{model}", "--host",
                           "--json", *args], check=True, capture_output=True, text=True).stdout
+    wall = time.perf_counter() - t
     j = json.loads(out)
     j.pop("tensors", None)
+    # the command as the user waits for it: JVM start, the CLI's start-up and warm-up, the load,
+    # the JSON (its tensor list too) and the exit; "seconds" is the load alone
+    j["wall_seconds"] = wall
     return j
 def dd(path):
     t = time.perf_counter()
@@ -84,15 +90,17 @@ for k, jar in enumerate(jars):
     print(f"  index96k ({i[0]['files']} files): seconds median {ms(i, 'seconds'):.0f} (runs "
           + ", ".join(f"{x['seconds'] * 1e3:.0f}" for x in i) + f"); locate {ms(i, 'locate_seconds'):.0f}, parse "
           f"{ms(i, 'parse_seconds'):.0f}, plan {ms(i, 'plan_seconds'):.0f}, allocate {ms(i, 'allocate_seconds'):.0f}, "
-          f"read {ms(i, 'read_seconds'):.0f}, views {ms(i, 'view_seconds'):.0f}, cli {ms(i, 'cli_seconds'):.1f}")
+          f"read {ms(i, 'read_seconds'):.0f}, views {ms(i, 'view_seconds'):.0f}, cli {ms(i, 'cli_seconds'):.1f}; "
+          f"the command's wall time {ms(i, 'wall_seconds'):.0f}")
     moe, dense = runs[(k, "moe")], runs[(k, "dense")]
     extra = [a["seconds"] - b["seconds"] for a, b in zip(moe, dense)]
     print(f"  moe {ms(moe, 'seconds'):.1f} (parse {ms(moe, 'parse_seconds'):.1f}, plan {ms(moe, 'plan_seconds'):.1f}, "
           f"read {ms(moe, 'read_seconds'):.1f}, views {ms(moe, 'view_seconds'):.1f}) vs dense {ms(dense, 'seconds'):.1f} "
           f"(read {ms(dense, 'read_seconds'):.1f}): MoE extra median "
           f"{med(extra) * 1e3:+.1f} ms (rounds " + ", ".join(f"{e * 1e3:+.1f}" for e in extra) + ")")
+    print(f"  the command's wall time: moe {ms(moe, 'wall_seconds'):.0f}, dense {ms(dense, 'wall_seconds'):.0f}")
     copy, dds = runs[(k, "copy")], runs[(k, "dd")]
     ratio = [c["gb_per_s"] / x for c, x in zip(copy, dds)]
     print(f"  --copy {med(c['gb_per_s'] for c in copy):.2f} GB/s vs dd {med(dds):.2f}: {med(ratio):.2f}x (rounds "
-          + ", ".join(f"{x:.2f}" for x in ratio) + ")")
+          + ", ".join(f"{x:.2f}" for x in ratio) + f"); the command's wall time {ms(copy, 'wall_seconds'):.0f}")
 PY

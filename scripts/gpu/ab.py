@@ -40,6 +40,11 @@ def aot_cache(rev, lib, jar):
 
 
 def cli(rev, *args, env=None, timeout=120):
+    return cli_timed(rev, *args, env=env, timeout=timeout)[0]
+
+
+def cli_timed(rev, *args, env=None, timeout=120):
+    """cli's stdout, and the command's wall time in seconds (JVM start to exit, as a user waits for it)."""
     name = rev
     rev, venv = VARIANTS.get(rev, (rev, {}))
     venv = dict(venv)
@@ -57,14 +62,16 @@ def cli(rev, *args, env=None, timeout=120):
     if cache and aot_setting != "replay" and args and args[0] in ("load", "load-bench"):
         pre += ["-XX:+UnlockDiagnosticVMOptions", "-XX:+IgnoreUnrecognizedVMOptions", "-XX:-AOTReplayTraining"]
     cmd = [JAVA, *pre, *jvm, "--enable-native-access=ALL-UNNAMED", "-cp", jar, "io.phxfs.cli.PhoenixCli", *args]
+    t = time.perf_counter()
     p = subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - t
     keep = os.environ.get("AB_STDERR")  # the children's stderr, each under the run it came from
     if keep and p.stderr:
         with open(keep, "a") as f:
             f.write(f"== {name} {' '.join(args)}\n{p.stderr}")
     if p.returncode != 0:
         raise RuntimeError(f"{rev}: {' '.join(args)}: exit {p.returncode}: {p.stderr[-1500:]}")
-    return p.stdout
+    return p.stdout, wall
 
 
 def llama_layer(l):
@@ -195,11 +202,15 @@ def main():
                 print(f"  {k} {rev}: checksum load failed: {ex}", flush=True)
         agree = len({json.dumps(s, sort_keys=True) for s in sums.values()}) == 1
         runs = {rev: [] for rev in revs}
-        for _ in range(rounds):
-            for rev in revs:
+        for rnd in range(rounds):
+            # the order turns every round: on the build machine a fixed order gave whichever
+            # came second a disadvantage (bench-host.sh, perf-3 session 19)
+            for rev in (revs if rnd % 2 == 0 else revs[::-1]):
                 try:
-                    j = json.loads(cli(rev, "load", d, *target, "--json"))
+                    out, wall = cli_timed(rev, "load", d, *target, "--json")
+                    j = json.loads(out)
                     j.pop("tensors", None)
+                    j["wall_seconds"] = wall
                     runs[rev].append(j)
                 except Exception as ex:
                     print(f"  {k} {rev}: {ex}", flush=True)
@@ -217,10 +228,12 @@ def main():
             ph_med = {p: statistics.median(x[p] for x in phs if p in x) for p in phs[0]}
             line = (f"  {rev:>8}: {med:6.2f} GB/s ({med / link:.3f}x link) runs {', '.join('%.1f' % r['gb_per_s'] for r in rs)};"
                     f" ms: " + ", ".join(f"{p} {v * 1e3:.1f}" for p, v in ph_med.items()))
+            line += f"\n            the command's wall time (JVM start to exit): {statistics.median(r['wall_seconds'] for r in rs) * 1e3:.0f} ms"
             if xfer:
                 xm = statistics.median(xfer)
                 line += f"\n            transfer alone (libphoenix's batch times): {xm:.2f} GB/s ({xm / link:.3f}x link)"
             entry = {"median_gbps": med, "ratio_to_link": med / link, "phases_median_s": ph_med, "runs": rs,
+                     "wall_seconds_median": statistics.median(r["wall_seconds"] for r in rs),
                      "transfer_gbps_median": statistics.median(xfer) if xfer else None}
             i = revs.index(rev)
             # against the first revision and, from the third on, the one before it

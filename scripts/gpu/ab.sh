@@ -11,7 +11,9 @@
 # fresh JVM, revisions interleaved round by round (AB_ROUNDS, default 5), beside the pinned
 # host-to-device rate of the same run (torch). Prints per checkpoint each revision's median
 # GB/s, its ratio to the link, its phases, and each later revision's ratio to the first with
-# the spread of the per-round ratios. AB_SETTINGS="NAME:VAR=V,...;..." adds the last revision
+# the spread of the per-round ratios, and the command's wall time (JVM start to exit: the CLI's
+# start-up and warm-up are in it, not in the JSON's seconds); the revisions' order turns every
+# round. AB_SETTINGS="NAME:VAR=V,...;..." adds the last revision
 # under other environments as variants (ab.py --settings); AB_RW=1 then runs rw_bench (device
 # <-> page cache against the kernel's pread/pwrite) with the last revision's library.
 # AB_CEILING=1 then runs phoenix-native/tests/gpu/copy_ceiling.cu's "defaults" mode on the st-moe
