@@ -13,13 +13,22 @@ import picocli.CommandLine.Command;
 
 /** The {@code phoenix} command: one entry point for the project's tools. */
 @Command(name = "phoenix", mixinStandardHelpOptions = true, versionProvider = PhoenixCli.Version.class,
-        description = "Moves file data into GPU and host memory with libphoenix.",
-        subcommands = {InfoCommand.class, BenchCommand.class, LoadCommand.class, LoadBenchCommand.class,
-                GenModelCommand.class, TrainStartupCommand.class, KvCommand.class, DjlRunCommand.class,
-                DjlLoadBenchCommand.class, io.phxfs.cli.serve.ServeCommand.class, ServeBenchCommand.class, CommandLine.HelpCommand.class})
+        description = "Moves file data into GPU and host memory with libphoenix.")
 public final class PhoenixCli {
     /** Exit code for invalid input (bad arguments, malformed files). */
     public static final int EXIT_INVALID = 2;
+
+    /**
+     * The subcommands, in the order {@code phoenix --help} lists them. picocli reflects over every
+     * registered command class when the command line is built, and its classes are Java 5 class
+     * files that the JDK's AOT cache does not keep, so that is interpreted work: a command names
+     * its subcommand first, and only that one is registered (all of them for anything else:
+     * help, a typo's suggestions, no command at all).
+     */
+    static final java.util.List<Class<?>> SUBCOMMANDS = java.util.List.of(InfoCommand.class, BenchCommand.class,
+            LoadCommand.class, LoadBenchCommand.class, GenModelCommand.class, TrainStartupCommand.class, KvCommand.class,
+            DjlRunCommand.class, DjlLoadBenchCommand.class, io.phxfs.cli.serve.ServeCommand.class, ServeBenchCommand.class,
+            CommandLine.HelpCommand.class);
 
     private PhoenixCli() {
     }
@@ -60,6 +69,12 @@ public final class PhoenixCli {
 
     private static int run(ParserWarmUp warmUp, PrintWriter out, PrintWriter err, String... args) {
         CommandLine cli = new CommandLine(new PhoenixCli());
+        Class<?> named = args.length == 0 ? null : SUBCOMMANDS.stream()
+                .filter(c -> c != CommandLine.HelpCommand.class && c.getAnnotation(Command.class).name().equals(args[0]))
+                .findFirst().orElse(null);
+        for (Class<?> c : named != null ? java.util.List.<Class<?>>of(named) : SUBCOMMANDS) {
+            cli.addSubcommand(c);
+        }
         if (warmUp != null && cli.getSubcommands().get("load").getCommand() instanceof LoadCommand load) {
             load.adoptWarmUp(warmUp);
         }
