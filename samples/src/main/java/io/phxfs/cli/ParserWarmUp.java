@@ -42,6 +42,9 @@ final class ParserWarmUp implements AutoCloseable {
      */
     private static final long REPEAT_NANOS = 250_000_000L;
 
+    /** Warm-ups started in this JVM: a test's evidence that a command adopts the one started early. */
+    private static final java.util.concurrent.atomic.AtomicInteger STARTED = new java.util.concurrent.atomic.AtomicInteger();
+
     private final Kind kind;
     /** The command is ready for its load (the device is open): no more repetitions. */
     private final java.util.concurrent.atomic.AtomicBoolean ready = new java.util.concurrent.atomic.AtomicBoolean();
@@ -54,6 +57,7 @@ final class ParserWarmUp implements AutoCloseable {
     }
 
     static ParserWarmUp start(Kind kind) {
+        STARTED.incrementAndGet();
         ParserWarmUp w = new ParserWarmUp(kind);
         w.thread = Thread.ofPlatform().daemon().name("phoenix-warm-up").start(w::run);
         return w;
@@ -62,7 +66,8 @@ final class ParserWarmUp implements AutoCloseable {
     /**
      * The warm-up for {@code phoenix load ARGS}, judged from the raw arguments before picocli
      * parses them (a wrong guess costs only warmth, never correctness): a host load where
-     * {@code --host} or {@code --copy} is named without a device, or where none is named and the machine
+     * {@code --host} or {@code --copy} is named (with a device too, the command refuses the
+     * contradiction), or where no device is named and the machine
      * has no NVIDIA device node (the CLI then defaults to host memory); else a device load.
      */
     static Kind kindOf(String[] loadArgs, boolean acceleratorNode) {
@@ -95,8 +100,9 @@ final class ParserWarmUp implements AutoCloseable {
         return java.nio.file.Files.exists(Path.of("/dev/nvidiactl"));
     }
 
-    Kind kind() {
-        return kind;
+    /** How many warm-ups this JVM has started. */
+    static int started() {
+        return STARTED.get();
     }
 
     /**

@@ -54,7 +54,8 @@ public final class PhoenixCli {
     static int run(PrintWriter out, PrintWriter err, String... args) {
         // a load's warm-up starts before picocli builds the CLI's model, which takes a quarter
         // of a second on a 2-core machine (ParserWarmUp): the two run side by side
-        ParserWarmUp warmUp = args.length > 0 && "load".equals(args[0])
+        // (none for help or the version, which never reach the load: no library to start for them)
+        ParserWarmUp warmUp = args.length > 0 && "load".equals(args[0]) && !asksForHelp(args)
                 ? ParserWarmUp.start(ParserWarmUp.kindOf(java.util.Arrays.copyOfRange(args, 1, args.length),
                         ParserWarmUp.acceleratorNode()))
                 : null;
@@ -65,6 +66,16 @@ public final class PhoenixCli {
                 warmUp.close(); // the load waited for it already; a usage error did not
             }
         }
+    }
+
+    /** picocli's standard help and version options, which end a command before it runs. */
+    private static boolean asksForHelp(String[] args) {
+        for (String a : args) {
+            if (a.equals("-h") || a.equals("--help") || a.equals("-V") || a.equals("--version")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static int run(ParserWarmUp warmUp, PrintWriter out, PrintWriter err, String... args) {

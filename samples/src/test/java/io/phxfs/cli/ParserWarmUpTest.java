@@ -1,8 +1,10 @@
 package io.phxfs.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import io.phxfs.cli.ParserWarmUp.Kind;
+import io.phxfs.safetensors.Fixtures;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -43,5 +45,35 @@ class ParserWarmUpTest {
     void aContradictionIsLeftToPicocli() {
         // --host with --device is refused by the command; the warm-up only must not crash on it
         assertEquals(Kind.HOST_MAPPED, kind(true, "model", "--host", "--device", "0"));
+    }
+
+    private static boolean warmUpAlive() {
+        return Thread.getAllStackTraces().keySet().stream().anyMatch(t -> t.getName().equals("phoenix-warm-up") && t.isAlive());
+    }
+
+    @Test
+    void aLoadAdoptsTheWarmUpStartedWithItsCommandLine() {
+        String model = Fixtures.file("tiny-llama").toString();
+        int before = ParserWarmUp.started();
+        Cli r = Cli.run("load", model, "--host", "--json");
+        assertEquals(0, r.exit(), r.toString());
+        assertEquals(before + 1, ParserWarmUp.started(), "a second warm-up beside the first: " + r);
+        assertFalse(warmUpAlive(), "the load returned before its warm-up ended");
+    }
+
+    @Test
+    void aUsageErrorWaitsForTheWarmUpAndHelpStartsNone() {
+        String model = Fixtures.file("tiny-llama").toString();
+        Cli bad = Cli.run("load", model, "--no-such-option");
+        assertEquals(PhoenixCli.EXIT_INVALID, bad.exit(), bad.toString());
+        // picocli refused it before LoadCommand ran: PhoenixCli waited for the warm-up itself
+        assertFalse(warmUpAlive(), "a warm-up still running after the command returned");
+
+        int before = ParserWarmUp.started();
+        for (String help : new String[] {"--help", "-h", "--version", "-V"}) {
+            Cli r = Cli.run("load", model, help);
+            assertEquals(0, r.exit(), help + ": " + r);
+        }
+        assertEquals(before, ParserWarmUp.started(), "help or the version started a warm-up");
     }
 }
