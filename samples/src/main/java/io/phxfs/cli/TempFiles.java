@@ -30,6 +30,8 @@ final class TempFiles {
     /** Path to the thread that may still be creating files under it, in the order listed. */
     private static final Map<Path, Thread> LIVE = java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
     private static volatile boolean exiting;
+    /** The exit hook has taken the list: guarded by {@link #LIVE}. */
+    private static boolean listTaken;
 
     static {
         Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("phoenix-temp-cleanup").unstarted(TempFiles::deleteAll));
@@ -39,9 +41,16 @@ final class TempFiles {
 
     /** A new directory under java.io.tmpdir, listed for deletion at exit until {@link #delete}d. */
     static Path createDirectory(String prefix) throws IOException {
-        Path dir = Files.createTempDirectory(prefix);
-        LIVE.put(dir, Thread.currentThread());
-        return dir;
+        // under the list's lock: a directory made after the exit hook took its list would be
+        // left behind (the warm-up starts with the command line, so Ctrl-C can come first)
+        synchronized (LIVE) {
+            if (listTaken) {
+                throw new IOException("the JVM is exiting: no new temporary directory");
+            }
+            Path dir = Files.createTempDirectory(prefix);
+            LIVE.put(dir, Thread.currentThread());
+            return dir;
+        }
     }
 
     /**
@@ -76,6 +85,7 @@ final class TempFiles {
     private static void deleteAll() {
         List<Map.Entry<Path, Thread>> live;
         synchronized (LIVE) {
+            listTaken = true;
             live = new ArrayList<>(LIVE.entrySet());
         }
         if (live.isEmpty()) {
