@@ -8,7 +8,8 @@
 #   copy/dd    `load --host --copy` of the dense file against `dd bs=16M` of it, same round
 # Each load's own time is its JSON "seconds"; the command's wall time (JVM start to exit) beside it.
 # The jars' order turns every round (use an even ROUNDS for two jars).
-# Usage: scripts/bench-host.sh JAR [JAR...]   (ROUNDS=5, DIR=/tmp/phx-host; AOT=0: plain JVMs)
+# Usage: scripts/bench-host.sh JAR [JAR...]   (ROUNDS=5, DIR=/tmp/phx-host; AOT=0: plain JVMs;
+#        PHX_THP=0: the heap in 4 KiB pages, as ./phoenix with PHX_THP=0)
 # e.g.   scripts/bench-host.sh build/ab/eaedf65/samples/target/phoenix-cli-nodjl.jar samples/target/phoenix-cli.jar
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,12 @@ gen=("$java" --enable-native-access=ALL-UNNAMED -jar "$1" gen-model)
 [ -f "$dir/moe/model.safetensors" ] || "${gen[@]}" "$dir/moe" --size 2200m --hidden 2048 --experts 768 \
   --expert-intermediate 64 >&2
 [ -f "$dir/dense/model.safetensors" ] || "${gen[@]}" "$dir/dense" --size 2050m --hidden 2048 --intermediate 5600 >&2
+# the heap's pages as ./phoenix chooses them (transparent huge pages where the kernel gives them
+# on request, unless PHX_THP=0)
+heap=""
+if [ "${PHX_THP:-1}" != 0 ] && grep -qs '\[always\]\|\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled; then
+  heap=-XX:+UseTransparentHugePages
+fi
 caches=()
 for jar in "$@"; do
   aot="${jar%.jar}.bench.aot"
@@ -31,15 +38,15 @@ for jar in "$@"; do
   fi
   caches+=("$aot")
 done
-python3 - "$java" "$dir" "$rounds" "${AOT:-1}" "$@" <<'PY'
+python3 - "$java" "$dir" "$rounds" "${AOT:-1}" "$heap" "$@" <<'PY'
 import json, os, statistics, subprocess, sys, time
-java, d, rounds, aot, jars = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] != "0", sys.argv[5:]
+java, d, rounds, aot, heap, jars = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] != "0", sys.argv[5].split(), sys.argv[6:]
 def load(jar, model, *args):
     cache = jar[:-4] + ".bench.aot"
     recorded = aot and os.path.exists(cache) and os.path.getsize(cache) > 0
     pre = [f"-XX:AOTCache={cache}", "-Xlog:aot*=off", "-Xlog:cds*=off"] if recorded else []
     t = time.perf_counter()
-    out = subprocess.run([java, *pre, "--enable-native-access=ALL-UNNAMED", "-jar", jar, "load", f"{d}/{model}", "--host",
+    out = subprocess.run([java, *pre, *heap, "--enable-native-access=ALL-UNNAMED", "-jar", jar, "load", f"{d}/{model}", "--host",
                           "--json", *args], check=True, capture_output=True, text=True).stdout
     wall = time.perf_counter() - t
     j = json.loads(out)
@@ -83,7 +90,8 @@ for r in range(rounds):
         runs.setdefault((k, "dd"), []).append(dd(f"{d}/dense/model.safetensors"))
 med = statistics.median
 ms = lambda rs, key: med(x[key] for x in rs) * 1e3
-print(f"{rounds} rounds, a fresh JVM per load{' with the jar start-up cache' if aot else ''}; ms unless said")
+print(f"{rounds} rounds, a fresh JVM per load{' with the jar start-up cache' if aot else ''}"
+      f"{', the heap in transparent huge pages' if heap else ''}; ms unless said")
 for k, jar in enumerate(jars):
     i = runs[(k, "index96k")]
     print(f"\n{jar}")

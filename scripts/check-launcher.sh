@@ -2,7 +2,8 @@
 # The ./phoenix launcher as a user meets it on the first run after a build: Ctrl-C while it
 # records the start-up cache ends the command (it used to be swallowed, and the command ran to
 # completion), leaves no half-written cache and runs nothing; the next run records the cache
-# and works. Runs on a copy of the launcher beside the built jar, in a directory of its own, so
+# and works. It gives the Java heap transparent huge pages where the kernel has them (phoenix
+# info says so), and not with PHX_THP=0. Runs on a copy of the launcher beside the built jar, in a directory of its own, so
 # the checkout's cache is left alone. test-all.sh runs it after the Maven build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,3 +51,23 @@ grep -q 'recording the start-up cache' "$err" || fail "the next run did not reco
 [ -s "$root/samples/target/phoenix-cli.aot" ] || fail "the next run left no cache (see phoenix-cli.aot.log)"
 case "$out" in phoenix\ *) ;; *) fail "unexpected --version output: $out" ;; esac
 echo "the next run recorded the cache and ran: $(echo "$out" | head -1)"
+
+# the heap's pages: transparent huge pages where the kernel gives them (madvise or always),
+# not with PHX_THP=0, and no flag (so no JVM warning) where it gives none
+thp=$(sed -n 's/.*\[\(.*\)\].*/\1/p' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || true)
+info=$("$root/phoenix" info 2>"$err") || fail "phoenix info failed"
+line=$(echo "$info" | grep '^java heap: ') || fail "phoenix info has no 'java heap:' line: $info"
+case "$thp" in
+  madvise|always)
+    case "$line" in "java heap: transparent huge pages ("*" MiB of this process in them, kernel mode $thp)") ;;
+      *) fail "kernel mode $thp, but: $line" ;; esac ;;
+  *) case "$line" in "java heap: 4 KiB pages ("*) ;; *) fail "kernel mode '${thp:-none}', but: $line" ;; esac ;;
+esac
+grep -qi 'warning' "$err" && fail "the JVM warned: $(cat "$err")"
+echo "phoenix info: $line"
+if [ "$thp" = madvise ]; then
+  line=$(PHX_THP=0 "$root/phoenix" info 2>"$err" | grep '^java heap: ') || fail "PHX_THP=0 phoenix info failed"
+  case "$line" in "java heap: 4 KiB pages (none of this process in transparent huge pages, kernel mode madvise;"*) ;;
+    *) fail "PHX_THP=0, but: $line" ;; esac
+  echo "PHX_THP=0 phoenix info: $line"
+fi

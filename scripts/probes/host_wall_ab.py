@@ -5,15 +5,17 @@ order turning every round, the files read back before each round. Prints per jar
 medians of the load's own time (JSON "seconds"), of the command's wall time (JVM start to exit)
 and of the parse, and the MoE file's extra over the dense one.
   python3 scripts/probes/host_wall_ab.py ROUNDS MODELS JAR [JAR...]   e.g. 6 moe,dense,index96k a.jar b.jar
+  An arm JAR::OPTIONS starts that jar with these JVM options added (e.g. a.jar::-XX:+UseTransparentHugePages).
   (JAVA_HOME as scripts/setup.sh prints it; files under /tmp/phx-host, made by bench-host.sh)"""
 import json, os, statistics, subprocess, sys, time
 java = os.environ["JAVA_HOME"] + "/bin/java"
 rounds=int(sys.argv[1]); models=sys.argv[2].split(","); jars=sys.argv[3:]
 d = "/tmp/phx-host"
-def load(jar, model):
+def load(arm, model):
+    jar, _, opts = arm.partition("::")
     aot = jar[:-4] + ".bench.aot"
     t=time.perf_counter()
-    p = subprocess.run([java, f"-XX:AOTCache={aot}", "-Xlog:aot*=off", "-Xlog:cds*=off",
+    p = subprocess.run([java, f"-XX:AOTCache={aot}", "-Xlog:aot*=off", "-Xlog:cds*=off", *opts.split(),
         "--enable-native-access=ALL-UNNAMED", "-jar", jar, "load", f"{d}/{model}", "--host", "--json"], capture_output=True, text=True, check=True)
     w=time.perf_counter()-t
     j=json.loads(p.stdout)
@@ -36,6 +38,7 @@ for r in range(rounds):
 med=statistics.median
 for v in jars:
     line=f"{os.path.basename(v):14s}"
+    print(v)
     for m in models:
         x=res[(v,m)]
         line+=f" | {m}: s {med(a[0] for a in x):6.1f} wall {med(a[1] for a in x):5.0f} parse {med(a[2] for a in x):5.1f}"

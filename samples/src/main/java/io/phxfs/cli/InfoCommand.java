@@ -43,6 +43,7 @@ final class InfoCommand implements Callable<Integer> {
                 out.printf("  not faster because: %s%n", d.whyNotFaster());
             }
         }
+        out.println(HeapPages.describe());
         out.flush();
         return 0;
     }

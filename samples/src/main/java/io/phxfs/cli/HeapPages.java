@@ -1,0 +1,92 @@
+package io.phxfs.cli;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Whether this JVM's memory is in transparent huge pages, for {@code phoenix info}: a host load
+ * of many tensors fills fresh heap, and on a VM each first touch of a 4 KiB page is a costly
+ * fault, so the {@code ./phoenix} launcher asks for huge pages for the heap
+ * ({@code -XX:+UseTransparentHugePages}) where the kernel gives them (perf-3 session 21,
+ * docs/benchmarks.md). A JVM started otherwise (a user's own {@code java -jar}, an application
+ * embedding the loader) shows here whether it has them.
+ *
+ * <p>What is shown is what the kernel did, the process's {@code AnonHugePages}, not what was
+ * asked for: the JVM's own options would take {@code java.management}, 40 ms more for
+ * {@code info} on the 2-core build machine, and a request can still come back in 4 KiB pages.
+ */
+final class HeapPages {
+    static final Path KERNEL_MODE = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
+    static final Path ROLLUP = Path.of("/proc/self/smaps_rollup");
+
+    private HeapPages() {
+    }
+
+    /** The line for this process and kernel. */
+    static String describe() {
+        return describe(read(KERNEL_MODE), read(ROLLUP));
+    }
+
+    private static String read(Path p) {
+        try {
+            return Files.readString(p);
+        } catch (IOException | SecurityException | IllegalArgumentException e) {
+            return null; // not Linux, or a restricted /proc or /sys: said as such
+        }
+    }
+
+    /**
+     * @param kernelMode the text of {@link #KERNEL_MODE} ({@code always [madvise] never}), or null when unreadable
+     * @param rollup     the text of {@link #ROLLUP}, or null when unreadable
+     */
+    static String describe(String kernelMode, String rollup) {
+        String mode = selected(kernelMode);
+        if (mode == null) {
+            return "java heap: 4 KiB pages (no transparent huge pages: " + KERNEL_MODE + " is missing or unreadable)";
+        }
+        if (mode.equals("never")) {
+            return "java heap: 4 KiB pages (transparent huge pages are off in this kernel: " + KERNEL_MODE + " is never)";
+        }
+        long hugeKb = anonHugeKb(rollup);
+        if (hugeKb < 0) {
+            return "java heap: not known (" + ROLLUP + " is unreadable; kernel mode " + mode + ")";
+        }
+        if (hugeKb > 0) {
+            return "java heap: transparent huge pages (" + (hugeKb >> 10) + " MiB of this process in them, kernel mode "
+                    + mode + ")";
+        }
+        return "java heap: 4 KiB pages (none of this process in transparent huge pages, kernel mode " + mode
+                + "; the ./phoenix launcher asks for them with -XX:+UseTransparentHugePages unless PHX_THP=0)";
+    }
+
+    /** The bracketed word of the kernel's mode line, or null. */
+    private static String selected(String kernelMode) {
+        if (kernelMode == null) {
+            return null;
+        }
+        int open = kernelMode.indexOf('[');
+        int close = kernelMode.indexOf(']', open + 1);
+        return open < 0 || close < 0 ? null : kernelMode.substring(open + 1, close);
+    }
+
+    /** The rollup's {@code AnonHugePages} in kB, or -1 when it has none or cannot be read. */
+    private static long anonHugeKb(String rollup) {
+        if (rollup == null) {
+            return -1;
+        }
+        for (String line : rollup.split("\n")) {
+            if (line.startsWith("AnonHugePages:")) {
+                String v = line.substring("AnonHugePages:".length()).trim();
+                if (v.endsWith(" kB")) {
+                    try {
+                        return Long.parseLong(v.substring(0, v.length() - 3).trim());
+                    } catch (NumberFormatException e) {
+                        return -1;
+                    }
+                }
+            }
+        }
+        return -1;
+    }
+}
