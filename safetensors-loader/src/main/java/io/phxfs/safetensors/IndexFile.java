@@ -52,8 +52,19 @@ final class IndexFile {
                         + maxBytes);
             }
             ByteBuffer b = ByteBuffer.allocate((int) size);
-            while (b.hasRemaining() && ch.read(b, b.position()) > 0) {
-                // a file that shrinks meanwhile ends the loop; what was read is checked as JSON
+            // local files in pieces, as headers are read (SafetensorsParser.READ_PIECE): a read
+            // into the heap goes through a temporary direct buffer of its size, 8.8 MB of fresh
+            // memory faulted in for a 96,000-tensor index; an object store's in one request
+            boolean pieces = index.getFileSystem() == java.nio.file.FileSystems.getDefault();
+            while (b.hasRemaining()) {
+                if (pieces) {
+                    b.limit(b.position() + Math.min(SafetensorsParser.READ_PIECE, b.capacity() - b.position()));
+                }
+                int r = ch.read(b, b.position());
+                b.limit(b.capacity());
+                if (r <= 0) {
+                    break; // a file that shrinks meanwhile ends the loop; what was read is checked as JSON
+                }
             }
             bytes = b.hasRemaining() ? Arrays.copyOf(b.array(), b.position()) : b.array();
         } catch (IOException e) {
@@ -198,7 +209,7 @@ final class IndexFile {
      * twice (Jackson's path then reports it where it appears).
      */
     private static Map<String, Path> weightMap(FastIndexJson.Parsed fast, Path index, Path dir) throws IOException {
-        Map<String, Path> m = new LinkedHashMap<>();
+        Map<String, Path> m = LinkedHashMap.newLinkedHashMap(fast.names().size()); // no rehash on the way up
         Map<String, Path> shards = new HashMap<>();
         String lastFile = null;
         Path lastShard = null;

@@ -222,7 +222,7 @@ public final class SafetensorsParser {
      * one small buffer; the extra reads cost microseconds. Only local files: a read of an
      * object store's channel is a request, and it gets the whole range in one.
      */
-    private static final int READ_PIECE = 64 << 10;
+    static final int READ_PIECE = 64 << 10;
 
     private static void readFully(FileChannel ch, ByteBuffer buf, long pos, Path file) throws IOException {
         long start = pos;

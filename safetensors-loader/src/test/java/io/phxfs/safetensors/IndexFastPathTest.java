@@ -64,6 +64,32 @@ class IndexFastPathTest {
         assertEquals("model-00001-of-00002.safetensors", p.files().get(1));
     }
 
+    /**
+     * An index of many read pieces ({@link SafetensorsParser#READ_PIECE}), with a multi-byte
+     * name across every piece boundary it can fall on: read from disk, it gives the weight_map
+     * of its bytes, every entry in order.
+     */
+    @Test
+    void anIndexOfManyReadPiecesReadsWhole() throws IOException {
+        Path idx = index();
+        StringBuilder b = new StringBuilder("{\"metadata\":{\"total_size\":32},\"weight_map\":{");
+        List<String> names = new ArrayList<>();
+        int n = 0;
+        while (b.length() < 5 * SafetensorsParser.READ_PIECE + 1000) {
+            String name = "model.layers." + n + ".专家." + "é".repeat(n % 7) + ".weight";
+            names.add(name);
+            b.append(n == 0 ? "" : ",").append('"').append(name).append("\":\"model-0000").append(1 + n % 2)
+                    .append("-of-00002.safetensors\"");
+            n++;
+        }
+        byte[] bytes = b.append("}}").toString().getBytes(StandardCharsets.UTF_8);
+        Files.write(idx, bytes);
+        Map<String, Path> read = IndexFile.read(idx, Long.MAX_VALUE);
+        assertEquals(names, new ArrayList<>(read.keySet()));
+        assertEquals(IndexFile.weightMap(bytes, idx, false), read);
+        assertEquals(dir.resolve("model-00002-of-00002.safetensors").toAbsolutePath(), read.get(names.get(1)));
+    }
+
     @Test
     void unusualInputGoesToJackson() {
         for (String s : List.of("{\"weight_map\":{\"a\\u0041\":\"x\"}}", "{\"weight_map\":{\"a\":\"x\"},\"weight_map\":{}}",
