@@ -8,7 +8,8 @@ Usage: ab.py --order .gpu/ab/order [--rounds 5] [--checkpoints st-dense,gen-dens
              setting AOT=1 runs the JVM with the revision's start-up cache as ./phoenix does since
              733fdcf (for a load: its classes, not its method profiles), AOT=replay with the
              profiles replayed too (as ./phoenix did before; the "AOT=1" of earlier records), JVM=FLAGS adds JVM options and ARGS=OPTIONS options of `phoenix load`, each separated
-             by spaces)"""
+             by spaces; ./phoenix also gives -XX:+UseTransparentHugePages since 7634442 where the
+             kernel offers huge pages: "AOT=1,JVM=-XX:+UseTransparentHugePages" starts a JVM as it does)"""
 import json, os, statistics, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
