@@ -9,7 +9,7 @@
 # Each load's own time is its JSON "seconds"; the command's wall time (JVM start to exit) beside it.
 # The jars' order turns every round (use an even ROUNDS for two jars).
 # Usage: scripts/bench-host.sh JAR [JAR...]   (ROUNDS=5, DIR=/tmp/phx-host; AOT=0: plain JVMs;
-#        PHX_THP=0: the heap in 4 KiB pages, as ./phoenix with PHX_THP=0)
+#        PHX_THP=0: without -XX:+UseTransparentHugePages, as ./phoenix with PHX_THP=0)
 # e.g.   scripts/bench-host.sh build/ab/eaedf65/samples/target/phoenix-cli-nodjl.jar samples/target/phoenix-cli.jar
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +26,8 @@ gen=("$java" --enable-native-access=ALL-UNNAMED -jar "$1" gen-model)
 # the heap's pages as ./phoenix chooses them (transparent huge pages where the kernel gives them
 # on request, unless PHX_THP=0)
 heap=""
-if [ "${PHX_THP:-1}" != 0 ] && grep -qs '\[always\]\|\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled; then
-  heap=-XX:+UseTransparentHugePages
+if [ "${PHX_THP:-1}" != 0 ] && grep -qsE '\[(always|madvise)\]' /sys/kernel/mm/transparent_hugepage/enabled; then
+  heap="-XX:+UseTransparentHugePages -Xlog:pagesize*=off -Xlog:pagesize*=warning:stderr"
 fi
 caches=()
 for jar in "$@"; do

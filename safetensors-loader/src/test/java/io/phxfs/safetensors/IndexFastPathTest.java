@@ -65,9 +65,9 @@ class IndexFastPathTest {
     }
 
     /**
-     * An index of many read pieces ({@link SafetensorsParser#READ_PIECE}), with a multi-byte
-     * name across every piece boundary it can fall on: read from disk, it gives the weight_map
-     * of its bytes, every entry in order.
+     * An index of several read pieces ({@link SafetensorsParser#READ_PIECE}), of names with
+     * multi-byte characters: read from disk, it gives the weight_map of its bytes, every entry
+     * in order (a piece loop that stopped early or overwrote a piece leaves JSON that breaks).
      */
     @Test
     void anIndexOfManyReadPiecesReadsWhole() throws IOException {

@@ -5,20 +5,25 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * Whether this JVM's memory is in transparent huge pages, for {@code phoenix info}: a host load
- * of many tensors fills fresh heap, and on a VM each first touch of a 4 KiB page is a costly
- * fault, so the {@code ./phoenix} launcher asks for huge pages for the heap
+ * How much of this process is in transparent huge pages, for {@code phoenix info}: a host load
+ * of many tensors fills fresh Java heap, and on a VM each first touch of a 4 KiB page is a
+ * costly fault, so the {@code ./phoenix} launcher asks for huge pages for the heap
  * ({@code -XX:+UseTransparentHugePages}) where the kernel gives them (perf-3 session 21,
  * docs/benchmarks.md). A JVM started otherwise (a user's own {@code java -jar}, an application
  * embedding the loader) shows here whether it has them.
  *
- * <p>What is shown is what the kernel did, the process's {@code AnonHugePages}, not what was
- * asked for: the JVM's own options would take {@code java.management}, 40 ms more for
- * {@code info} on the 2-core build machine, and a request can still come back in 4 KiB pages.
+ * <p>What is shown is what the kernel did, the process's anonymous huge pages
+ * ({@code AnonHugePages}: the heap, and the JIT's code and the collector's tables beside it; not
+ * shared memory, where ZGC keeps its heap), not what was asked for: the JVM's own options would
+ * take {@code java.management}, 40 ms more for {@code info} on the 2-core build machine, and a
+ * request can still come back in 4 KiB pages.
  */
 final class HeapPages {
     static final Path KERNEL_MODE = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
     static final Path ROLLUP = Path.of("/proc/self/smaps_rollup");
+    private static final String LABEL = "transparent huge pages: ";
+    private static final String ASK = "the ./phoenix launcher asks for them for the Java heap with"
+            + " -XX:+UseTransparentHugePages unless PHX_THP=0";
 
     private HeapPages() {
     }
@@ -41,23 +46,31 @@ final class HeapPages {
      * @param rollup     the text of {@link #ROLLUP}, or null when unreadable
      */
     static String describe(String kernelMode, String rollup) {
+        if (kernelMode == null) {
+            return LABEL + "none (" + KERNEL_MODE + " is missing or unreadable)";
+        }
         String mode = selected(kernelMode);
         if (mode == null) {
-            return "java heap: 4 KiB pages (no transparent huge pages: " + KERNEL_MODE + " is missing or unreadable)";
+            return LABEL + "not known (" + KERNEL_MODE + " reads '" + shown(kernelMode) + "', no [mode] in it)";
         }
         if (mode.equals("never")) {
-            return "java heap: 4 KiB pages (transparent huge pages are off in this kernel: " + KERNEL_MODE + " is never)";
+            return LABEL + "off in this kernel (" + KERNEL_MODE + " is never)";
         }
         long hugeKb = anonHugeKb(rollup);
         if (hugeKb < 0) {
-            return "java heap: not known (" + ROLLUP + " is unreadable; kernel mode " + mode + ")";
+            return LABEL + "not known (" + ROLLUP + " is unreadable; kernel mode " + mode + ")";
         }
         if (hugeKb > 0) {
-            return "java heap: transparent huge pages (" + (hugeKb >> 10) + " MiB of this process in them, kernel mode "
-                    + mode + ")";
+            return LABEL + (hugeKb >> 10) + " MiB of this process (the Java heap's, and the JIT's code beside it;"
+                    + " kernel mode " + mode + ")";
         }
-        return "java heap: 4 KiB pages (none of this process in transparent huge pages, kernel mode " + mode
-                + "; the ./phoenix launcher asks for them with -XX:+UseTransparentHugePages unless PHX_THP=0)";
+        return LABEL + "none in this process (kernel mode " + mode + "; " + ASK + ")";
+    }
+
+    /** At most a line's worth of a file's text, with no control characters. */
+    private static String shown(String text) {
+        String t = text.strip().replaceAll("\\p{Cntrl}", " ");
+        return t.length() <= 80 ? t : t.substring(0, 80) + "...";
     }
 
     /** The bracketed word of the kernel's mode line, or null. */
