@@ -122,7 +122,7 @@ fi
 rm -rf ./*/target/surefire-reports*
 step "Java build and tests" "$logs/maven.log" mvn -B -q -ntp -Dstyle.color=never install
 step "a user's minimal pom against the installed artifacts" "$logs/user-pom.log" scripts/check-user-pom.sh
-step "the ./phoenix launcher: Ctrl-C while it records the start-up cache" "$logs/launcher.log" scripts/check-launcher.sh
+step "the ./phoenix launcher: Ctrl-C while it records the start-up cache; the heap's huge pages; stdout kept for --json" "$logs/launcher.log" scripts/check-launcher.sh
 
 # One <testsuite tests= failures= errors= skipped=> line per test class and surefire execution.
 java_counts=$(cat ./*/target/surefire-reports*/TEST-*.xml | grep -o '<testsuite [^>]*>' | awk '
