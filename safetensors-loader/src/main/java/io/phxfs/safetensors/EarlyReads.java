@@ -144,7 +144,7 @@ final class EarlyReads {
                     }
                     // the files open (and tell how much of each is cached) while the destination
                     // is allocated: on the H200 each took about 0.15 ms of a fresh JVM's time
-                    files = loader.openFiles(paths);
+                    files = loader.runner.openFiles(paths);
                 }
                 tOpened = System.nanoTime();
             } finally {
@@ -163,7 +163,7 @@ final class EarlyReads {
             long readStart = System.nanoTime();
             Map<Path, io.phxfs.core.PhxFile> owned = files;
             files = null; // the batch owns them now, also if it fails
-            LoadBatch batch = loader.batch(reads, owned);
+            LoadBatch batch = loader.runner.batch(reads, owned);
             try {
                 batch.start();
             } catch (RuntimeException | Error e) {
@@ -260,7 +260,7 @@ final class EarlyReads {
         try {
             long tViews = System.nanoTime();
             Map<Integer, Device> devs = device == null ? Map.of() : Map.of(target, device);
-            Map<String, LoadedTensor> tensors = WeightLoader.views(plan, buffers, devs, null);
+            Map<String, LoadedTensor> tensors = BufferViews.of(plan, buffers, devs, null);
             long viewNanos = System.nanoTime() - tViews;
             batch.finish();
             long tEnd = System.nanoTime();

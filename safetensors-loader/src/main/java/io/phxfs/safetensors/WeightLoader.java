@@ -60,13 +60,14 @@ public final class WeightLoader {
     private final boolean writable;
     final ReadPlan.Options options;
     final SafetensorsParser parser;
-    private final ProgressListener progress;
     private final TensorAllocator allocator;
     private final Map<String, RegisteredBuffer> intoBuffers;
     private final Spread spread;
     private final List<Integer> devices;
     private final Placement splitOverride;
     final HostMemoryPool hostPool;
+    /** How every load's reads run. */
+    final ReadRunner runner;
 
     /** How a load uses several devices: one placement, a whole copy on each, or layers spread. */
     private enum Spread { PLACEMENT, REPLICATE, SPLIT }
@@ -79,13 +80,13 @@ public final class WeightLoader {
         this.writable = b.writable;
         this.options = b.options;
         this.parser = b.parser;
-        this.progress = b.progress;
         this.allocator = b.allocator;
         this.intoBuffers = b.intoBuffers;
         this.spread = b.spread;
         this.devices = b.devices;
         this.splitOverride = b.splitOverride;
         this.hostPool = b.hostPool;
+        this.runner = new ReadRunner(b.direct, b.progress);
     }
 
     /**
@@ -620,12 +621,12 @@ public final class WeightLoader {
                 // all mapped: the views are made while the pages come in, and waiting for the
                 // last of them is this load's read
                 long tViews = System.nanoTime();
-                Map<String, LoadedTensor> tensors = views(plan, buffers, devs, mapping);
+                Map<String, LoadedTensor> tensors = BufferViews.of(plan, buffers, devs, mapping);
                 long tViewsEnd = System.nanoTime();
                 EarlyMapping p = populating;
                 populating = null;
                 p.awaitPopulated();
-                readAll(reads, warmUp::contains, mapped);
+                runner.readAll(reads, warmUp::contains, mapped);
                 long tEnd = System.nanoTime();
                 return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
                         LoadedModel.Phases.viewsDuringRead(t0, locateNanos, tPlan, planNanos, tRead, tViews, tViewsEnd, tEnd));
@@ -635,9 +636,9 @@ public final class WeightLoader {
                 populating = null;
                 p.awaitPopulated();
             }
-            long[] times = readAll(reads, warmUp::contains, mapped);
+            long[] times = runner.readAll(reads, warmUp::contains, mapped);
             long tViews = System.nanoTime();
-            Map<String, LoadedTensor> tensors = views(plan, buffers, devs, mapping);
+            Map<String, LoadedTensor> tensors = BufferViews.of(plan, buffers, devs, mapping);
             long tEnd = System.nanoTime();
             return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
                     LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd)
@@ -655,71 +656,8 @@ public final class WeightLoader {
                     }
                 }
             }
-            closeAll(owned, e);
+            Cleanup.closeAll(owned, e);
             throw e;
-        }
-    }
-
-    /** One view per planned tensor into its target's buffer (or the host mapping). */
-    static Map<String, LoadedTensor> views(ReadPlan plan, Map<Integer, RegisteredBuffer> buffers,
-                                                   Map<Integer, Device> devs, HostMapping mapping) {
-        Map<String, LoadedTensor> tensors = LinkedHashMap.newLinkedHashMap(plan.tensors().size());
-        Views v = new Views(buffers, devs, mapping);
-        for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
-            tensors.put(p.name(), v.of(p));
-        }
-        return tensors;
-    }
-
-    /**
-     * Makes the views of one load. The lookups are per file and per target, not per tensor, and
-     * the work is a method of its own: the loop that calls it runs once a load, so it stays
-     * interpreted, while this is compiled after a few hundred tensors (a model of thousands of
-     * experts spent milliseconds in the loop's body before).
-     */
-    private static final class Views {
-        private final Map<Integer, RegisteredBuffer> buffers;
-        private final Map<Integer, Device> devs;
-        private final HostMapping mapping;
-        private SafetensorsHeader file;
-        private long dataAt;
-        private int target = Integer.MIN_VALUE;
-        private RegisteredBuffer buffer;
-        private Device device;
-
-        Views(Map<Integer, RegisteredBuffer> buffers, Map<Integer, Device> devs, HostMapping mapping) {
-            this.buffers = buffers;
-            this.devs = devs;
-            this.mapping = mapping;
-        }
-
-        LoadedTensor of(ReadPlan.PlannedTensor p) {
-            if (p.target() != target) {
-                target = p.target();
-                buffer = buffers.get(target);
-                device = devs.get(target);
-            }
-            long at;
-            if (mapping != null && target == Placement.HOST) {
-                if (p.file() != file) {
-                    file = p.file();
-                    dataAt = mapping.dataOffsetOf(file);
-                }
-                at = dataAt + p.info().begin();
-            } else {
-                at = p.bufferOffset();
-            }
-            return new LoadedTensor(p.info(), p.file().file(), target, at, buffer, device, LoadedTensor.Memory.SHARED);
-        }
-    }
-
-    private static void closeAll(List<? extends AutoCloseable> owned, Throwable e) {
-        for (AutoCloseable c : owned) {
-            try {
-                c.close();
-            } catch (Exception suppressed) {
-                e.addSuppressed(suppressed);
-            }
         }
     }
 
@@ -767,7 +705,7 @@ public final class WeightLoader {
                 hi[k] = Math.max(hi[k], r.bufferOffset() + r.length());
                 before += r.length();
             }
-            readAll(reads, f -> false, 0);
+            runner.readAll(reads, f -> false, 0);
             copyShares(devs, buffers, lo, hi);
             long tViews = System.nanoTime();
             Map<Integer, Map<String, LoadedTensor>> replicas = new LinkedHashMap<>();
@@ -784,7 +722,7 @@ public final class WeightLoader {
             return new LoadedModel(model, plan, buffers, owned, replicas.get(primary), replicas, tEnd - t0,
                     LoadedModel.Phases.sequential(t0, locateNanos, tPlanEnd - planNanos, planNanos, tRead, tViews, tEnd));
         } catch (RuntimeException | Error e) {
-            closeAll(owned, e);
+            Cleanup.closeAll(owned, e);
             throw e;
         }
     }
@@ -897,7 +835,7 @@ public final class WeightLoader {
                 }
             }
             long tRead = System.nanoTime();
-            readAll(reads, h -> true, 0);
+            runner.readAll(reads, h -> true, 0);
             long tViews = System.nanoTime();
             Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
             for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
@@ -911,7 +849,7 @@ public final class WeightLoader {
             return new LoadedModel(model, plan, new TreeMap<>(), List.of(), tensors, Map.of(), tEnd - t0,
                     LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd));
         } catch (RuntimeException | Error e) {
-            closeAll(handedOver, e);
+            Cleanup.closeAll(handedOver, e);
             throw e;
         }
     }
@@ -931,51 +869,6 @@ public final class WeightLoader {
         if (b.segment().map(MemorySegment::isReadOnly).orElse(false)) {
             throw new IllegalArgumentException(what + ": the caller's " + b + " is read-only");
         }
-    }
-
-    /**
-     * The reads of a load: of S3 objects as parallel ranged GETs (S3Reads), of files as one libphoenix batch.
-     *
-     * @return the batch's times ({@link LoadBatch#times}), or null
-     */
-    private long[] readAll(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
-        if (S3Reads.any(reads.stream().map(Read::file).toList())) {
-            S3Reads.read(reads.stream().map(r -> new S3Reads.Range(r.file(), r.buffer(), r.bufferOffset(), r.fileOffset(),
-                    r.length(), r.neededLength(), r.zeroTail())).toList(), progress);
-            return null;
-        }
-        try (LoadBatch batch = batch(reads, buffered, inPlace)) {
-            batch.start();
-            batch.finish();
-            return batch.times();
-        }
-    }
-
-    /** A batch of this loader's reads, opened as {@link #open} says, reporting to its listener. */
-    LoadBatch batch(List<Read> reads, java.util.function.Predicate<Path> buffered, long inPlace) {
-        return new LoadBatch(reads, this::open, buffered, inPlace, progress);
-    }
-
-    /** Each of {@code files} opened once as {@link #open} says; nothing stays open on a failure. */
-    Map<Path, PhxFile> openFiles(List<Path> files) {
-        return LoadBatch.open(files, this::open, f -> false);
-    }
-
-    /** A batch of this loader's reads over files {@link #openFiles} opened, which it then owns. */
-    LoadBatch batch(List<Read> reads, Map<Path, PhxFile> files) {
-        return new LoadBatch(reads, files, 0, progress);
-    }
-
-    private PhxFile open(Path file) {
-        if (direct != null) {
-            return direct ? PhxFile.open(file, OpenMode.READ, OpenMode.DIRECT) : PhxFile.open(file, OpenMode.READ);
-        }
-        PhxFile f = PhxFile.open(file, OpenMode.READ);
-        if (f.cachedFraction() >= 0.5) {
-            return f;
-        }
-        f.close();
-        return PhxFile.open(file, OpenMode.READ, OpenMode.DIRECT);
     }
 
     private boolean shouldMap(List<SafetensorsHeader> hostFiles) {
