@@ -60,14 +60,16 @@ public final class WeightLoader {
     private final boolean writable;
     final ReadPlan.Options options;
     final SafetensorsParser parser;
-    private final TensorAllocator allocator;
-    private final Map<String, RegisteredBuffer> intoBuffers;
     private final Spread spread;
     private final List<Integer> devices;
     private final Placement splitOverride;
     final HostMemoryPool hostPool;
     /** How every load's reads run. */
     final ReadRunner runner;
+    /** Loads into caller memory; null unless {@link Builder#into} was the last choice of targets. */
+    private final CallerMemoryLoad intoCaller;
+    /** Loads a copy onto each device; null unless {@link Builder#replicate}. */
+    private final ReplicatedLoad replicated;
 
     /** How a load uses several devices: one placement, a whole copy on each, or layers spread. */
     private enum Spread { PLACEMENT, REPLICATE, SPLIT }
@@ -80,13 +82,14 @@ public final class WeightLoader {
         this.writable = b.writable;
         this.options = b.options;
         this.parser = b.parser;
-        this.allocator = b.allocator;
-        this.intoBuffers = b.intoBuffers;
         this.spread = b.spread;
         this.devices = b.devices;
         this.splitOverride = b.splitOverride;
         this.hostPool = b.hostPool;
         this.runner = new ReadRunner(b.direct, b.progress);
+        this.intoCaller = b.allocator == null ? null
+                : new CallerMemoryLoad(b.allocator, b.intoBuffers, b.selector, b.options, runner);
+        this.replicated = b.spread == Spread.REPLICATE ? new ReplicatedLoad(b.devices, runner) : null;
     }
 
     /**
@@ -487,7 +490,7 @@ public final class WeightLoader {
 
     /** The one target of a load whose reads may start before the parse, or null. */
     Integer earlyTarget() {
-        if (allocator != null || spread != Spread.PLACEMENT || selector != AllTensors.INSTANCE
+        if (intoCaller != null || spread != Spread.PLACEMENT || selector != AllTensors.INSTANCE
                 || !(placement instanceof SingleTarget single)) {
             return null;
         }
@@ -501,7 +504,7 @@ public final class WeightLoader {
      * mapping can then start before the parse ({@link EarlyMapping}).
      */
     private boolean mapsEarly() {
-        return allocator == null && spread == Spread.PLACEMENT && selector == AllTensors.INSTANCE
+        return intoCaller == null && spread == Spread.PLACEMENT && selector == AllTensors.INSTANCE
                 && placement instanceof SingleTarget single && single.target() == Placement.HOST
                 && !writable && !Boolean.FALSE.equals(mapHost) && !Boolean.TRUE.equals(direct);
     }
@@ -513,8 +516,8 @@ public final class WeightLoader {
      */
     private LoadedModel load(ModelFiles model, long t0, long locateNanos, long parseNanos, EarlyReads early,
                              EarlyMapping earlyMap) {
-        if (allocator != null) {
-            return loadInto(model, t0, locateNanos);
+        if (intoCaller != null) {
+            return intoCaller.load(model, t0, locateNanos);
         }
         long tPlan = System.nanoTime();
         ReadPlan plan;
@@ -530,8 +533,8 @@ public final class WeightLoader {
             throw e;
         }
         long planNanos = System.nanoTime() - tPlan;
-        if (spread == Spread.REPLICATE) {
-            return loadReplicated(model, plan, t0, locateNanos, planNanos);
+        if (replicated != null) {
+            return replicated.load(model, plan, t0, locateNanos, planNanos);
         }
         if (early != null) {
             if (early.matches(plan)) {
@@ -661,216 +664,6 @@ public final class WeightLoader {
         }
     }
 
-    /**
-     * {@link Builder#replicate}: one buffer per device with the same layout; device k reads
-     * the k-th run of requests (about 1/N of the bytes, one contiguous range of the buffer),
-     * then each device copies the other devices' ranges from them.
-     */
-    private LoadedModel loadReplicated(ModelFiles model, ReadPlan plan, long t0, long locateNanos, long planNanos) {
-        long tPlanEnd = System.nanoTime();
-        Phoenix phx = Phoenix.open();
-        int n = devices.size();
-        List<Device> devs = new ArrayList<>(n);
-        SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>();
-        List<AutoCloseable> owned = new ArrayList<>();
-        try {
-            for (int id : devices) {
-                devs.add(phx.device(id));
-            }
-            int primary = devices.get(0);
-            Long size = plan.bufferBytes().get(primary);
-            boolean cover = size != null && readsCover(plan, primary, size);
-            if (size != null) {
-                for (int k = 0; k < n; k++) {
-                    RegisteredBuffer b = cover ? devs.get(k).allocateUninitialized(size) : devs.get(k).allocate(size);
-                    owned.add(b);
-                    buffers.put(devices.get(k), b);
-                }
-            }
-            long tRead = System.nanoTime();
-            List<ReadPlan.ReadRequest> requests = plan.requests().stream()
-                    .sorted(Comparator.comparingLong(ReadPlan.ReadRequest::bufferOffset)).toList();
-            long total = requests.stream().mapToLong(ReadPlan.ReadRequest::length).sum();
-            long[] lo = new long[n];
-            long[] hi = new long[n];
-            Arrays.fill(lo, Long.MAX_VALUE);
-            List<Read> reads = new ArrayList<>(requests.size());
-            long before = 0;
-            for (ReadPlan.ReadRequest r : requests) {
-                // by the request's middle byte: shares are runs of requests, about total/N bytes each
-                int k = (int) Math.min(n - 1, (long) ((before + r.length() / 2.0) / total * n));
-                reads.add(new Read(r.file().file(), buffers.get(devices.get(k)), r.bufferOffset(), r.fileOffset(),
-                        r.length(), r.neededLength(), cover));
-                lo[k] = Math.min(lo[k], r.bufferOffset());
-                hi[k] = Math.max(hi[k], r.bufferOffset() + r.length());
-                before += r.length();
-            }
-            runner.readAll(reads, f -> false, 0);
-            copyShares(devs, buffers, lo, hi);
-            long tViews = System.nanoTime();
-            Map<Integer, Map<String, LoadedTensor>> replicas = new LinkedHashMap<>();
-            for (int k = 0; k < n; k++) {
-                int id = devices.get(k);
-                Map<String, LoadedTensor> m = new LinkedHashMap<>();
-                for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
-                    m.put(p.name(), new LoadedTensor(p.info(), p.file().file(), id, p.bufferOffset(), buffers.get(id),
-                            devs.get(k), LoadedTensor.Memory.SHARED));
-                }
-                replicas.put(id, m);
-            }
-            long tEnd = System.nanoTime();
-            return new LoadedModel(model, plan, buffers, owned, replicas.get(primary), replicas, tEnd - t0,
-                    LoadedModel.Phases.sequential(t0, locateNanos, tPlanEnd - planNanos, planNanos, tRead, tViews, tEnd));
-        } catch (RuntimeException | Error e) {
-            Cleanup.closeAll(owned, e);
-            throw e;
-        }
-    }
-
-    /**
-     * Every device pulls the ranges the others read, all devices at once (one thread each):
-     * over peer links these copies run in parallel; through host memory each uses the source
-     * device's pinned pool.
-     */
-    private void copyShares(List<Device> devs, Map<Integer, RegisteredBuffer> buffers, long[] lo, long[] hi) {
-        int n = devs.size();
-        if (n == 1 || buffers.isEmpty()) {
-            return;
-        }
-        List<Thread> threads = new ArrayList<>(n);
-        Throwable[] failures = new Throwable[n];
-        for (int j = 0; j < n; j++) {
-            int dst = j;
-            threads.add(Thread.ofPlatform().name("phoenix-replicate-" + devices.get(j)).start(() -> {
-                try {
-                    Device d = devs.get(dst);
-                    RegisteredBuffer into = buffers.get(devices.get(dst));
-                    for (int i = 1; i < n; i++) {
-                        int src = (dst + i) % n; // staggered, so that no source is every device's first
-                        if (hi[src] > lo[src]) {
-                            d.copyFromDevice(buffers.get(devices.get(src)), lo[src], into, lo[src], hi[src] - lo[src]);
-                        }
-                    }
-                } catch (Throwable t) {
-                    failures[dst] = t;
-                }
-            }));
-        }
-        boolean interrupted = false;
-        for (Thread t : threads) {
-            while (true) {
-                try {
-                    t.join();
-                    break;
-                } catch (InterruptedException e) {
-                    interrupted = true; // the copies write into our buffers: they must finish first
-                }
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
-        }
-        RuntimeException first = null;
-        for (Throwable t : failures) {
-            if (t == null) {
-                continue;
-            }
-            if (first == null) {
-                first = t instanceof RuntimeException re ? re : new IllegalStateException(t);
-            } else {
-                first.addSuppressed(t);
-            }
-        }
-        if (first != null) {
-            throw first;
-        }
-    }
-
-
-    /** Loads into caller memory: one destination per tensor, from {@link #allocator}. */
-    private LoadedModel loadInto(ModelFiles model, long t0, long locateNanos) {
-        long tPlan = System.nanoTime();
-        ReadPlan selection = ReadPlan.of(model, selector, Placement.all(Placement.HOST), options);
-        if (intoBuffers != null) {
-            List<String> unknown = intoBuffers.keySet().stream().filter(n -> model.tensor(n).isEmpty()).sorted().toList();
-            if (!unknown.isEmpty()) {
-                throw new IllegalArgumentException(model.path() + ": caller buffers for tensors the model does not have: "
-                        + unknown.stream().map(Names::quote).toList());
-            }
-        }
-        long planNanos = System.nanoTime() - tPlan;
-        Phoenix phx = Phoenix.open();
-        Map<String, TensorDestination> dests = new HashMap<>();
-        List<AutoCloseable> handedOver = new ArrayList<>();
-        try {
-            for (ReadPlan.PlannedTensor p : selection.tensors().values()) {
-                if (p.nbytes() == 0) {
-                    continue; // nothing to hold
-                }
-                TensorDestination d = allocator.destinationOf(p.info());
-                if (d == null) {
-                    throw new IllegalArgumentException("the TensorAllocator gave no destination for " + Names.tensor(p.name()));
-                }
-                if (d.owned()) {
-                    handedOver.add(d.buffer());
-                }
-                checkFits(p.info(), d);
-                dests.put(p.name(), d);
-            }
-            Placement byBuffer = t -> dests.containsKey(t.name()) ? dests.get(t.name()).buffer().deviceId() : Placement.HOST;
-            ReadPlan plan = ReadPlan.of(model, selector, byBuffer, options);
-            Map<Integer, Device> devs = new HashMap<>();
-            List<Read> reads = new ArrayList<>();
-            for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
-                TensorDestination d = dests.get(p.name());
-                if (d == null) {
-                    continue;
-                }
-                if (!d.buffer().isHost()) {
-                    devs.computeIfAbsent(d.buffer().deviceId(), phx::device);
-                }
-                for (long off = 0; off < p.nbytes(); off += options.maxRequestBytes()) {
-                    long len = Math.min(options.maxRequestBytes(), p.nbytes() - off);
-                    reads.add(new Read(p.file().file(), d.buffer(), d.offset() + off, p.fileOffset() + off, len, len, false));
-                }
-            }
-            long tRead = System.nanoTime();
-            runner.readAll(reads, h -> true, 0);
-            long tViews = System.nanoTime();
-            Map<String, LoadedTensor> tensors = new LinkedHashMap<>();
-            for (ReadPlan.PlannedTensor p : plan.tensors().values()) {
-                TensorDestination d = dests.get(p.name());
-                tensors.put(p.name(), d == null
-                        ? new LoadedTensor(p.info(), p.file().file(), p.target(), 0, null, null, LoadedTensor.Memory.BORROWED)
-                        : new LoadedTensor(p.info(), p.file().file(), p.target(), d.offset(), d.buffer(),
-                                devs.get(p.target()), d.owned() ? LoadedTensor.Memory.OWNED : LoadedTensor.Memory.BORROWED));
-            }
-            long tEnd = System.nanoTime();
-            return new LoadedModel(model, plan, new TreeMap<>(), List.of(), tensors, Map.of(), tEnd - t0,
-                    LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd));
-        } catch (RuntimeException | Error e) {
-            Cleanup.closeAll(handedOver, e);
-            throw e;
-        }
-    }
-
-    /** A caller's destination must hold the whole tensor and be writable: libphoenix would write past it or fault. */
-    private static void checkFits(TensorInfo t, TensorDestination d) {
-        RegisteredBuffer b = d.buffer();
-        String what = Names.tensor(t.name()) + " (" + t.dtype() + Arrays.toString(t.shape()) + ", "
-                + t.nbytes() + " bytes)";
-        if (b.isClosed()) {
-            throw new IllegalArgumentException(what + ": the caller's " + b + " is closed");
-        }
-        if (d.offset() > b.size() || t.nbytes() > b.size() - d.offset()) {
-            throw new IllegalArgumentException(what + " does not fit the caller's " + b + ": "
-                    + Math.max(0, b.size() - d.offset()) + " bytes from offset " + d.offset());
-        }
-        if (b.segment().map(MemorySegment::isReadOnly).orElse(false)) {
-            throw new IllegalArgumentException(what + ": the caller's " + b + " is read-only");
-        }
-    }
-
     private boolean shouldMap(List<SafetensorsHeader> hostFiles) {
         if (writable || S3Reads.any(hostFiles.stream().map(SafetensorsHeader::file).toList())) {
             return false; // an S3 object cannot be mapped: its host tensors are always copies
@@ -888,7 +681,7 @@ public final class WeightLoader {
     }
 
     /** True when the target's requests, laid end to end, fill its buffer from 0 to {@code bytes}. */
-    private static boolean readsCover(ReadPlan plan, int target, long bytes) {
+    static boolean readsCover(ReadPlan plan, int target, long bytes) {
         long end = 0;
         List<ReadPlan.ReadRequest> rs = plan.requests().stream().filter(r -> r.target() == target)
                 .sorted(Comparator.comparingLong(ReadPlan.ReadRequest::bufferOffset)).toList();
