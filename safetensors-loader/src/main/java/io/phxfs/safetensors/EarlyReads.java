@@ -115,7 +115,7 @@ final class EarlyReads {
         long[] allocTimes = new long[2]; // read after the FutureTask's get, which publishes them
         java.util.concurrent.FutureTask<RegisteredBuffer> alloc = new java.util.concurrent.FutureTask<>(() -> {
             allocTimes[0] = System.nanoTime();
-            RegisteredBuffer b = device == null ? loader.hostBuffer(phx, bytes) : device.allocateUninitialized(bytes);
+            RegisteredBuffer b = device == null ? loader.placed.hostBuffer(phx, bytes) : device.allocateUninitialized(bytes);
             allocTimes[1] = System.nanoTime();
             return b;
         });

@@ -42,7 +42,7 @@ final class ReplicatedLoad {
             }
             int primary = devices.get(0);
             Long size = plan.bufferBytes().get(primary);
-            boolean cover = size != null && WeightLoader.readsCover(plan, primary, size);
+            boolean cover = size != null && PlacedLoad.readsCover(plan, primary, size);
             if (size != null) {
                 for (int k = 0; k < n; k++) {
                     RegisteredBuffer b = cover ? devs.get(k).allocateUninitialized(size) : devs.get(k).allocate(size);

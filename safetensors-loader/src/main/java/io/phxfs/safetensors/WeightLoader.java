@@ -1,37 +1,16 @@
 package io.phxfs.safetensors;
 
-import io.phxfs.core.BatchResult;
 import io.phxfs.core.Device;
-import io.phxfs.core.Errno;
 import io.phxfs.core.HostMemoryPool;
-import io.phxfs.core.IoBatch;
-import io.phxfs.core.IoRequest;
-import io.phxfs.core.OpenMode;
-import io.phxfs.core.Phoenix;
 import io.phxfs.core.PhoenixException;
-import io.phxfs.core.PhxFile;
 import io.phxfs.core.RegisteredBuffer;
-import io.phxfs.safetensors.LoadBatch.Read;
 import io.phxfs.safetensors.s3.S3Reads;
 import java.io.IOException;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.SortedMap;
-import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * Loads safetensors weights into host or device memory through libphoenix: a {@link ReadPlan}
@@ -66,6 +45,8 @@ public final class WeightLoader {
     final HostMemoryPool hostPool;
     /** How every load's reads run. */
     final ReadRunner runner;
+    /** Loads a placement (and gives the early reads their host memory). */
+    final PlacedLoad placed;
     /** Loads into caller memory; null unless {@link Builder#into} was the last choice of targets. */
     private final CallerMemoryLoad intoCaller;
     /** Loads a copy onto each device; null unless {@link Builder#replicate}. */
@@ -87,6 +68,7 @@ public final class WeightLoader {
         this.splitOverride = b.splitOverride;
         this.hostPool = b.hostPool;
         this.runner = new ReadRunner(b.direct, b.progress);
+        this.placed = new PlacedLoad(b.direct, b.mapHost, b.writable, b.hostPool, runner);
         this.intoCaller = b.allocator == null ? null
                 : new CallerMemoryLoad(b.allocator, b.intoBuffers, b.selector, b.options, runner);
         this.replicated = b.spread == Spread.REPLICATE ? new ReplicatedLoad(b.devices, runner) : null;
@@ -543,159 +525,6 @@ public final class WeightLoader {
             // cannot happen for a file that passed validation, unless it changed in between
             early.abandon(null);
         }
-        Phoenix phx = Phoenix.open();
-        SortedMap<Integer, RegisteredBuffer> buffers = new TreeMap<>();
-        List<AutoCloseable> owned = new ArrayList<>();
-        Map<Integer, Device> devs = new HashMap<>();
-        java.util.Set<Integer> uninitialized = new java.util.HashSet<>();
-        // once taken (or refused) the early mapping is no longer this method's to abandon
-        EarlyMapping pending = earlyMap;
-        EarlyMapping populating = null; // taken: its pages may still be coming in
-        try {
-            for (int target : plan.targets()) {
-                if (target != Placement.HOST) {
-                    devs.put(target, phx.device(target));
-                }
-            }
-            List<SafetensorsHeader> hostFiles = plan.files(Placement.HOST);
-            HostMapping mapping = null;
-            for (Map.Entry<Integer, Long> e : plan.bufferBytes().entrySet()) {
-                int target = e.getKey();
-                if (target == Placement.HOST && pending != null) {
-                    EarlyMapping m = pending;
-                    pending = null;
-                    mapping = m.finish(hostFiles);
-                    populating = mapping != null ? m : null;
-                }
-                if (target == Placement.HOST && (mapping != null || shouldMap(hostFiles))) {
-                    if (mapping == null) {
-                        mapping = HostMapping.map(phx, hostFiles);
-                    }
-                    owned.add(mapping);
-                    buffers.put(target, mapping.buffer());
-                } else if (target == Placement.HOST) {
-                    RegisteredBuffer b = hostBuffer(phx, e.getValue());
-                    owned.add(b);
-                    buffers.put(target, b);
-                    if (hostPool != null) {
-                        // pooled memory holds an earlier model's bytes
-                        if (readsCover(plan, target, e.getValue())) {
-                            uninitialized.add(target);
-                        } else {
-                            b.segment().orElseThrow().fill((byte) 0);
-                        }
-                    }
-                } else if (readsCover(plan, target, e.getValue())) {
-                    // every byte is read before anyone sees it (tails past EOF are zeroed after)
-                    RegisteredBuffer b = devs.get(target).allocateUninitialized(e.getValue());
-                    owned.add(b);
-                    buffers.put(target, b);
-                    uninitialized.add(target);
-                } else {
-                    RegisteredBuffer b = devs.get(target).allocate(e.getValue());
-                    owned.add(b);
-                    buffers.put(target, b);
-                }
-            }
-            if (pending != null) {
-                pending.abandon(null); // the plan holds nothing for host memory
-                pending = null;
-            }
-            long tRead = System.nanoTime();
-            List<Read> reads = new ArrayList<>();
-            for (ReadPlan.ReadRequest r : plan.requests()) {
-                if (mapping == null || r.target() != Placement.HOST) {
-                    reads.add(new Read(r.file().file(), buffers.get(r.target()), r.bufferOffset(), r.fileOffset(),
-                            r.length(), r.neededLength(), uninitialized.contains(r.target())));
-                }
-            }
-            // a mapping's bytes are in place once it is made (populated): progress counts them as done
-            long mapped = mapping == null ? 0 : plan.targets().equals(java.util.Set.of(Placement.HOST)) ? plan.tensorBytes()
-                    : plan.tensors().values().stream()
-                            .filter(p -> p.target() == Placement.HOST).mapToLong(ReadPlan.PlannedTensor::nbytes).sum();
-            // Host tensors of cold files are copied this time; read through the page cache (not
-            // O_DIRECT), so that the next load finds the files warm and maps them instead of
-            // copying from disk again (O_DIRECT left them cold load after load).
-            java.util.Set<Path> warmUp = new java.util.HashSet<>();
-            if (mapping == null && mapHost == null && direct == null && !writable && plan.targets().contains(Placement.HOST)) {
-                hostFiles.forEach(h -> warmUp.add(h.file()));
-            }
-            if (populating != null && reads.isEmpty()) {
-                // all mapped: the views are made while the pages come in, and waiting for the
-                // last of them is this load's read
-                long tViews = System.nanoTime();
-                Map<String, LoadedTensor> tensors = BufferViews.of(plan, buffers, devs, mapping);
-                long tViewsEnd = System.nanoTime();
-                EarlyMapping p = populating;
-                populating = null;
-                p.awaitPopulated();
-                runner.readAll(reads, warmUp::contains, mapped);
-                long tEnd = System.nanoTime();
-                return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
-                        LoadedModel.Phases.viewsDuringRead(t0, locateNanos, tPlan, planNanos, tRead, tViews, tViewsEnd, tEnd));
-            }
-            if (populating != null) {
-                EarlyMapping p = populating;
-                populating = null;
-                p.awaitPopulated();
-            }
-            long[] times = runner.readAll(reads, warmUp::contains, mapped);
-            long tViews = System.nanoTime();
-            Map<String, LoadedTensor> tensors = BufferViews.of(plan, buffers, devs, mapping);
-            long tEnd = System.nanoTime();
-            return new LoadedModel(model, plan, buffers, owned, tensors, Map.of(), tEnd - t0,
-                    LoadedModel.Phases.sequential(t0, locateNanos, tPlan, planNanos, tRead, tViews, tEnd)
-                            .withSplit(LoadedModel.ReadSplit.of(tRead, times, tViews)));
-        } catch (RuntimeException | Error e) {
-            if (pending != null) {
-                pending.abandon(e);
-            }
-            if (populating != null) {
-                try {
-                    populating.awaitPopulated(); // then unmapped with the rest
-                } catch (RuntimeException | Error suppressed) {
-                    if (suppressed != e) {
-                        e.addSuppressed(suppressed);
-                    }
-                }
-            }
-            Cleanup.closeAll(owned, e);
-            throw e;
-        }
+        return placed.load(model, plan, t0, locateNanos, tPlan, planNanos, earlyMap);
     }
-
-    private boolean shouldMap(List<SafetensorsHeader> hostFiles) {
-        if (writable || S3Reads.any(hostFiles.stream().map(SafetensorsHeader::file).toList())) {
-            return false; // an S3 object cannot be mapped: its host tensors are always copies
-        }
-        if (mapHost != null) {
-            return mapHost;
-        }
-        if (Boolean.TRUE.equals(direct)) return false;
-        for (SafetensorsHeader h : hostFiles) {
-            try (PhxFile f = PhxFile.open(h.file(), OpenMode.READ)) {
-                if (f.cachedFraction() < 0.5) return false;
-            }
-        }
-        return true;
-    }
-
-    /** True when the target's requests, laid end to end, fill its buffer from 0 to {@code bytes}. */
-    static boolean readsCover(ReadPlan plan, int target, long bytes) {
-        long end = 0;
-        List<ReadPlan.ReadRequest> rs = plan.requests().stream().filter(r -> r.target() == target)
-                .sorted(Comparator.comparingLong(ReadPlan.ReadRequest::bufferOffset)).toList();
-        for (ReadPlan.ReadRequest r : rs) {
-            if (r.bufferOffset() != end) return false;
-            end += r.length();
-        }
-        return end == bytes;
-    }
-
-
-    /** Host memory for copied tensors: from the caller's pool, or fresh (zeroed) huge-page memory. */
-    RegisteredBuffer hostBuffer(Phoenix phx, long bytes) {
-        return hostPool != null ? hostPool.allocate(bytes) : phx.host().allocateHuge(bytes);
-    }
-
 }
