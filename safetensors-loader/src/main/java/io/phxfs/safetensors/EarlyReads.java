@@ -18,7 +18,6 @@ import java.util.TreeMap;
  * to the model; {@link #abandon} waits for the reads and frees it.
  */
 final class EarlyReads {
-    private final WeightLoader loader;
     private final int target;
     private final Device device;
     private final RegisteredBuffer buffer;
@@ -30,10 +29,9 @@ final class EarlyReads {
     private final LoadedModel.AllocateSplit allocateSplit;
     private final long readStart;
 
-    private EarlyReads(WeightLoader loader, int target, Device device, RegisteredBuffer buffer, List<Read> reads,
+    private EarlyReads(int target, Device device, RegisteredBuffer buffer, List<Read> reads,
                        long readBytes, LoadBatch batch, long allocateNanos, LoadedModel.AllocateSplit allocateSplit,
                        long readStart) {
-        this.loader = loader;
         this.target = target;
         this.device = device;
         this.buffer = buffer;
@@ -173,7 +171,7 @@ final class EarlyReads {
             LoadedModel.AllocateSplit split = new LoadedModel.AllocateSplit((tExtents - tThread) / 1e9,
                     (tOpened - tExtents) / 1e9, (tAllocated - tOpened) / 1e9,
                     ((tThread - begin) + (readStart - tAllocated)) / 1e9, (allocTimes[1] - allocTimes[0]) / 1e9);
-            return new EarlyReads(loader, target, device, buffer, reads, layout.bytes(), batch, readStart - begin,
+            return new EarlyReads(target, device, buffer, reads, layout.bytes(), batch, readStart - begin,
                     split, readStart);
         } catch (RuntimeException | Error e) {
             if (files != null) {
