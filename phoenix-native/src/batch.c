@@ -3,12 +3,25 @@
  * request's first and last task can be unaligned; then queued for the
  * workers, or run on the caller's thread when small and host-only. The last
  * task to finish completes the batch: results, releases, waiters, callback. */
-#include "internal.h"
+#include "align.h"
+#include "device.h"
+#include "engine.h"
+#include "error.h"
+#include "lifecycle.h"
+#include "params.h"
+#include "phoenix.h"
+#include "pool.h"
+#include "registry.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 static int aligned3(uintptr_t a, uint64_t b, uint64_t c) { return ((a | b | c) & (PHX_ALIGN - 1)) == 0; }

@@ -1,6 +1,14 @@
 /* PHX_* and phxfs_set_config parsed into one parameter set (params.h). */
-#include "internal.h"
+#include "device.h"
+#include "error.h"
+#include "fresh_fill.h"
+#include "huge_fill.h"
+#include "params.h"
+#include "phoenix.h"
 #include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,7 @@
-#include "internal.h"
+#include "error.h"
+#include "phoenix.h"
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 

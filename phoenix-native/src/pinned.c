@@ -1,7 +1,15 @@
 /* The per-device pinned pool and caller-owned pinned memory. Registration
  * (cuMemHostRegister) costs far more than a copy through the memory, so the
  * pool registers once, when the device opens, and only hands slots out after. */
-#include "internal.h"
+#include "pinned.h"
+#include "align.h"
+#include "device.h"
+#include "error.h"
+#include "lifecycle.h"
+#include "phoenix.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -22,13 +22,24 @@
  * The ring's slots come from the device's pinned pool when the operation is
  * queued (the copies name them), at most STREAM_RING per operation and half the pool, and go
  * back when the stream passes it. Host functions make no accelerator calls. */
-#include "internal.h"
 #include "stream_ring.h"
+#include "cell.h"
+#include "connector.h"
+#include "device.h"
+#include "error.h"
+#include "phoenix.h"
+#include "pinned.h"
+#include "pool.h"
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Pieces in flight per operation: each is one worker's pread, so the ring sets how many
