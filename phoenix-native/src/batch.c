@@ -237,7 +237,7 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int
         rc = prepare_request(&rs[i], &reqs[i], ops ? ops[i] == PHXFS_OP_WRITE : is_write);
         if (rc) {
             atomic_store(&rs[i].err, rc);
-            if (!b->msg[0]) snprintf(b->msg, sizeof b->msg, "request %d of %d: %s", i, n, phxfs_last_error());
+            if (!b->msg[0]) snprintf(b->msg, sizeof b->msg, "request %d of %d: %s", i, n, phx_last_error());
         } else {
             total += reqs[i].nbytes;
         }

@@ -109,7 +109,7 @@ static int probe_module(phx_device_t *d, char *why, size_t n)
     }
     char bdf[32] = "";
     if (phx_conn->pci_bdf(d->id, bdf, sizeof bdf) < 0) {
-        snprintf(why, n, "p2p/staging: the PCI address of device %d is unknown (%s)", d->id, phxfs_last_error());
+        snprintf(why, n, "p2p/staging: the PCI address of device %d is unknown (%s)", d->id, phx_last_error());
         phx_clear_error(); /* a reason for the mode, not a failure of the open */
         return -1;
     }
@@ -152,7 +152,7 @@ static int choose_mode(phx_device_t *d)
                         "(it maps at most staging_mb per device); reload it with map_mode=full or use mode staging", d->id);
     }
     if ((forced == PHXFS_MODE_P2P || forced == PHXFS_MODE_STAGING) && offered < 0)
-        return phx_fail(ENODEV, "device %d: mode %s requested, unavailable: %s", d->id, phxfs_mode_name(forced), mod_why);
+        return phx_fail(ENODEV, "device %d: mode %s requested, unavailable: %s", d->id, phx_mode_name(forced), mod_why);
     if (offered >= 0) {
         d->mode = offered;
         d->why[0] = 0;
@@ -565,7 +565,7 @@ int phxfs_check_stream(int dev, void *stream)
     int rc = stream ? phx_conn->stream_device(stream) : phx_fail(EINVAL, "check_stream: stream is NULL");
     phx_device_release(d);
     if (rc >= 0 && rc != dev) return phx_fail(EINVAL, "stream %p belongs to device %d, not device %d", stream, rc, dev);
-    if (rc < 0 && !strstr(phxfs_last_error(), "stream")) phx_fail(-rc, "check_stream: %p is not a stream of device %d: %s", stream, dev, phxfs_last_error());
+    if (rc < 0 && !strstr(phx_last_error(), "stream")) phx_fail(-rc, "check_stream: %p is not a stream of device %d: %s", stream, dev, phx_last_error());
     return rc < 0 ? rc : 0;
 }
 
@@ -578,7 +578,7 @@ static int mem_alloc(int dev, size_t len, void **ptr, int zero)
     if (!d) return err;
     int rc = phx_conn->mem_alloc(dev, len, ptr);
     if (rc < 0) {
-        if (!*phxfs_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed: %s", len, dev, strerror(-rc));
+        if (!*phx_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed: %s", len, dev, strerror(-rc));
         phx_device_release(d);
         return rc;
     }
@@ -607,7 +607,7 @@ int phxfs_mem_alloc_uninit(int dev, size_t len, void **ptr) { return mem_alloc(d
         if (!d_) return err_;                                                                      \
         int rc_ = (call);                                                                          \
         phx_device_release(d_);                                                                    \
-        if (rc_ < 0 && !*phxfs_last_error()) phx_fail(-rc_, "%s on device %d: %s", what, (dev), strerror(-rc_)); \
+        if (rc_ < 0 && !*phx_last_error()) phx_fail(-rc_, "%s on device %d: %s", what, (dev), strerror(-rc_)); \
         return rc_;                                                                                \
     } while (0)
 
@@ -705,7 +705,7 @@ int phxfs_memcpy_peer(int dst_dev, void *dst, int src_dev, const void *src, size
         }
         if (hi != lo) pthread_mutex_unlock(&hi->helper_lock);
         pthread_mutex_unlock(&lo->helper_lock);
-        if (rc < 0 && !*phxfs_last_error())
+        if (rc < 0 && !*phx_last_error())
             phx_fail(-rc, "memcpy_peer: device %d -> device %d, %zu bytes", src_dev, dst_dev, len);
     }
     phx_device_release(sd);

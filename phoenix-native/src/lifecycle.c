@@ -28,7 +28,7 @@ static void lib_init_once(void)
 int phx_lib_init(void)
 {
     pthread_once(&init_once, lib_init_once);
-    if (init_rc < 0) return phx_fail(-init_rc, "phoenix initialisation failed: %s", phxfs_last_error());
+    if (init_rc < 0) return phx_fail(-init_rc, "phoenix initialisation failed: %s", phx_last_error());
     return 0;
 }
 

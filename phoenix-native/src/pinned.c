@@ -253,7 +253,7 @@ int phxfs_host_alloc_pinned(size_t len, void **ptr)
     char *p = b ? phx_pinned_alloc(len) : NULL;
     if (!p) {
         free(b);
-        if (!*phxfs_last_error()) phx_fail(ENOMEM, "host_alloc_pinned: cannot pin %zu bytes", len);
+        if (!*phx_last_error()) phx_fail(ENOMEM, "host_alloc_pinned: cannot pin %zu bytes", len);
         return -ENOMEM;
     }
     *b = (pinned_block_t){p, len, NULL};

@@ -250,7 +250,7 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
     if (!op->release_queued) free(rel);
     if (rc) {
         op->enqueue_err = rc;
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        if (!*phx_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
     }
     op_unref(op);
     return rc;

@@ -324,7 +324,7 @@ static void finish(void *arg)
 static int queued_end(ring_op_t *op, int rc, const char *what)
 {
     if (rc) {
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        if (!*phx_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         atomic_store(&op->abandoned, 1);
         int queued = KICK_QUEUED;
         if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_ABANDONED)) {
@@ -411,7 +411,7 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
     atomic_fetch_add(&op->refs, 1);
     rc = phx_conn->launch_host_fn(stream, kick, op);
     if (rc) {
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        if (!*phx_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         atomic_fetch_sub(&op->refs, 1);
         op_unref(op);
         return rc;
@@ -591,7 +591,7 @@ int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region
     atomic_init(&op->refs, 1);
     rc = queue_fn(op, stream, late_kick, op);
     if (rc) {
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        if (!*phx_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         op_unref(op);
         return rc;
     }
