@@ -1,46 +1,39 @@
-#include "internal.h"
+#include "error.h"
+#include "phoenix.h"
+#include "pool.h"
+#include "transfer.h"
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static ssize_t single(int fd, int dev, void *buf, off_t buf_offset, ssize_t nbytes, off_t file_offset, int is_write)
-{
-    phx_clear_error();
-    if (nbytes < 0) return phx_fail(EINVAL, "%s: negative length %zd", is_write ? "write" : "read", nbytes);
-    phxfs_io_req_t req = {fd, dev, buf, buf_offset, (size_t)nbytes, file_offset, 0};
-    if (phx_inline_io(&req, is_write)) return req.result;
-    int err = 0;
-    phx_batch_state_t *b = phx_batch_start(&req, NULL, 1, is_write, 1, NULL, NULL, &err);
-    if (!b) return err;
-    phx_batch_state_wait(b);
-    phx_batch_state_free(b);
-    return req.result;
-}
+#include <sys/types.h>
 
 ssize_t phxfs_read(int fd, int dev, void *buf, off_t buf_offset, ssize_t nbytes, off_t file_offset)
 {
-    return single(fd, dev, buf, buf_offset, nbytes, file_offset, 0);
+    phx_clear_error();
+    return phx_transfer_one(fd, dev, buf, buf_offset, nbytes, file_offset, 0);
 }
 
 ssize_t phxfs_write(int fd, int dev, const void *buf, off_t buf_offset, ssize_t nbytes, off_t file_offset)
 {
-    return single(fd, dev, (void *)buf, buf_offset, nbytes, file_offset, 1);
+    phx_clear_error();
+    return phx_transfer_one(fd, dev, (void *)buf, buf_offset, nbytes, file_offset, 1);
 }
 
-static int run_batch(phxfs_io_req_t *reqs, int n, int is_write)
+int phxfs_read_batch(phxfs_io_req_t *reqs, int n)
 {
     phx_clear_error();
-    if (n == 1 && reqs && phx_inline_io(reqs, is_write)) return reqs->result < 0;
-    int err = 0;
-    phx_batch_state_t *b = phx_batch_start(reqs, NULL, n, is_write, 1, NULL, NULL, &err);
-    if (!b) return err;
-    int failed = phx_batch_state_wait(b);
-    phx_batch_state_free(b);
-    return failed;
+    return phx_transfer_batch(reqs, n, 0);
 }
 
-int phxfs_read_batch(phxfs_io_req_t *reqs, int n) { return run_batch(reqs, n, 0); }
-int phxfs_write_batch(phxfs_io_req_t *reqs, int n) { return run_batch(reqs, n, 1); }
+int phxfs_write_batch(phxfs_io_req_t *reqs, int n)
+{
+    phx_clear_error();
+    return phx_transfer_batch(reqs, n, 1);
+}
 
 static phxfs_batch_t *submit(phxfs_io_req_t *reqs, int n, int is_write)
 {

@@ -3,12 +3,25 @@
  * request's first and last task can be unaligned; then queued for the
  * workers, or run on the caller's thread when small and host-only. The last
  * task to finish completes the batch: results, releases, waiters, callback. */
-#include "internal.h"
+#include "align.h"
+#include "device.h"
+#include "engine.h"
+#include "error.h"
+#include "lifecycle.h"
+#include "params.h"
+#include "phoenix.h"
+#include "pool.h"
+#include "registry.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 static int aligned3(uintptr_t a, uint64_t b, uint64_t c) { return ((a | b | c) & (PHX_ALIGN - 1)) == 0; }
@@ -224,7 +237,7 @@ phx_batch_state_t *phx_batch_start(phxfs_io_req_t *reqs, const uint8_t *ops, int
         rc = prepare_request(&rs[i], &reqs[i], ops ? ops[i] == PHXFS_OP_WRITE : is_write);
         if (rc) {
             atomic_store(&rs[i].err, rc);
-            if (!b->msg[0]) snprintf(b->msg, sizeof b->msg, "request %d of %d: %s", i, n, phxfs_last_error());
+            if (!b->msg[0]) snprintf(b->msg, sizeof b->msg, "request %d of %d: %s", i, n, phx_last_error());
         } else {
             total += reqs[i].nbytes;
         }

@@ -1,6 +1,14 @@
 /* PHX_* and phxfs_set_config parsed into one parameter set (params.h). */
-#include "internal.h"
+#include "device.h"
+#include "error.h"
+#include "fresh_fill.h"
+#include "huge_fill.h"
+#include "params.h"
+#include "phoenix.h"
 #include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,7 +151,7 @@ static void load_env(void)
             for (size_t j = 0; keys[i][j] && j + 5 < sizeof env; j++) env[4 + j] = (char)toupper((unsigned char)keys[i][j]);
             const char *v = getenv(env);
             if (v && *v && set_locked(keys[i], v) < 0)
-                fprintf(stderr, "phoenix: ignoring %s=%s: %s\n", env, v, phxfs_last_error());
+                fprintf(stderr, "phoenix: ignoring %s=%s: %s\n", env, v, phx_last_error());
         }
         phx_clear_error();
     }
@@ -197,7 +205,7 @@ int phxfs_get_config(const char *key, char *buf, size_t len)
     static const char *engines[] = {"sync", "uring"};
     int n;
     pthread_mutex_lock(&cfg_lock);
-    if (!strcmp(key, "mode")) n = snprintf(buf, len, "%s", phx_cfg.mode == PHXFS_MODE_AUTO ? "auto" : phxfs_mode_name(phx_cfg.mode));
+    if (!strcmp(key, "mode")) n = snprintf(buf, len, "%s", phx_cfg.mode == PHXFS_MODE_AUTO ? "auto" : phx_mode_name(phx_cfg.mode));
     else if (!strcmp(key, "engine")) n = snprintf(buf, len, "%s", engines[phx_cfg.engine]);
     else if (!strcmp(key, "workers")) n = snprintf(buf, len, "%d", phx_cfg.workers);
     else if (!strcmp(key, "slot_mb")) n = snprintf(buf, len, "%zu", phx_cfg.slot_bytes >> 20);
@@ -221,3 +229,17 @@ int phxfs_get_config(const char *key, char *buf, size_t len)
     if (n < 0) return phx_fail(EINVAL, "unknown configuration key '%s'", key);
     return n;
 }
+
+const char *phx_mode_name(int mode)
+{
+    switch (mode) {
+    case PHXFS_MODE_P2P: return "p2p";
+    case PHXFS_MODE_STAGING: return "staging";
+    case PHXFS_MODE_BOUNCE: return "bounce";
+    case PHXFS_MODE_HOST: return "host";
+    case PHXFS_MODE_AUTO: return "auto";
+    default: return "unknown";
+    }
+}
+
+const char *phxfs_mode_name(int mode) { return phx_mode_name(mode); }

@@ -1,11 +1,25 @@
-/* Library start-up, connector choice and per-device mode selection. */
-#include "internal.h"
+/* Devices: connector choice, per-device mode selection, open and close. */
+#include "device.h"
+#include "align.h"
+#include "connector.h"
+#include "device_xfer.h"
+#include "error.h"
+#include "kmod.h"
+#include "lifecycle.h"
+#include "params.h"
+#include "phoenix.h"
+#include "pinned.h"
+#include "registry.h"
+#include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const phx_connector_t *phx_conn;
@@ -17,17 +31,15 @@ static int dev_count;
 _Static_assert(2 * (PHX_REASON_BYTES - 1) + 2 < sizeof ((phx_device_t *)0)->why, "a device's why holds both reasons");
 _Static_assert(sizeof ((phx_device_t *)0)->why <= sizeof ((phxfs_device_info_t *)0)->why, "phxfs_device_info holds a device's why");
 static char conn_why[PHX_REASON_BYTES];
+/* Set once by start-up (lifecycle.c) before any device can open; read only after. */
 static phx_params_t params;
+static int pool_engine, pool_workers;
 static phx_device_t devices[PHX_MAX_DEVICES];
 static pthread_mutex_t dev_lock = PTHREAD_MUTEX_INITIALIZER; /* serialises open and close */
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int init_rc;
 
-const phx_params_t *phx_params(void) { return &params; }
-
-static void lib_init_once(void)
+int phx_devices_init(const phx_params_t *p)
 {
-    params = phx_params_freeze();
+    params = *p;
     const char *want = params.connector;
     if (!*want && params.mode == PHXFS_MODE_HOST) want = "host";
     const phx_connector_t *c = NULL;
@@ -38,10 +50,7 @@ static void lib_init_once(void)
     } else if (!strcmp(want, "emu")) {
         c = &phx_connector_emu;
         n = c->init(0, conn_why, sizeof conn_why);
-        if (n <= 0) {
-            init_rc = phx_fail(ENODEV, "connector emu requested but unavailable: %s", conn_why);
-            return;
-        }
+        if (n <= 0) return phx_fail(ENODEV, "connector emu requested but unavailable: %s", conn_why);
     } else if (!strcmp(want, "host")) {
         c = &phx_connector_host;
         n = c->init(0, conn_why, sizeof conn_why);
@@ -49,10 +58,7 @@ static void lib_init_once(void)
     } else {
         c = &phx_connector_cuda;
         n = c->init(0, conn_why, sizeof conn_why);
-        if (n <= 0 && !strcmp(want, "cuda")) {
-            init_rc = phx_fail(ENODEV, "connector cuda requested but unavailable: %s", conn_why);
-            return;
-        }
+        if (n <= 0 && !strcmp(want, "cuda")) return phx_fail(ENODEV, "connector cuda requested but unavailable: %s", conn_why);
         if (n <= 0) {
             /* no GPU: a phxfs module driving an emulated accelerator (a QEMU guest) is next */
             char emu_why[256];
@@ -64,10 +70,7 @@ static void lib_init_once(void)
             n = c->init(0, NULL, 0);
         }
     }
-    if (n <= 0) {
-        init_rc = phx_fail(ENODEV, "connector %s found no device", c->name);
-        return;
-    }
+    if (n <= 0) return phx_fail(ENODEV, "connector %s found no device", c->name);
     phx_conn = c;
     dev_count = n;
     for (int i = 0; i < n; i++) {
@@ -76,25 +79,13 @@ static void lib_init_once(void)
         phx_registry_init(&devices[i].reg);
         pthread_mutex_init(&devices[i].helper_lock, NULL);
     }
-    init_rc = phx_pool_start(&params);
-}
-
-int phx_lib_init(void)
-{
-    pthread_once(&init_once, lib_init_once);
-    if (init_rc < 0) return phx_fail(-init_rc, "phoenix initialisation failed: %s", phxfs_last_error());
     return 0;
 }
 
-int phxfs_init(void)
+void phx_devices_use_pool(int engine, int workers)
 {
-    phx_clear_error();
-    return phx_lib_init();
-}
-
-int phxfs_version(void)
-{
-    return PHXFS_VERSION_MAJOR * 10000 + PHXFS_VERSION_MINOR * 100 + PHXFS_VERSION_PATCH;
+    pool_engine = engine;
+    pool_workers = workers;
 }
 
 int phx_device_count_internal(void) { return dev_count; }
@@ -118,7 +109,7 @@ static int probe_module(phx_device_t *d, char *why, size_t n)
     }
     char bdf[32] = "";
     if (phx_conn->pci_bdf(d->id, bdf, sizeof bdf) < 0) {
-        snprintf(why, n, "p2p/staging: the PCI address of device %d is unknown (%s)", d->id, phxfs_last_error());
+        snprintf(why, n, "p2p/staging: the PCI address of device %d is unknown (%s)", d->id, phx_last_error());
         phx_clear_error(); /* a reason for the mode, not a failure of the open */
         return -1;
     }
@@ -161,7 +152,7 @@ static int choose_mode(phx_device_t *d)
                         "(it maps at most staging_mb per device); reload it with map_mode=full or use mode staging", d->id);
     }
     if ((forced == PHXFS_MODE_P2P || forced == PHXFS_MODE_STAGING) && offered < 0)
-        return phx_fail(ENODEV, "device %d: mode %s requested, unavailable: %s", d->id, phxfs_mode_name(forced), mod_why);
+        return phx_fail(ENODEV, "device %d: mode %s requested, unavailable: %s", d->id, phx_mode_name(forced), mod_why);
     if (offered >= 0) {
         d->mode = offered;
         d->why[0] = 0;
@@ -229,7 +220,7 @@ static int staging_setup(phx_device_t *d)
 static void device_teardown(phx_device_t *d)
 {
     if (d->wctx) {
-        for (int i = 0; i < phx_pool_workers(); i++) phx_wctx_free(d->wctx[i]);
+        for (int i = 0; i < pool_workers; i++) phx_wctx_free(d->wctx[i]);
         free(d->wctx);
         d->wctx = NULL;
     }
@@ -251,7 +242,7 @@ static int device_setup(phx_device_t *d)
     int rc = choose_mode(d);
     if (rc) return rc;
     rc = phx_conn->device_name(d->id, d->name, sizeof d->name);
-    d->engine = phx_pool_engine();
+    d->engine = pool_engine;
     if (rc || !phx_conn->is_accelerator) {
         phx_kmod_close(&d->kmod);
         return rc;
@@ -265,10 +256,10 @@ static int device_setup(phx_device_t *d)
     rc = phx_pinned_pool_init(&d->pinned, d->id, kmod_mode ? params.slot_bytes : params.pinned_bytes, params.slot_bytes);
     if (!rc && d->mode == PHXFS_MODE_STAGING) rc = staging_setup(d);
     if (!rc) {
-        d->wctx = calloc((size_t)phx_pool_workers(), sizeof *d->wctx);
+        d->wctx = calloc((size_t)pool_workers, sizeof *d->wctx);
         if (!d->wctx) rc = phx_fail(ENOMEM, "device %d: out of memory", d->id);
     }
-    for (int i = 0; !rc && i < phx_pool_workers(); i++)
+    for (int i = 0; !rc && i < pool_workers; i++)
         if (!(d->wctx[i] = phx_wctx_new(d, &rc)) && !rc) rc = -ENOMEM;
     if (!rc) rc = phx_conn->stream_create(d->id, &d->helper_stream);
     /* its streams are made on first use: a process that never reads small pays nothing */
@@ -346,6 +337,12 @@ phx_device_t *phx_device_acquire(int dev, int *err)
 
 void phx_device_release(phx_device_t *d) { atomic_fetch_sub(&d->users, 1); }
 
+/* GPU pages are 64 KiB; host registrations use the CPU page size */
+static uint64_t page_size(void)
+{
+    return phx_conn && phx_conn->is_accelerator ? 65536 : (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 int phxfs_get_device_info(int dev, phxfs_device_info_t *info)
 {
     phx_clear_error();
@@ -357,8 +354,8 @@ int phxfs_get_device_info(int dev, phxfs_device_info_t *info)
     info->device_id = dev;
     info->mode = d->mode;
     info->engine = d->engine;
-    info->workers = phx_pool_workers();
-    info->page_size = phxfs_get_page_size();
+    info->workers = pool_workers;
+    info->page_size = page_size();
     info->slot_bytes = params.slot_bytes;
     info->slots_per_worker = params.slots;
     snprintf(info->connector, sizeof info->connector, "%s", phx_conn->name);
@@ -368,11 +365,7 @@ int phxfs_get_device_info(int dev, phxfs_device_info_t *info)
     return 0;
 }
 
-uint64_t phxfs_get_page_size(void)
-{
-    /* GPU pages are 64 KiB; host registrations use the CPU page size */
-    return phx_conn && phx_conn->is_accelerator ? 65536 : (uint64_t)sysconf(_SC_PAGESIZE);
-}
+uint64_t phxfs_get_page_size(void) { return page_size(); }
 
 int phxfs_get_map_mode(int dev)
 {
@@ -572,7 +565,7 @@ int phxfs_check_stream(int dev, void *stream)
     int rc = stream ? phx_conn->stream_device(stream) : phx_fail(EINVAL, "check_stream: stream is NULL");
     phx_device_release(d);
     if (rc >= 0 && rc != dev) return phx_fail(EINVAL, "stream %p belongs to device %d, not device %d", stream, rc, dev);
-    if (rc < 0 && !strstr(phxfs_last_error(), "stream")) phx_fail(-rc, "check_stream: %p is not a stream of device %d: %s", stream, dev, phxfs_last_error());
+    if (rc < 0 && !strstr(phx_last_error(), "stream")) phx_fail(-rc, "check_stream: %p is not a stream of device %d: %s", stream, dev, phx_last_error());
     return rc < 0 ? rc : 0;
 }
 
@@ -585,7 +578,7 @@ static int mem_alloc(int dev, size_t len, void **ptr, int zero)
     if (!d) return err;
     int rc = phx_conn->mem_alloc(dev, len, ptr);
     if (rc < 0) {
-        if (!*phxfs_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed: %s", len, dev, strerror(-rc));
+        if (!*phx_last_error()) phx_fail(-rc, "mem_alloc: %zu bytes on device %d failed: %s", len, dev, strerror(-rc));
         phx_device_release(d);
         return rc;
     }
@@ -614,7 +607,7 @@ int phxfs_mem_alloc_uninit(int dev, size_t len, void **ptr) { return mem_alloc(d
         if (!d_) return err_;                                                                      \
         int rc_ = (call);                                                                          \
         phx_device_release(d_);                                                                    \
-        if (rc_ < 0 && !*phxfs_last_error()) phx_fail(-rc_, "%s on device %d: %s", what, (dev), strerror(-rc_)); \
+        if (rc_ < 0 && !*phx_last_error()) phx_fail(-rc_, "%s on device %d: %s", what, (dev), strerror(-rc_)); \
         return rc_;                                                                                \
     } while (0)
 
@@ -712,7 +705,7 @@ int phxfs_memcpy_peer(int dst_dev, void *dst, int src_dev, const void *src, size
         }
         if (hi != lo) pthread_mutex_unlock(&hi->helper_lock);
         pthread_mutex_unlock(&lo->helper_lock);
-        if (rc < 0 && !*phxfs_last_error())
+        if (rc < 0 && !*phx_last_error())
             phx_fail(-rc, "memcpy_peer: device %d -> device %d, %zu bytes", src_dev, dst_dev, len);
     }
     phx_device_release(sd);

@@ -3,6 +3,16 @@
  * anything uses them. */
 #ifndef PHX_DEVICE_H
 #define PHX_DEVICE_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include "phoenix.h"
+#include "connector.h"
+#include "kmod.h"
+#include "params.h"
+#include "pinned.h"
+#include "registry.h"
+
+#define PHX_MAX_DEVICES 64
 
 typedef struct phx_wctx phx_wctx_t; /* a worker's stream and events on one device (xfer_bounce.c) */
 typedef struct phx_inline phx_inline_t; /* copy contexts for callers' small transfers (xfer_inline.c) */
@@ -41,13 +51,17 @@ static inline phx_pinned_pool_t *phx_slot_pool(phx_device_t *d)
     return d->mode == PHXFS_MODE_STAGING ? &d->staging : &d->pinned;
 }
 
-extern const phx_connector_t *phx_conn;
-int phx_lib_init(void);
+extern const phx_connector_t *phx_conn; /* the connector phx_devices_init chose */
+/* Library start-up (lifecycle.c) hands the device layer what it needs, in this order. */
+/* Chooses the connector and makes the device table; keeps a copy of p (the frozen set). */
+int phx_devices_init(const phx_params_t *p);
+/* The worker pool's engine (after any fallback) and its size: devices report the one and make
+ * a stream per worker for the other. The pool is started, and owned, by lifecycle.c. */
+void phx_devices_use_pool(int engine, int workers);
 /* The open device with a use taken (NULL and an errno-style code in *err):
  * the device cannot close until phx_device_release. */
 phx_device_t *phx_device_acquire(int dev, int *err);
 void phx_device_release(phx_device_t *d);
 int phx_device_count_internal(void);
-const phx_params_t *phx_params(void); /* the frozen set (after phx_lib_init) */
 
 #endif

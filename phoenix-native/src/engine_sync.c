@@ -1,6 +1,11 @@
-#include "internal.h"
+#include "engine.h"
+#include "huge_fill.h"
+#include "params.h"
+#include "phoenix.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 ssize_t phx_rw_full(int fd, int is_write, char *buf, size_t len, off_t off)

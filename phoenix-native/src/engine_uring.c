@@ -4,10 +4,15 @@
  * populate goes first as a linked madvise, which io_uring runs on its own
  * workers: the batch's reads keep their depth, where populating on the
  * worker thread would let one populate at a time hold the others back. */
-#include "internal.h"
+#include "engine.h"
+#include "huge_fill.h"
+#include "params.h"
+#include "phoenix.h"
+#include <errno.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 /* user_data of an op's populate: its index with this bit */
 #define POPULATE_TAG ((__u64)1 << 62)
 

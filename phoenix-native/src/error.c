@@ -1,5 +1,7 @@
-#include "internal.h"
+#include "error.h"
+#include "phoenix.h"
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,7 +18,9 @@ int phx_fail(int err, const char *fmt, ...)
 
 void phx_clear_error(void) { last_error[0] = 0; }
 
-const char *phxfs_last_error(void) { return last_error; }
+const char *phx_last_error(void) { return last_error; }
+
+const char *phxfs_last_error(void) { return phx_last_error(); }
 
 void phx_warn_once(atomic_int *flag, const char *fmt, ...)
 {
@@ -27,16 +31,4 @@ void phx_warn_once(atomic_int *flag, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
-}
-
-const char *phxfs_mode_name(int mode)
-{
-    switch (mode) {
-    case PHXFS_MODE_P2P: return "p2p";
-    case PHXFS_MODE_STAGING: return "staging";
-    case PHXFS_MODE_BOUNCE: return "bounce";
-    case PHXFS_MODE_HOST: return "host";
-    case PHXFS_MODE_AUTO: return "auto";
-    default: return "unknown";
-    }
 }

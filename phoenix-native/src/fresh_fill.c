@@ -25,15 +25,20 @@
  * thread touching the interior meanwhile waits until the unregister at the end of the read.
  * Any refusal falls back to the plain read after unregistering, so the bytes are the same
  * either way; if unregistering ever failed, closing the descriptor drops the registration. */
-#include "internal.h"
 #include "fresh_fill.h"
+#include "engine.h"
+#include "error.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #ifndef UFFD_USER_MODE_ONLY

@@ -33,10 +33,13 @@
 #endif
 #include "huge_fill.h"
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
 #ifndef __NR_cachestat
 #define __NR_cachestat 451 /* the same on every architecture (Linux 6.5) */

@@ -1,13 +1,18 @@
 /* libphoenix's side of the phxfs ioctl contract (kmod/include/uapi/phxfs_ioctl.h). */
-#include "internal.h"
 #include "kmod.h"
+#include "align.h"
+#include "error.h"
+#include "phoenix.h"
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define SYSFS_CLASS "/sys/class/phxfs"

@@ -26,6 +26,8 @@ typedef struct {
 phx_params_t phx_params_freeze(void);
 /* "mode" stays settable until a device opens: read it then. */
 int phx_params_mode(void);
+/* a PHXFS_MODE_* value's name; phxfs_mode_name exports it */
+const char *phx_mode_name(int mode);
 extern _Atomic size_t phx_max_io_bytes; /* per-syscall cap (1 GiB; a test hook, applies at once) */
 
 #endif

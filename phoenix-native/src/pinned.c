@@ -1,7 +1,15 @@
 /* The per-device pinned pool and caller-owned pinned memory. Registration
  * (cuMemHostRegister) costs far more than a copy through the memory, so the
  * pool registers once, when the device opens, and only hands slots out after. */
-#include "internal.h"
+#include "pinned.h"
+#include "align.h"
+#include "device.h"
+#include "error.h"
+#include "lifecycle.h"
+#include "phoenix.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -245,7 +253,7 @@ int phxfs_host_alloc_pinned(size_t len, void **ptr)
     char *p = b ? phx_pinned_alloc(len) : NULL;
     if (!p) {
         free(b);
-        if (!*phxfs_last_error()) phx_fail(ENOMEM, "host_alloc_pinned: cannot pin %zu bytes", len);
+        if (!*phx_last_error()) phx_fail(ENOMEM, "host_alloc_pinned: cannot pin %zu bytes", len);
         return -ENOMEM;
     }
     *b = (pinned_block_t){p, len, NULL};

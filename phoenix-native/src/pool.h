@@ -2,9 +2,17 @@
  * the workers run (xfer_host.c, xfer_bounce.c). */
 #ifndef PHX_POOL_H
 #define PHX_POOL_H
-
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
+#include "phoenix.h"
+#include "device.h"
+#include "engine.h"
+#include "fresh_fill.h"
+#include "huge_fill.h"
+#include "params.h"
 
 #define PHX_MAX_GRAB 64
 
@@ -106,15 +114,9 @@ int phx_bounce_pending(const phx_bounce_xfer_t *x);
 void phx_bounce_drain(phx_bounce_xfer_t *x);
 void phx_bounce_xfer_free(phx_bounce_xfer_t *x);
 /* xfer_inline.c: small synchronous device transfers on the caller's thread, through a
- * bounded set of copy contexts per device (phx_inline_t) and the device's pinned pool */
-phx_inline_t *phx_inline_new(void);
-void phx_inline_free(phx_inline_t *x);
-/* 1: r ran here (r->result set, and on failure the error message); 0: not taken, run it as
+ * bounded set of copy contexts per device (phx_inline_t, device_xfer.h) and the device's
+ * pinned pool. 1: r ran here (r->result set, and on failure the error message); 0: not taken, run it as
  * a batch (too large, not bounce mode, not valid, or every context or slot busy) */
 int phx_inline_io(phxfs_io_req_t *r, int is_write);
-
-/* a worker's stream and events on dev, made when the device first opens */
-phx_wctx_t *phx_wctx_new(phx_device_t *d, int *err);
-void phx_wctx_free(phx_wctx_t *c);
 
 #endif

@@ -1,9 +1,14 @@
 /* Per-device registrations: sorted, non-overlapping intervals, looked up by
  * binary search so resolve stays O(log n) on the I/O path. */
-#include "internal.h"
+#include "registry.h"
+#include "error.h"
 #include "kmod.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 void phx_registry_init(phx_registry_t *r)
 {

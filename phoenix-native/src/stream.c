@@ -10,13 +10,25 @@
  * never more than the pool. Host functions make no accelerator calls, as
  * cuLaunchHostFunc requires, and the flag is set on every path, so a failed
  * operation never stalls the stream. */
-#include "internal.h"
+#include "cell.h"
+#include "device.h"
+#include "error.h"
+#include "lifecycle.h"
+#include "phoenix.h"
+#include "pinned.h"
+#include "pool.h"
+#include "registry.h"
 #include "stream_ring.h"
+#include "transfer.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,8 +159,7 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
         return phx_fail(EBADF, "%s: fd %d is not open for %s", what, fd, is_write ? "writing" : "reading");
     if (!stream || !phx_conn->is_accelerator) {
         /* no stream, or host "streams" that run at enqueue: now, on this thread */
-        ssize_t r = is_write ? phxfs_write(fd, dev, buf, bo, (ssize_t)n, *f_offset_p)
-                             : phxfs_read(fd, dev, buf, bo, (ssize_t)n, *f_offset_p);
+        ssize_t r = phx_transfer_one(fd, dev, buf, bo, (ssize_t)n, *f_offset_p, is_write);
         *bytes_done = phx_stream_result(result_fn, r);
         return 0;
     }
@@ -239,7 +250,7 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
     if (!op->release_queued) free(rel);
     if (rc) {
         op->enqueue_err = rc;
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        if (!*phx_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
     }
     op_unref(op);
     return rc;

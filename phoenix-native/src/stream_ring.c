@@ -22,13 +22,24 @@
  * The ring's slots come from the device's pinned pool when the operation is
  * queued (the copies name them), at most STREAM_RING per operation and half the pool, and go
  * back when the stream passes it. Host functions make no accelerator calls. */
-#include "internal.h"
 #include "stream_ring.h"
+#include "cell.h"
+#include "connector.h"
+#include "device.h"
+#include "error.h"
+#include "phoenix.h"
+#include "pinned.h"
+#include "pool.h"
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Pieces in flight per operation: each is one worker's pread, so the ring sets how many
@@ -313,7 +324,7 @@ static void finish(void *arg)
 static int queued_end(ring_op_t *op, int rc, const char *what)
 {
     if (rc) {
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        if (!*phx_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         atomic_store(&op->abandoned, 1);
         int queued = KICK_QUEUED;
         if (!atomic_compare_exchange_strong(&op->kick_state, &queued, KICK_ABANDONED)) {
@@ -400,7 +411,7 @@ int phx_stream_ring_io(phx_device_t *d, int fd, void *target, size_t n, off_t f_
     atomic_fetch_add(&op->refs, 1);
     rc = phx_conn->launch_host_fn(stream, kick, op);
     if (rc) {
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        if (!*phx_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         atomic_fetch_sub(&op->refs, 1);
         op_unref(op);
         return rc;
@@ -580,7 +591,7 @@ int phx_stream_ring_late_io(phx_device_t *d, int fd, void *region, size_t region
     atomic_init(&op->refs, 1);
     rc = queue_fn(op, stream, late_kick, op);
     if (rc) {
-        if (!*phxfs_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
+        if (!*phx_last_error()) phx_fail(-rc, "%s: cannot queue on the stream", what);
         op_unref(op);
         return rc;
     }

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include "phoenix.h"
+#include "device.h"
 
 /* Queues a read (or write) of n > 0 bytes between the file and device memory at target (a
  * resolved device address) on stream. f_offset_p non-NULL: the file offset is read from it

@@ -2,7 +2,14 @@
  * it. A worker takes a fair share of host tasks at once (they go to the
  * engine together) and bounce tasks singly (each is pipelined through the
  * worker's slots); it drains what it has in flight whenever the queue runs dry. */
-#include "internal.h"
+#include "engine.h"
+#include "error.h"
+#include "params.h"
+#include "phoenix.h"
+#include "pool.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 

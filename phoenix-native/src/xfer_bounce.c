@@ -6,9 +6,22 @@
  * the copy of slot k+1 overlaps the pwrite of slot k: writes pipeline as reads do.
  * A slot goes back to the pool the moment its entry retires, before the task
  * is reported done, so a finished batch never leaves slots behind. */
-#include "internal.h"
+#include "align.h"
+#include "device.h"
+#include "device_xfer.h"
+#include "engine.h"
+#include "error.h"
+#include "huge_fill.h"
+#include "lifecycle.h"
+#include "params.h"
+#include "phoenix.h"
+#include "pinned.h"
+#include "pool.h"
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #define RING_MAX 64
 

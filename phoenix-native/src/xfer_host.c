@@ -1,8 +1,15 @@
 /* Host transfers: the file bytes go straight into the destination (host
  * memory, or a host-connector "device"), through the worker's engine. */
-#include "internal.h"
+#include "align.h"
+#include "engine.h"
+#include "fresh_fill.h"
+#include "huge_fill.h"
+#include "pool.h"
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 static int aligned3(uintptr_t a, uint64_t b, uint64_t c) { return ((a | b | c) & (PHX_ALIGN - 1)) == 0; }
 

@@ -11,12 +11,26 @@
  * or every free slot is taken the request goes to the workers as before. A caller's thread
  * holds a slot and a context only for the length of its call and never blocks on another
  * caller. */
-#include "internal.h"
+#include "align.h"
+#include "device.h"
+#include "device_xfer.h"
+#include "engine.h"
+#include "error.h"
+#include "lifecycle.h"
+#include "params.h"
+#include "phoenix.h"
+#include "pinned.h"
+#include "pool.h"
+#include "registry.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 /* How many small transfers of one device may run on callers' threads at once; the rest go

@@ -1,7 +1,12 @@
 /* CUDA driver API loaded with dlopen at run time: the library builds without
  * a CUDA toolkit and runs on machines without a GPU. */
-#include "../internal.h"
+#include "connector.h"
+#include "device.h"
+#include "error.h"
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -3,8 +3,15 @@
  * end to end in a guest without a GPU. A device pointer is the address of a host view of the
  * allocation (a phxfs window mapped with PHXFS_MAP_F_EMU_HOST), the way a CUDA device pointer
  * names GPU memory; copies to and from it run on the fake device's stream threads. */
-#include "../internal.h"
-#include "../kmod.h"
+#include "align.h"
+#include "connector.h"
+#include "device.h"
+#include "error.h"
+#include "kmod.h"
+#include "phoenix.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,12 @@
 /* A device emulated in host memory. Each stream is a FIFO served by its own
  * thread, so copies really complete later than they are issued: CI exercises
  * the same slot reuse, event and stream-ordering logic as a GPU. */
-#include "../internal.h"
+#include "align.h"
+#include "connector.h"
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

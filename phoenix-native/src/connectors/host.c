@@ -1,6 +1,9 @@
 /* No accelerator: one "device" whose memory is host memory. Streams are
  * immediate: work runs on the caller's thread, in order. */
-#include "../internal.h"
+#include "align.h"
+#include "connector.h"
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
