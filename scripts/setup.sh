@@ -22,19 +22,12 @@ fi
 command -v npm >/dev/null || { need+=(nodejs npm); why+=("nodejs, npm: the serve tests' OpenAI SDK client"); }
 command -v curl >/dev/null || { need+=(curl); why+=("curl: the serve tests' raw HTTP client"); }
 if [ ${#need[@]} -gt 0 ]; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   # said before anything runs: sudo may ask for a password, and a user should know what for
   {
     echo "setup: the build needs packages this machine lacks:"
     for w in "${why[@]}"; do echo "setup:   $w"; done
-    echo "setup: running: ${SUDO:+$SUDO }apt-get update && ${SUDO:+$SUDO }apt-get install -y ${need[*]}"
   } >&2
-  if ! command -v apt-get >/dev/null; then
-    echo "setup: no apt-get here: install ${need[*]} with your package manager, then run this again" >&2
-    exit 1
-  fi
-  $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >&2
+  "$(dirname "$0")/apt-install.sh" setup "${need[@]}"
 fi
 
 # JDK 25 (java.lang.foreign): JAVA_HOME if it is 25+, else Temurin 25 under /usr/lib/jvm

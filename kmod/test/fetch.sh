@@ -7,11 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 top=$PWD/build/kmod/kernels
 mkdir -p "$top"
-SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+# Tools in /usr/sbin and /sbin (mkfs.ext4, debugfs) are installed for every user but are not on
+# an unprivileged user's PATH on Debian.
+export PATH="$PATH:/usr/sbin:/sbin"
 
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
-[ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx mdev && file -L /bin/busybox 2>/dev/null | grep -q static || need+=(busybox-static)
+# the list whole, not through grep -q: busybox writes it a name per write(), and under pipefail
+# grep's early exit made that SIGPIPE a missing package at random
+[ -x /bin/busybox ] && [[ $'\n'"$(/bin/busybox --list 2>/dev/null)"$'\n' == *$'\nmdev\n'* ]] \
+  && [[ "$(file -L /bin/busybox 2>/dev/null)" == *static* ]] || need+=(busybox-static)
 command -v pahole >/dev/null || need+=(dwarves)
 command -v file >/dev/null || need+=(file)
 command -v cpio >/dev/null || need+=(cpio)
@@ -21,9 +26,8 @@ command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v gcc >/dev/null || need+=(gcc make)
 [ -f /usr/include/liburing.h ] && ls /usr/lib/*/liburing.a >/dev/null 2>&1 || need+=(liburing-dev)
 if [ ${#need[@]} -gt 0 ]; then
-  echo "fetch: installing ${need[*]} through apt" >&2
-  $SUDO apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
+  echo "fetch: the QEMU guest tests need ${need[*]}" >&2
+  scripts/apt-install.sh fetch --no-install-recommends "${need[@]}"
 fi
 
 # deps PKG: the package's Depends that are kernel packages (headers-common, kbuild)

@@ -24,6 +24,7 @@ GUEST_TIMEOUT=${GUEST_TIMEOUT:-420}
 log() { echo "run.sh: $*" >&2; }
 
 kmod/test/fetch.sh >/dev/null
+export PATH="$PATH:/usr/sbin:/sbin"   # mkfs.ext4 and debugfs, off an unprivileged user's PATH
 command -v mkfs.ext4 debugfs >/dev/null
 
 # ---- host-built pieces shared by both kernels ----
