@@ -16,6 +16,8 @@ state=build/docker
 pidfile=$state/dockerd.pid
 wait_s=${DOCKER_WAIT:-30}
 say() { echo "docker-engine: $*" >&2; }
+# dockerd lives in /usr/sbin, off an unprivileged user's PATH on Debian
+PATH="$PATH:/usr/sbin:/sbin"
 
 answers() { timeout 5 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 
@@ -44,6 +46,11 @@ fi
 if answers; then
   say "a Docker engine answers ($(docker version --format 'server {{.Server.Version}}' 2>/dev/null)): using it"
   exit 0
+fi
+if [ -z "${DOCKER_HOST:-}" ] && [ -S /var/run/docker.sock ] && [ ! -w /var/run/docker.sock ] && [ "$(id -u)" != 0 ]; then
+  say "the Docker engine's socket refuses this user ($(id -un); /var/run/docker.sock is" \
+      "$(stat -c '%U:%G %A' /var/run/docker.sock)): add the user to its group, or run as root"
+  exit 1
 fi
 if [ -n "${DOCKER_HOST:-}" ]; then
   say "DOCKER_HOST=$DOCKER_HOST does not answer; not starting a local engine in its place"
