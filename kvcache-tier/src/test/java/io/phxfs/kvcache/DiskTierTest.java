@@ -43,7 +43,7 @@ class DiskTierTest {
     }
 
     private Path fileOf(int i) {
-        return dir.resolve(DiskTier.fileName(key(i).toString()));
+        return dir.resolve(DiskIndex.fileName(key(i).toString()));
     }
 
     @Test
