@@ -58,12 +58,27 @@ public final class KvCacheEngine implements AutoCloseable {
         this.layout = layout;
         long chunkBytes = layout.bytesPerChunk(config.chunkSize());
         this.tiers = new TierStack(config, layout, chunkBytes);
-        this.chunks = new PromptChunks(config, layout);
-        this.io = Executors.newFixedThreadPool(config.ioThreads(), daemon("kvcache-io"));
-        this.writeBehind = new WriteBehind(tiers, config.writeQueueChunks(), config.ioThreads(), counters.writeFailures);
-        this.staging = new StagingPool(chunkBytes, config.ioThreads() + 2);
-        if (tiers.memory != null && !tiers.lower.isEmpty()) {
-            writeBehind.start(daemon("kvcache-write-behind"));
+        ExecutorService ioThreads = null;
+        try {
+            this.chunks = new PromptChunks(config, layout);
+            this.io = ioThreads = Executors.newFixedThreadPool(config.ioThreads(), daemon("kvcache-io"));
+            this.writeBehind = new WriteBehind(tiers, config.writeQueueChunks(), config.ioThreads(), counters.writeFailures);
+            this.staging = new StagingPool(chunkBytes, config.ioThreads() + 2);
+            if (tiers.memory != null && !tiers.lower.isEmpty()) {
+                writeBehind.start(daemon("kvcache-write-behind"));
+            }
+        } catch (RuntimeException | Error e) {
+            // no engine is returned to close them: the tiers opened above (files, connections)
+            // and the threads would otherwise outlive the failed constructor
+            if (ioThreads != null) {
+                ioThreads.shutdownNow();
+            }
+            try {
+                tiers.close();
+            } catch (RuntimeException | Error c) {
+                e.addSuppressed(c);
+            }
+            throw e;
         }
         this.storePath = new StorePath(layout, chunks, config.saveUnfullChunk(), tiers, io, staging, writeBehind);
         this.retrievePath = new RetrievePath(layout, chunks, tiers, io, staging, counters);
