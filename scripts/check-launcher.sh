@@ -15,7 +15,7 @@ root=$(mktemp -d /tmp/phoenix-launcher.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 mkdir -p "$root/samples/target" "$root/scripts" "$root/bench"
 cp phoenix "$root/phoenix"
-cp scripts/setup.sh "$root/scripts/"
+cp scripts/setup.sh scripts/apt-install.sh "$root/scripts/"
 cp "$jar" "$root/samples/target/"
 
 # Ctrl-C from a terminal signals the whole foreground process group: setsid gives the launcher

@@ -48,8 +48,13 @@ if answers; then
   exit 0
 fi
 if [ -z "${DOCKER_HOST:-}" ] && [ -S /var/run/docker.sock ] && [ ! -w /var/run/docker.sock ] && [ "$(id -u)" != 0 ]; then
-  say "the Docker engine's socket refuses this user ($(id -un); /var/run/docker.sock is" \
-      "$(stat -c '%U:%G %A' /var/run/docker.sock)): add the user to its group, or run as root"
+  if pgrep -x dockerd >/dev/null; then
+    say "the Docker engine's socket refuses this user ($(id -un); /var/run/docker.sock is" \
+        "$(stat -c '%U:%G %A' /var/run/docker.sock)): add the user to its group, or run as root"
+  else
+    say "no Docker engine runs (/var/run/docker.sock is left from one that stopped), and this user" \
+        "($(id -un)) cannot start one: start dockerd as root, or run as root"
+  fi
   exit 1
 fi
 if [ -n "${DOCKER_HOST:-}" ]; then

@@ -2,6 +2,8 @@
 # Installs what the build needs when it is missing and prints the JAVA_HOME to use.
 # Idempotent and quiet when everything is there; source-free: run it as a command.
 set -euo pipefail
+# dockerd and other daemons live in /usr/sbin, off an unprivileged user's PATH on Debian
+PATH="$PATH:/usr/sbin:/sbin"
 
 need=()
 why=()

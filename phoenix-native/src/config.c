@@ -1,5 +1,4 @@
 /* PHX_* and phxfs_set_config parsed into one parameter set (params.h). */
-#include "device.h"
 #include "error.h"
 #include "fresh_fill.h"
 #include "huge_fill.h"

@@ -12,8 +12,6 @@
 #include "pinned.h"
 #include "registry.h"
 
-#define PHX_MAX_DEVICES 64
-
 typedef struct phx_wctx phx_wctx_t; /* a worker's stream and events on one device (xfer_bounce.c) */
 typedef struct phx_inline phx_inline_t; /* copy contexts for callers' small transfers (xfer_inline.c) */
 

@@ -6,6 +6,9 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+/* the most devices a process drives (the fake connector's fake_devices is bounded by it too) */
+#define PHX_MAX_DEVICES 64
+
 typedef struct {
     int mode;            /* PHXFS_MODE_AUTO or a forced mode (read at device open) */
     int engine;          /* PHXFS_ENGINE_* requested */

@@ -159,6 +159,7 @@ static int stream_io_checked(int fd, int dev, void *buf, const size_t *nbytes_p,
         return phx_fail(EBADF, "%s: fd %d is not open for %s", what, fd, is_write ? "writing" : "reading");
     if (!stream || !phx_conn->is_accelerator) {
         /* no stream, or host "streams" that run at enqueue: now, on this thread */
+        phx_clear_error(); /* as the public phxfs_read did here: start-up's probing messages are not this call's */
         ssize_t r = phx_transfer_one(fd, dev, buf, bo, (ssize_t)n, *f_offset_p, is_write);
         *bytes_done = phx_stream_result(result_fn, r);
         return 0;

@@ -59,17 +59,22 @@ public final class KvCacheEngine implements AutoCloseable {
         long chunkBytes = layout.bytesPerChunk(config.chunkSize());
         this.tiers = new TierStack(config, layout, chunkBytes);
         ExecutorService ioThreads = null;
+        WriteBehind writers = null;
         try {
             this.chunks = new PromptChunks(config, layout);
             this.io = ioThreads = Executors.newFixedThreadPool(config.ioThreads(), daemon("kvcache-io"));
-            this.writeBehind = new WriteBehind(tiers, config.writeQueueChunks(), config.ioThreads(), counters.writeFailures);
+            this.writeBehind = writers = new WriteBehind(tiers, config.writeQueueChunks(), config.ioThreads(),
+                    counters.writeFailures);
             this.staging = new StagingPool(chunkBytes, config.ioThreads() + 2);
             if (tiers.memory != null && !tiers.lower.isEmpty()) {
-                writeBehind.start(daemon("kvcache-write-behind"));
+                writers.start(daemon("kvcache-write-behind"));
             }
         } catch (RuntimeException | Error e) {
             // no engine is returned to close them: the tiers opened above (files, connections)
-            // and the threads would otherwise outlive the failed constructor
+            // and the threads started would otherwise outlive the failed constructor
+            if (writers != null) {
+                writers.close();
+            }
             if (ioThreads != null) {
                 ioThreads.shutdownNow();
             }

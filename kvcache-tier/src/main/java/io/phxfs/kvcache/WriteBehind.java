@@ -45,8 +45,8 @@ final class WriteBehind {
     void start(ThreadFactory tf) {
         for (int i = 0; i < threads; i++) {
             Thread t = tf.newThread(this::writeBehind);
-            writers.add(t);
             t.start();
+            writers.add(t); // only started threads: close() stops and joins each one it lists
         }
     }
 

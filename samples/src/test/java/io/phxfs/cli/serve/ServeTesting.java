@@ -212,8 +212,14 @@ final class ServeTesting {
         Path dir = root().resolve("build/openai-client");
         Files.createDirectories(dir);
         if (!Files.isRegularFile(dir.resolve("node_modules/openai/package.json"))) {
-            Proc p = run(List.of("npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
-                    dir.toString(), OPENAI_SDK), dir, Duration.ofMinutes(5));
+            // a package of its own, installed into from inside it: npm's --prefix would also move
+            // its global config to <prefix>/etc/npmrc, losing the machine's (a proxy's cafile, say)
+            Path pkg = dir.resolve("package.json");
+            if (!Files.isRegularFile(pkg)) {
+                Files.writeString(pkg, "{\"name\": \"phoenix-openai-client\", \"private\": true}\n");
+            }
+            Proc p = run(List.of("npm", "install", "--no-audit", "--no-fund", "--loglevel=error", OPENAI_SDK), dir,
+                    Duration.ofMinutes(5));
             assertEquals(0, p.exit(), "npm install " + OPENAI_SDK + " failed: " + p);
         }
         Files.copy(root().resolve("samples/src/test/node/openai_client.mjs"), dir.resolve("openai_client.mjs"),
