@@ -144,7 +144,7 @@ public final class ModelFiles {
                 return shards(idx, parser);
             }
             throw new IllegalArgumentException(path + ": no " + SINGLE_FILE + " or " + INDEX_FILE + " in the directory"
-                    + otherModelFiles(path));
+                    + OtherModelFiles.describe(path));
         }
         if (!a.isRegularFile()) {
             throw new IllegalArgumentException(path + ": not a regular file or directory");
@@ -153,46 +153,6 @@ public final class ModelFiles {
             return shards(path, parser);
         }
         return new Located(path, null, null, List.of(path));
-    }
-
-    /** Names shown of the other model files in a directory. */
-    private static final int OTHERS_SHOWN = 4;
-
-    /**
-     * "; it holds X, Y: give the file (or index) to load" for the safetensors files and
-     * indexes of other writers' names in {@code dir} (diffusers' diffusion_pytorch_model,
-     * PEFT's adapter_model, Mistral's consolidated), or the PyTorch checkpoints that need
-     * converting; empty when there are none or the directory cannot be listed.
-     */
-    private static String otherModelFiles(Path dir) {
-        List<String> safetensors = new ArrayList<>();
-        List<String> pytorch = new ArrayList<>();
-        try (var entries = Files.newDirectoryStream(dir)) {
-            for (Path p : entries) {
-                String n = p.getFileName().toString();
-                if (n.endsWith(".safetensors") || n.endsWith(".safetensors.index.json")) {
-                    safetensors.add(n);
-                } else if (n.endsWith(".bin") || n.endsWith(".pt") || n.endsWith(".pth")) {
-                    pytorch.add(n);
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            return ""; // mode 0711: the names cannot be listed, and the message stands without them
-        }
-        if (!safetensors.isEmpty()) {
-            return "; it holds " + shownNames(safetensors) + ": give the file (or the index) to load";
-        }
-        return pytorch.isEmpty() ? ""
-                : "; it holds " + shownNames(pytorch) + ", PyTorch checkpoints: convert them to safetensors";
-    }
-
-    private static String shownNames(List<String> names) {
-        Collections.sort(names);
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < Math.min(names.size(), OTHERS_SHOWN); i++) {
-            b.append(i == 0 ? "" : ", ").append(Names.quote(names.get(i)));
-        }
-        return names.size() > OTHERS_SHOWN ? b + " and " + (names.size() - OTHERS_SHOWN) + " more" : b.toString();
     }
 
     /** Parses and cross-checks the files {@link #locate} found. */
