@@ -100,7 +100,6 @@ public final class MalformedCorpus {
         header("offsets-minus-zero", "{" + A.replace("[0,8]", "[-0,8]") + "}", 8, "data_offsets[0] is -0");
         header("offsets-negative", "{" + A.replace("[0,8]", "[-8,0]") + "}", 8, "data_offsets[0] is negative");
         header("missing-offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, "missing field 'data_offsets'");
-        header("unknown-field", "{" + A.replace("\"shape\"", "\"extra\":1,\"shape\"") + "}", 8, "unknown field 'extra'");
         header("entry-not-object", "{\"a\":5}", 0, "entry is a number");
         header("metadata-non-string", "{\"__metadata__\":{\"format\":1}," + A + "}", 8,
                 "value of 'format' is a number, not a string");

@@ -11,6 +11,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /**
  * Files laid out byte for byte as writers other than this repository's lay them out, which the
@@ -74,5 +75,27 @@ class OtherWritersTest {
         assertEquals(Map.of(
                 "a", "6c113ad1fc77d52f6928ec89e86211aebf09bfbf2862ca345f3322a6c89add29",
                 "b", "514d03f053b89a911946d61f171057561cc8d06f384b9e69ec95be9ab5e79baa"), loadedSha256(f));
+    }
+
+    /**
+     * The reference implementation skips fields of a tensor entry besides dtype, shape and
+     * data_offsets, whatever their values (serde without deny_unknown_fields): such a file was
+     * refused here ("unknown field"). A field it needs is still needed.
+     */
+    @Test
+    void fieldsBesidesTheThreeAreSkippedAsTheReferenceSkipsThem() throws IOException {
+        String header = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],\"layout\":\"C\"},"
+                + "\"b\":{\"quant\":{\"scheme\":\"x\",\"bits\":[4,8]},\"dtype\":\"U8\",\"shape\":[3],"
+                + "\"data_offsets\":[8,11],\"note\":null,\"n\":1.5}}";
+        Path f = TestFiles.write(dir.resolve("extra.safetensors"), file(header, 8, data(0, 8), data(1, 3)));
+        assertEquals(Map.of(
+                "a", "5caa048e02e52030c521f8966a8e1f1a233dd165dbe326c369362a6227d7881f",
+                "b", "a8863c6507d240878a5663c6e9361fb003b5a3d2051b55a52f7b71a0a87179b7"), loadedSha256(f));
+
+        Path typo = TestFiles.write(dir.resolve("typo.safetensors"),
+                file("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offset\":[0,8]}}", 8, data(0, 8)));
+        SafetensorsFormatException e = assertThrows(SafetensorsFormatException.class,
+                () -> SafetensorsParser.standard().parse(typo));
+        assertEquals(typo + ": tensor 'a': missing field 'data_offsets'", e.getMessage());
     }
 }
