@@ -274,31 +274,45 @@ public final class ModelFiles {
 
     /**
      * Cross-checks the shards against the index: every tensor of a shard is mapped to that
-     * shard, and the index names as many tensors as the shards hold. Tensor names are unique
-     * within a header, so together these say that no tensor is in two shards and every entry
-     * of the weight_map names the shard that holds it, in one lookup per tensor (a 96,000-tensor
-     * index spent most of its parse in the three map operations a tensor this took before).
-     * On a mismatch {@link #mismatch} finds the entry at fault and says what is wrong with it.
+     * shard or not listed at all, and the tensors mapped to their shard are as many as the
+     * index names. Tensor names are unique within a header, so together these say that every
+     * entry of the weight_map names the shard that holds it, in one lookup per tensor (a
+     * 96,000-tensor index spent most of its parse in the three map operations a tensor this
+     * took before). A tensor a shard holds but the index does not list is loaded from that
+     * shard, as transformers, accelerate and vLLM load every tensor of every shard an index
+     * names; only such names need a set to find one in two shards. On a mismatch
+     * {@link #mismatch} finds the entry at fault and says what is wrong with it.
      */
     private static ModelFiles sharded(Located l, SafetensorsParser parser) throws IOException {
         Path index = l.index();
         Map<String, Path> weightMap = l.weightMap();
         List<Path> ordered = l.files();
         List<SafetensorsHeader> headers = parseAll(ordered, parser);
-        long tensors = 0;
+        long listed = 0;
+        Map<String, Path> unlisted = null;
         for (int k = 0; k < ordered.size(); k++) {
             Path shard = ordered.get(k);
             for (TensorInfo t : headers.get(k).tensors()) {
                 Path mapped = weightMap.get(t.name());
                 // the index's paths are the shard list's own instances, unless two spellings
                 // of one name normalised alike
-                if (mapped != shard && (mapped == null || !mapped.equals(shard))) {
+                if (mapped == shard || mapped != null && mapped.equals(shard)) {
+                    listed++;
+                } else if (mapped != null) {
                     throw mismatch(index, weightMap, ordered, headers);
+                } else {
+                    if (unlisted == null) {
+                        unlisted = new HashMap<>();
+                    }
+                    Path other = unlisted.put(t.name(), shard);
+                    if (other != null) {
+                        throw new SafetensorsFormatException(index, Names.tensor(t.name()), "is claimed by two shards: "
+                                + other.getFileName() + " and " + shard.getFileName());
+                    }
                 }
             }
-            tensors += headers.get(k).tensors().size();
         }
-        if (tensors != weightMap.size()) {
+        if (listed != weightMap.size()) {
             throw mismatch(index, weightMap, ordered, headers);
         }
         return new ModelFiles(index, IndexFile.directoryOf(index), index, headers, true);
@@ -315,10 +329,6 @@ public final class ModelFiles {
                 if (other != null) {
                     return new SafetensorsFormatException(index, Names.tensor(t.name()), "is claimed by two shards: "
                             + other.getFileName() + " and " + shard.getFileName());
-                }
-                if (weightMap.get(t.name()) == null) {
-                    return new SafetensorsFormatException(index, Names.tensor(t.name()), "is in shard "
-                            + shard.getFileName() + " but not in the weight_map");
                 }
             }
         }

@@ -141,8 +141,6 @@ public final class MalformedCorpus {
         index("index-not-in-shard", "{\"a\":\"model-00001-of-00002.safetensors\",\"b\":\"model-00001-of-00002.safetensors\","
                 + "\"c\":\"model-00002-of-00002.safetensors\",\"zz\":\"model-00002-of-00002.safetensors\"}",
                 "which does not contain it");
-        index("index-unlisted-tensor", "{\"a\":\"model-00001-of-00002.safetensors\","
-                + "\"c\":\"model-00002-of-00002.safetensors\"}", "not in the weight_map");
         index("index-non-string", "{\"a\":1}", "not given as a file name string");
         indexText("index-no-weight-map", "{\"metadata\":{\"total_size\":20}}", "no weight_map");
         indexText("index-not-json", "{\"weight_map\":{\"a\":", "index is not valid JSON");

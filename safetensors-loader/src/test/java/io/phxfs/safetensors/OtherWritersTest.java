@@ -98,4 +98,41 @@ class OtherWritersTest {
                 () -> SafetensorsParser.standard().parse(typo));
         assertEquals(typo + ": tensor 'a': missing field 'data_offsets'", e.getMessage());
     }
+
+    /**
+     * An index that leaves out a tensor its shard holds (a hand-edited or stale index): transformers,
+     * accelerate and vLLM load every tensor of every shard the index names, and so does this
+     * loader now; it refused the model ("is in shard ... but not in the weight_map"). A name
+     * in two shards is still refused, listed or not.
+     */
+    @Test
+    void aTensorItsShardHoldsButTheIndexLeavesOutLoadsFromThatShard() throws IOException {
+        Path model = java.nio.file.Files.createDirectories(dir.resolve("sharded"));
+        TestFiles.write(model.resolve("model-00001-of-00002.safetensors"), file("{\"__metadata__\":{\"format\":\"pt\"},"
+                + "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                + "\"b\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[8,11]}}", 8, data(0, 8), data(1, 3)));
+        Path second = TestFiles.write(model.resolve("model-00002-of-00002.safetensors"),
+                file("{\"__metadata__\":{\"format\":\"pt\"},"
+                + "\"c\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
+                + "\"d\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[4,5]}}", 8, data(2, 4), data(3, 1)));
+        String index = "{\n  \"metadata\": {\n    \"total_size\": 16\n  },\n  \"weight_map\": {\n"
+                + "    \"a\": \"model-00001-of-00002.safetensors\",\n    \"b\": \"model-00001-of-00002.safetensors\",\n"
+                + "    \"c\": \"model-00002-of-00002.safetensors\"\n  }\n}\n";
+        TestFiles.write(model.resolve(ModelFiles.INDEX_FILE), index.getBytes(StandardCharsets.UTF_8));
+        assertEquals(second.toAbsolutePath(), ModelFiles.open(model).fileOf("d").orElseThrow().file().toAbsolutePath());
+        assertEquals(Map.of(
+                "a", "5caa048e02e52030c521f8966a8e1f1a233dd165dbe326c369362a6227d7881f",
+                "b", "a8863c6507d240878a5663c6e9361fb003b5a3d2051b55a52f7b71a0a87179b7",
+                "c", "00d8a09804c931f90a3f3de1058463abc141ec1f5741d6b78a69ed1a3818ab17",
+                "d", "cbe5cfdf7c2118a9c3d78ef1d684f3afa089201352886449a06a6511cfef74a7"), loadedSha256(model));
+
+        // "d" in both shards, listed in neither
+        TestFiles.write(model.resolve("model-00001-of-00002.safetensors"), file("{\"__metadata__\":{\"format\":\"pt\"},"
+                + "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                + "\"b\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[8,11]},"
+                + "\"d\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[11,12]}}", 8, data(0, 8), data(1, 3), data(3, 1)));
+        SafetensorsFormatException e = assertThrows(SafetensorsFormatException.class, () -> ModelFiles.open(model));
+        assertEquals(model.resolve(ModelFiles.INDEX_FILE) + ": tensor 'd': is claimed by two shards:"
+                + " model-00001-of-00002.safetensors and model-00002-of-00002.safetensors", e.getMessage());
+    }
 }
