@@ -64,7 +64,7 @@ public final class TensorViews {
      * @param manager the PyTorch manager the array belongs to; a device tensor needs a manager
      *                on that GPU
      * @return an array over the tensor's memory
-     * @throws UnsupportedOperationException for a dtype libtorch has no tensor type for (F4, F6, F8_E8M0)
+     * @throws UnsupportedOperationException for a dtype libtorch has no tensor type for (F4, F6, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ)
      * @throws IllegalArgumentException when the manager is not a PyTorch one or its device does not hold the tensor
      * @throws IllegalStateException when libtorch refuses the tensor (e.g. device memory with a CPU-only libtorch)
      */

@@ -27,6 +27,10 @@ public enum Dtype {
     F8_E4M3(8, "float8_e4m3fn"),
     /** Exponent-only scale type of the OCP microscaling formats. */
     F8_E8M0(8, "float8_e8m0fnu"),
+    /** FP8 E4M3, finite with no negative zero (torch's float8_e4m3fnuz, AMD); safetensors 0.8. */
+    F8_E4M3FNUZ(8, "float8_e4m3fnuz"),
+    /** FP8 E5M2, finite with no negative zero (torch's float8_e5m2fnuz, AMD); safetensors 0.8. */
+    F8_E5M2FNUZ(8, "float8_e5m2fnuz"),
     /** Signed 16-bit integer. */
     I16(16, "int16"),
     /** Unsigned 16-bit integer. */

@@ -16,8 +16,9 @@ import java.util.Map;
  * (6-10 ms for 2,349 entries, 8x the time the same bytes take here).
  *
  * <p>It never reports an error itself: anything it does not recognise as well-formed (an
- * escape, an unknown field or dtype, a number with a sign, fraction, exponent, leading zero or
- * 19+ digits, bad syntax), and any tensor whose extent {@link DataLayout#checked} refuses,
+ * escape, a field besides the three, which the full parser skips, an unknown dtype, a number
+ * with a sign, fraction, exponent, leading zero or 19+ digits, bad syntax), and any tensor
+ * whose extent {@link DataLayout#checked} refuses,
  * makes {@link #parse} answer null, and the caller then runs {@link HeaderJson} and
  * {@link DataLayout#validate}, which accept the same inputs with the same result and name what
  * is wrong with the others. It makes each {@link TensorInfo} directly: an intermediate entry

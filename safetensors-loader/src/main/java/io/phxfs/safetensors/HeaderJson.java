@@ -161,8 +161,12 @@ final class HeaderJson {
                         throw fail(subject, "data_offsets has " + offsets.length + " entries, not 2 [begin, end]");
                     }
                 }
-                default -> throw fail(subject, "unknown field " + Names.quote(field)
-                        + " (a tensor entry has dtype, shape and data_offsets)");
+                default -> {
+                    // the reference implementation (serde, without deny_unknown_fields) skips a
+                    // field it does not know, whatever its value: a file it loads loads here too
+                    p.nextToken();
+                    p.skipChildren();
+                }
             }
         }
         if (dtype == null) {

@@ -144,7 +144,7 @@ public final class ModelFiles {
                 return shards(idx, parser);
             }
             throw new IllegalArgumentException(path + ": no " + SINGLE_FILE + " or " + INDEX_FILE + " in the directory"
-                    + otherModelFiles(path));
+                    + OtherModelFiles.describe(path));
         }
         if (!a.isRegularFile()) {
             throw new IllegalArgumentException(path + ": not a regular file or directory");
@@ -153,46 +153,6 @@ public final class ModelFiles {
             return shards(path, parser);
         }
         return new Located(path, null, null, List.of(path));
-    }
-
-    /** Names shown of the other model files in a directory. */
-    private static final int OTHERS_SHOWN = 4;
-
-    /**
-     * "; it holds X, Y: give the file (or index) to load" for the safetensors files and
-     * indexes of other writers' names in {@code dir} (diffusers' diffusion_pytorch_model,
-     * PEFT's adapter_model, Mistral's consolidated), or the PyTorch checkpoints that need
-     * converting; empty when there are none or the directory cannot be listed.
-     */
-    private static String otherModelFiles(Path dir) {
-        List<String> safetensors = new ArrayList<>();
-        List<String> pytorch = new ArrayList<>();
-        try (var entries = Files.newDirectoryStream(dir)) {
-            for (Path p : entries) {
-                String n = p.getFileName().toString();
-                if (n.endsWith(".safetensors") || n.endsWith(".safetensors.index.json")) {
-                    safetensors.add(n);
-                } else if (n.endsWith(".bin") || n.endsWith(".pt") || n.endsWith(".pth")) {
-                    pytorch.add(n);
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            return ""; // mode 0711: the names cannot be listed, and the message stands without them
-        }
-        if (!safetensors.isEmpty()) {
-            return "; it holds " + shownNames(safetensors) + ": give the file (or the index) to load";
-        }
-        return pytorch.isEmpty() ? ""
-                : "; it holds " + shownNames(pytorch) + ", PyTorch checkpoints: convert them to safetensors";
-    }
-
-    private static String shownNames(List<String> names) {
-        Collections.sort(names);
-        StringBuilder b = new StringBuilder();
-        for (int i = 0; i < Math.min(names.size(), OTHERS_SHOWN); i++) {
-            b.append(i == 0 ? "" : ", ").append(Names.quote(names.get(i)));
-        }
-        return names.size() > OTHERS_SHOWN ? b + " and " + (names.size() - OTHERS_SHOWN) + " more" : b.toString();
     }
 
     /** Parses and cross-checks the files {@link #locate} found. */
@@ -314,31 +274,45 @@ public final class ModelFiles {
 
     /**
      * Cross-checks the shards against the index: every tensor of a shard is mapped to that
-     * shard, and the index names as many tensors as the shards hold. Tensor names are unique
-     * within a header, so together these say that no tensor is in two shards and every entry
-     * of the weight_map names the shard that holds it, in one lookup per tensor (a 96,000-tensor
-     * index spent most of its parse in the three map operations a tensor this took before).
-     * On a mismatch {@link #mismatch} finds the entry at fault and says what is wrong with it.
+     * shard or not listed at all, and the tensors mapped to their shard are as many as the
+     * index names. Tensor names are unique within a header, so together these say that every
+     * entry of the weight_map names the shard that holds it, in one lookup per tensor (a
+     * 96,000-tensor index spent most of its parse in the three map operations a tensor this
+     * took before). A tensor a shard holds but the index does not list is loaded from that
+     * shard, as transformers, accelerate and vLLM load every tensor of every shard an index
+     * names; only such names need a set to find one in two shards. On a mismatch
+     * {@link #mismatch} finds the entry at fault and says what is wrong with it.
      */
     private static ModelFiles sharded(Located l, SafetensorsParser parser) throws IOException {
         Path index = l.index();
         Map<String, Path> weightMap = l.weightMap();
         List<Path> ordered = l.files();
         List<SafetensorsHeader> headers = parseAll(ordered, parser);
-        long tensors = 0;
+        long listed = 0;
+        Map<String, Path> unlisted = null;
         for (int k = 0; k < ordered.size(); k++) {
             Path shard = ordered.get(k);
             for (TensorInfo t : headers.get(k).tensors()) {
                 Path mapped = weightMap.get(t.name());
                 // the index's paths are the shard list's own instances, unless two spellings
                 // of one name normalised alike
-                if (mapped != shard && (mapped == null || !mapped.equals(shard))) {
+                if (mapped == shard || mapped != null && mapped.equals(shard)) {
+                    listed++;
+                } else if (mapped != null) {
                     throw mismatch(index, weightMap, ordered, headers);
+                } else {
+                    if (unlisted == null) {
+                        unlisted = new HashMap<>();
+                    }
+                    Path other = unlisted.put(t.name(), shard);
+                    if (other != null) {
+                        throw new SafetensorsFormatException(index, Names.tensor(t.name()), "is claimed by two shards: "
+                                + other.getFileName() + " and " + shard.getFileName());
+                    }
                 }
             }
-            tensors += headers.get(k).tensors().size();
         }
-        if (tensors != weightMap.size()) {
+        if (listed != weightMap.size()) {
             throw mismatch(index, weightMap, ordered, headers);
         }
         return new ModelFiles(index, IndexFile.directoryOf(index), index, headers, true);
@@ -355,10 +329,6 @@ public final class ModelFiles {
                 if (other != null) {
                     return new SafetensorsFormatException(index, Names.tensor(t.name()), "is claimed by two shards: "
                             + other.getFileName() + " and " + shard.getFileName());
-                }
-                if (weightMap.get(t.name()) == null) {
-                    return new SafetensorsFormatException(index, Names.tensor(t.name()), "is in shard "
-                            + shard.getFileName() + " but not in the weight_map");
                 }
             }
         }

@@ -100,7 +100,6 @@ public final class MalformedCorpus {
         header("offsets-minus-zero", "{" + A.replace("[0,8]", "[-0,8]") + "}", 8, "data_offsets[0] is -0");
         header("offsets-negative", "{" + A.replace("[0,8]", "[-8,0]") + "}", 8, "data_offsets[0] is negative");
         header("missing-offsets", "{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, "missing field 'data_offsets'");
-        header("unknown-field", "{" + A.replace("\"shape\"", "\"extra\":1,\"shape\"") + "}", 8, "unknown field 'extra'");
         header("entry-not-object", "{\"a\":5}", 0, "entry is a number");
         header("metadata-non-string", "{\"__metadata__\":{\"format\":1}," + A + "}", 8,
                 "value of 'format' is a number, not a string");
@@ -142,8 +141,6 @@ public final class MalformedCorpus {
         index("index-not-in-shard", "{\"a\":\"model-00001-of-00002.safetensors\",\"b\":\"model-00001-of-00002.safetensors\","
                 + "\"c\":\"model-00002-of-00002.safetensors\",\"zz\":\"model-00002-of-00002.safetensors\"}",
                 "which does not contain it");
-        index("index-unlisted-tensor", "{\"a\":\"model-00001-of-00002.safetensors\","
-                + "\"c\":\"model-00002-of-00002.safetensors\"}", "not in the weight_map");
         index("index-non-string", "{\"a\":1}", "not given as a file name string");
         indexText("index-no-weight-map", "{\"metadata\":{\"total_size\":20}}", "no weight_map");
         indexText("index-not-json", "{\"weight_map\":{\"a\":", "index is not valid JSON");

@@ -23,6 +23,7 @@ class ParserTest {
     void everyDtypeHasTheSpecifiedWidth() {
         Map<Dtype, Integer> bits = Map.ofEntries(Map.entry(Dtype.BOOL, 8), Map.entry(Dtype.U8, 8), Map.entry(Dtype.I8, 8),
                 Map.entry(Dtype.F8_E5M2, 8), Map.entry(Dtype.F8_E4M3, 8), Map.entry(Dtype.F8_E8M0, 8),
+                Map.entry(Dtype.F8_E4M3FNUZ, 8), Map.entry(Dtype.F8_E5M2FNUZ, 8),
                 Map.entry(Dtype.I16, 16), Map.entry(Dtype.U16, 16), Map.entry(Dtype.F16, 16), Map.entry(Dtype.BF16, 16),
                 Map.entry(Dtype.I32, 32), Map.entry(Dtype.U32, 32), Map.entry(Dtype.F32, 32), Map.entry(Dtype.C64, 64),
                 Map.entry(Dtype.F64, 64), Map.entry(Dtype.I64, 64), Map.entry(Dtype.U64, 64), Map.entry(Dtype.F4, 4),

@@ -304,4 +304,43 @@ class WrongInputTest {
                 + " 'pytorch_model.bin', PyTorch checkpoints: convert them to safetensors",
                 assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(pytorch)).getMessage());
     }
+
+    /**
+     * A diffusers pipeline keeps its parts in subdirectories (its root holds model_index.json),
+     * transformers' variants name their files model.fp16.safetensors and
+     * model.safetensors.index.fp16.json, and llama.cpp's models are .gguf files: each directory's
+     * error names what it holds. The first and last said only "no model.safetensors or
+     * model.safetensors.index.json in the directory"; the second left out the index.
+     */
+    @Test
+    void aPipelineAVariantOrAGgufDirectorySaysWhatItHolds() throws IOException {
+        Path pipeline = Files.createDirectories(dir.resolve("sd-pipeline"));
+        Files.writeString(pipeline.resolve("model_index.json"), "{}");
+        for (String n : List.of("unet/diffusion_pytorch_model.safetensors", "vae/diffusion_pytorch_model.safetensors",
+                "text_encoder/model.safetensors", "text_encoder/config.json", "scheduler/scheduler_config.json")) {
+            Files.createDirectories(pipeline.resolve(n).getParent());
+            Files.writeString(pipeline.resolve(n), "x");
+        }
+        assertEquals(pipeline + ": no model.safetensors or model.safetensors.index.json in the directory; its"
+                + " subdirectories hold 'text_encoder/model.safetensors', 'unet/diffusion_pytorch_model.safetensors',"
+                + " 'vae/diffusion_pytorch_model.safetensors': give the file (or the index) to load",
+                assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(pipeline)).getMessage());
+
+        Path variant = Files.createDirectories(dir.resolve("fp16-variant"));
+        for (String n : List.of("model.fp16-00001-of-00002.safetensors", "model.fp16-00002-of-00002.safetensors",
+                "model.safetensors.index.fp16.json", "config.json")) {
+            Files.writeString(variant.resolve(n), "x");
+        }
+        assertEquals(variant + ": no model.safetensors or model.safetensors.index.json in the directory; it holds"
+                + " 'model.fp16-00001-of-00002.safetensors', 'model.fp16-00002-of-00002.safetensors',"
+                + " 'model.safetensors.index.fp16.json': give the file (or the index) to load",
+                assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(variant)).getMessage());
+
+        Path gguf = Files.createDirectories(dir.resolve("gguf"));
+        Files.writeString(gguf.resolve("model-Q4_K_M.gguf"), "GGUF");
+        Files.writeString(gguf.resolve("config.json"), "{}");
+        assertEquals(gguf + ": no model.safetensors or model.safetensors.index.json in the directory; it holds"
+                + " 'model-Q4_K_M.gguf', GGUF files (llama.cpp's format), which are not safetensors",
+                assertThrows(IllegalArgumentException.class, () -> ModelFiles.open(gguf)).getMessage());
+    }
 }
