@@ -123,13 +123,14 @@ final class DataLayout {
                 + (e.end() - e.begin()));
     }
 
-    /** A zero dimension makes the tensor empty whatever the others say; otherwise the exact product. */
+    /**
+     * The product of the dimensions, left to right, failing at the first step past 64 bits as
+     * the reference implementation does (its checked multiplication): [2^40, 2^40, 0] is refused
+     * there although a zero makes it empty, [0, 2^40, 2^40] is not. Each dimension is below
+     * 2^63 (the parser's limit), so a signed product fails no earlier than its unsigned one could
+     * still fit the file's size.
+     */
     private static long numel(long[] shape) {
-        for (long d : shape) {
-            if (d == 0) {
-                return 0;
-            }
-        }
         long n = 1;
         for (long d : shape) {
             n = Math.multiplyExact(n, d);

@@ -90,6 +90,11 @@ public final class MalformedCorpus {
                 "overflows a 64-bit integer");
         header("shape-product-overflow", "{" + A.replace("[2]", "[4294967296,4294967296]") + "}", 8,
                 "the size overflows 64 bits");
+        // the reference multiplies left to right and fails at the overflow, before the zero that
+        // would make the tensor empty (ParserTest's huge_empty, zero first, is valid there and here)
+        header("shape-product-overflow-before-zero",
+                "{" + A.replace("[2]", "[4294967296,4294967296,0]").replace("[0,8]", "[0,0]") + "}", 0,
+                "the size overflows 64 bits");
         header("shape-huge-number", "{" + A.replace("[2]", "[" + "9".repeat(5000) + "]") + "}", 8, "not valid JSON");
         header("shape-not-array", "{" + A.replace("[2]", "2") + "}", 8, "shape is a number, not an array");
         header("shape-string-element", "{" + A.replace("[2]", "[\"2\"]") + "}", 8, "shape[0] is a string");
