@@ -19,31 +19,50 @@ import java.util.Optional;
  * {@code apply_chat_template(messages, tokenize=False, add_generation_prompt=...)} renders it:
  * Jinja2 in transformers' environment (rebuilt on jinjava, see {@code JinjaEnvironment}) with the variables
  * {@code messages}, {@code add_generation_prompt}, {@code tools} and {@code documents} (None
- * unless given), the tokenizer's special tokens and any extra variables. Immutable and safe for
- * concurrent use; the template's syntax is checked when it is created.
+ * unless given), the tokenizer's special tokens and any extra variables. A checkpoint may carry
+ * several named templates; each render picks one as transformers' {@code get_chat_template}
+ * does: "tool_use" when {@code tools} is given and there is one, else "default". Immutable and
+ * safe for concurrent use; the templates' syntax is checked when they are loaded.
  */
 public final class ChatTemplate {
     private static final String JINJA_FILE = "chat_template.jinja";
+    /** transformers (4.52 on) saves every template but the default one here, as NAME.jinja. */
+    private static final String MORE_TEMPLATES_DIR = "additional_chat_templates";
     private static final String CONFIG_FIELD = "chat_template";
+    private static final String DEFAULT = "default";
+    private static final String TOOL_USE = "tool_use";
 
     private final String name;
-    private final String rawSource;
-    private final com.hubspot.jinjava.tree.Node template;
+    /** Template name to source, in the checkpoint's order. */
+    private final Map<String, String> sources;
+    private final Map<String, com.hubspot.jinjava.tree.Node> templates;
     private final Map<String, String> specialTokens;
     private final Clock clock;
 
-    private ChatTemplate(String name, String source, Map<String, String> specialTokens, Clock clock) {
+    private ChatTemplate(String name, Map<String, String> sources, Map<String, String> specialTokens, Clock clock) {
         this.name = name;
-        this.rawSource = source;
+        this.sources = Collections.unmodifiableMap(new LinkedHashMap<>(sources));
         this.specialTokens = Collections.unmodifiableMap(new LinkedHashMap<>(specialTokens));
         this.clock = clock;
-        this.template = JinjaEnvironment.INSTANCE.parse(name, JinjaEnvironment.normalize(source));
+        Map<String, com.hubspot.jinjava.tree.Node> parsed = new LinkedHashMap<>();
+        boolean single = sources.size() == 1 && sources.containsKey(DEFAULT);
+        for (Map.Entry<String, String> e : sources.entrySet()) {
+            String label = single ? name : name + " [" + e.getKey() + "]";
+            parsed.put(e.getKey(), JinjaEnvironment.INSTANCE.parse(label, JinjaEnvironment.normalize(e.getValue())));
+        }
+        this.templates = Collections.unmodifiableMap(parsed);
+    }
+
+    private ChatTemplate(String name, String source, Map<String, String> specialTokens, Clock clock) {
+        this(name, Map.of(DEFAULT, source), specialTokens, clock);
     }
 
     /**
-     * The template of a model directory: {@code chat_template.jinja} (the transformers 5 layout)
-     * when present, else tokenizer_config.json's {@code chat_template}, a string or a list of
-     * <code>{"name": ..., "template": ...}</code> of which the one named "default" is used.
+     * The templates of a model directory, as transformers' tokenizer loads them: the files
+     * {@code chat_template.jinja} (the default template) and
+     * {@code additional_chat_templates/NAME.jinja} (the transformers 5 layout) when any is
+     * present, else tokenizer_config.json's {@code chat_template}, a string or a list of
+     * <code>{"name": ..., "template": ...}</code>.
      *
      * @param modelDir the checkpoint directory
      * @param specialTokens the template variables for special tokens, as {@link HfTokenizer#specialTokens()}
@@ -52,10 +71,11 @@ public final class ChatTemplate {
      * @throws ChatTemplateException when the template has a syntax error (the message names the file and line)
      */
     public static Optional<ChatTemplate> load(Path modelDir, Map<String, String> specialTokens) throws IOException {
-        Path jinja = modelDir.resolve(JINJA_FILE);
-        if (Files.exists(jinja)) {
-            return Optional.of(new ChatTemplate(jinja.toString(), JsonFile.readText(jinja), specialTokens,
-                    Clock.systemDefaultZone()));
+        Map<String, String> files = templateFiles(modelDir);
+        if (!files.isEmpty()) {
+            Path jinja = modelDir.resolve(JINJA_FILE);
+            String name = files.containsKey(DEFAULT) ? jinja.toString() : modelDir.resolve(MORE_TEMPLATES_DIR).toString();
+            return Optional.of(new ChatTemplate(name, files, specialTokens, Clock.systemDefaultZone()));
         }
         Optional<JsonFile> config = JsonFile.readIfPresent(modelDir.resolve(TokenizerConfig.FILE));
         if (config.isEmpty()) {
@@ -70,14 +90,36 @@ public final class ChatTemplate {
                 Clock.systemDefaultZone()));
     }
 
-    private static String templateText(JsonFile file, JsonNode field) throws IOException {
+    /** chat_template.jinja as "default" and additional_chat_templates/NAME.jinja as NAME, those present. */
+    private static Map<String, String> templateFiles(Path modelDir) throws IOException {
+        Map<String, String> out = new LinkedHashMap<>();
+        Path jinja = modelDir.resolve(JINJA_FILE);
+        if (Files.exists(jinja)) {
+            out.put(DEFAULT, JsonFile.readText(jinja));
+        }
+        Path dir = modelDir.resolve(MORE_TEMPLATES_DIR);
+        if (Files.isDirectory(dir)) {
+            List<Path> more;
+            try (var list = Files.list(dir)) {
+                more = list.filter(f -> f.getFileName().toString().endsWith(".jinja")).sorted().toList();
+            }
+            for (Path f : more) {
+                String file = f.getFileName().toString();
+                out.putIfAbsent(file.substring(0, file.length() - ".jinja".length()), JsonFile.readText(f));
+            }
+        }
+        return out;
+    }
+
+    private static Map<String, String> templateText(JsonFile file, JsonNode field) throws IOException {
         if (field.isTextual()) {
-            return field.asText();
+            return Map.of(DEFAULT, field.asText());
         }
         if (!field.isArray()) {
             throw file.fieldError(CONFIG_FIELD, "expected a string or a list of {\"name\", \"template\"}, got "
                     + JsonFile.describe(field));
         }
+        Map<String, String> out = new LinkedHashMap<>();
         for (int i = 0; i < field.size(); i++) {
             JsonNode entry = field.get(i);
             JsonNode entryName = entry.get("name");
@@ -86,11 +128,12 @@ public final class ChatTemplate {
                     || !template.isTextual()) {
                 throw file.fieldError(CONFIG_FIELD + "[" + i + "]", "expected {\"name\": string, \"template\": string}");
             }
-            if (entryName.asText().equals("default")) {
-                return template.asText();
-            }
+            out.put(entryName.asText(), template.asText());
         }
-        throw file.fieldError(CONFIG_FIELD, "a list of named templates without one named \"default\"");
+        if (out.isEmpty()) {
+            throw file.fieldError(CONFIG_FIELD, "an empty list of named templates");
+        }
+        return out;
     }
 
     /**
@@ -108,7 +151,7 @@ public final class ChatTemplate {
 
     /** The same template with strftime_now reading {@code clock}, for reproducible renders. */
     ChatTemplate withClock(Clock clock) {
-        return new ChatTemplate(name, rawSource, specialTokens, clock);
+        return new ChatTemplate(name, sources, specialTokens, clock);
     }
 
     /**
@@ -144,14 +187,36 @@ public final class ChatTemplate {
         }
         variables.put("messages", plain(messages));
         variables.put("add_generation_prompt", addGenerationPrompt);
-        return JinjaEnvironment.INSTANCE.render(template, variables, clock);
+        return JinjaEnvironment.INSTANCE.render(select(variables.get("tools")), variables, clock);
+    }
+
+    /** The names of the templates, "default" for a single one. */
+    public java.util.Set<String> names() {
+        return sources.keySet();
+    }
+
+    /**
+     * transformers' choice among named templates: "tool_use" when tools are given (not None,
+     * even an empty list) and the checkpoint has it, else "default".
+     */
+    private com.hubspot.jinjava.tree.Node select(Object tools) {
+        if (tools != null && templates.containsKey(TOOL_USE)) {
+            return templates.get(TOOL_USE);
+        }
+        com.hubspot.jinjava.tree.Node template = templates.get(DEFAULT);
+        if (template == null) {
+            throw new ChatTemplateException("chat template " + name + ": this model has several chat templates and"
+                    + " none named \"default\" (" + String.join(", ", new java.util.TreeSet<>(templates.keySet()))
+                    + ")" + (templates.containsKey(TOOL_USE) ? "; \"tool_use\" is used only when tools are given" : ""));
+        }
+        return template;
     }
 
     /** Renders with exactly {@code variables} (no special tokens, no defaults), for the Jinja2 comparison tests. */
     String renderVariables(Map<String, Object> variables) {
         Map<String, Object> plain = new HashMap<>();
         variables.forEach((k, v) -> plain.put(k, plain(v)));
-        return JinjaEnvironment.INSTANCE.render(template, plain, clock);
+        return JinjaEnvironment.INSTANCE.render(select(plain.get("tools")), plain, clock);
     }
 
     /** Lists, maps and scalars the template layer understands; Jackson nodes and arrays become those. */

@@ -1,6 +1,7 @@
 package io.phxfs.serving.text;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
 import java.util.Set;
 
 /**
@@ -19,6 +20,33 @@ import java.util.Set;
 record DecoderTraits(boolean byteFallback, boolean lastTokenOpen) {
     private static final Set<String> LOCAL = Set.of("ByteLevel", "Metaspace", "Replace", "ByteFallback", "Fuse",
             "WordPiece", "CTC", "Sequence", "Strip");
+
+    /**
+     * Refuses a decoder the native tokenizers library (0.21, in DJL's jar) cannot run safely: a
+     * Strip step with {@code stop > 0} indexes before the start of an empty token text (and
+     * past the end where start and stop overlap), and that panic, across JNI, aborts the whole
+     * JVM rather than failing one request.
+     *
+     * @throws IOException naming the file and the decoder field
+     */
+    static void requireSupported(JsonFile file) throws IOException {
+        JsonNode decoder = file.root().get("decoder");
+        if (decoder != null && !decoder.isNull()) {
+            requireSupported(file, decoder, "decoder");
+        }
+    }
+
+    private static void requireSupported(JsonFile file, JsonNode decoder, String field) throws IOException {
+        if (decoder.path("type").asText("").equals("Strip") && decoder.path("stop").asInt(0) > 0) {
+            throw file.fieldError(field, "a Strip decoder with \"stop\": " + decoder.path("stop").asInt()
+                    + " is not supported: the tokenizers library (0.21, through DJL) panics on it for an empty"
+                    + " token text, which aborts the whole server process");
+        }
+        JsonNode children = decoder.path("decoders");
+        for (int i = 0; i < children.size(); i++) {
+            requireSupported(file, children.get(i), field + ".decoders[" + i + "]");
+        }
+    }
 
     static DecoderTraits of(JsonNode decoder) {
         if (decoder == null || decoder.isNull()) {

@@ -31,6 +31,11 @@ final class FilterNodes {
 
         @Override
         public Object eval(Bindings bindings, ELContext context) {
+            return PyFilter.value(result(bindings, context));
+        }
+
+        /** The filter's result, {@link PyFilter#UNDEFINED} where Jinja2's is Undefined. */
+        Object result(Bindings bindings, ELContext context) {
             JinjavaInterpreter interpreter = JinjavaInterpreter.getCurrent();
             com.hubspot.jinjava.lib.filter.Filter filter = interpreter.getContext().getFilter(name);
             if (filter == null) {

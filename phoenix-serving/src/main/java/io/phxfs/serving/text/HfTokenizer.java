@@ -44,11 +44,13 @@ public final class HfTokenizer implements AutoCloseable {
      * @param modelDir the checkpoint directory
      * @return the tokenizer, to be closed
      * @throws IOException when a file cannot be read (the message names the path and the reason)
-     *         or is not what transformers accepts (the message names the file and the field)
+     *         or is not what transformers accepts (the message names the file and the field), or has
+     *         a decoder the native library would abort the process on (a Strip step with stop &gt; 0)
      */
     public static HfTokenizer open(Path modelDir) throws IOException {
         Path file = modelDir.resolve(TOKENIZER_JSON);
         JsonFile spec = JsonFile.read(file);
+        DecoderTraits.requireSupported(spec);
         TokenizerConfig config = TokenizerConfig.read(modelDir);
         ObjectNode json = (ObjectNode) spec.root();
         Vocabulary vocabulary = Vocabulary.of(spec, json, config);

@@ -77,19 +77,52 @@ final class Jinja2Whitespace {
             if (kind == '%' && sign == '+') {
                 tag = "{%" + tag.substring(3);
             }
+            String trailing = "";
             if (kind == '%' && RAW_BEGIN.matcher(tag).matches()) {
                 Matcher endRaw = RAW_END.matcher(source);
                 if (endRaw.find(end)) {
-                    out.append(tag);
+                    // jinjava knows raw tags only without "-": their whitespace control is done here
+                    int dropped = 0;
+                    if (sign == '-') {
+                        int keep = out.length();
+                        while (keep > 0 && Character.isWhitespace(out.charAt(keep - 1))) {
+                            keep--;
+                        }
+                        dropped += count(out.substring(keep));
+                        out.setLength(keep);
+                    }
                     String content = source.substring(end, endRaw.start());
                     String endTag = endRaw.group();
                     char endSign = endTag.charAt(2);
-                    if (endSign != '-' && endSign != '+') {
+                    if (tag.endsWith("-%}")) {
+                        String stripped = content.stripLeading();
+                        dropped += count(content.substring(0, content.length() - stripped.length()));
+                        content = stripped;
+                    }
+                    out.append(placeholder(dropped, false)).append("{% raw %}");
+                    dropped = 0;
+                    if (endSign == '-') {
+                        String stripped = content.stripTrailing();
+                        dropped += count(content.substring(stripped.length()));
+                        content = stripped;
+                    } else if (endSign != '+') {
                         content = lstrip(content, false);
                     }
                     out.append(content);
                     end = endRaw.end();
-                    tag = endTag;
+                    if (endTag.endsWith("-%}")) {
+                        int skip = end;
+                        while (skip < source.length() && Character.isWhitespace(source.charAt(skip))) {
+                            skip++;
+                        }
+                        dropped += count(source.substring(end, skip));
+                        out.append("{% endraw %}").append(placeholder(dropped, false));
+                        lineStarting = skip > end && source.charAt(skip - 1) == '\n';
+                        i = skip;
+                        continue;
+                    }
+                    tag = "{% endraw" + (endTag.endsWith("+%}") ? " +%}" : " %}");
+                    trailing = placeholder(dropped, false);
                 }
             }
             tag = spaceBraces(tag, kind);
@@ -98,7 +131,7 @@ final class Jinja2Whitespace {
             if (keepNewline) {
                 tag = tag.substring(0, tag.length() - 3) + "%}";
             }
-            out.append(tag);
+            out.append(tag).append(trailing);
             i = end;
             lineStarting = false;
             if (kind == '%' && !keepNewline && !selfTrimming && i < source.length() && source.charAt(i) == '\n') {

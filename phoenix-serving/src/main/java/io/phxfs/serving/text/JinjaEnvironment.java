@@ -33,11 +33,10 @@ import jinjava.javax.el.ExpressionFactory;
  * The template environment transformers compiles chat templates in, rebuilt on jinjava:
  * Jinja2's ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the loopcontrols
  * extension and the generation tag, the globals raise_exception and strftime_now, and
- * transformers' tojson. jinjava supplies the template parser and the tags it gets right (macro,
- * raw); the whitespace rules ({@link Jinja2Whitespace}), the expression grammar
- * ({@link PyParser}), every value operation ({@link PyOperators}, {@link PyResolver}), printing
- * ({@link PyOutput}), the filters and tests, and the if, for, set, call, filter and with tags
- * follow Jinja2. One shared instance; parsed templates render from any number of threads.
+ * transformers' tojson. jinjava supplies the template parser and the raw tag; the whitespace
+ * rules ({@link Jinja2Whitespace}), the expression grammar ({@link PyParser}), every value
+ * operation ({@link PyOperators}, {@link PyResolver}), printing ({@link PyOutput}), the filters
+ * and tests, and the if, for, set, macro, call, filter and with tags follow Jinja2. One shared instance; parsed templates render from any number of threads.
  */
 final class JinjaEnvironment {
     static final JinjaEnvironment INSTANCE = new JinjaEnvironment();
@@ -98,6 +97,7 @@ final class JinjaEnvironment {
         }
         global.registerTag(new PyIfTag());
         global.registerTag(new PySetTag());
+        global.registerTag(new PyMacroTag());
         global.registerTag(new PyCallTag());
         global.registerTag(new FilterBlockTag());
         global.registerTag(new WithTag());
@@ -155,6 +155,14 @@ final class JinjaEnvironment {
                         if (header.filter() != null) {
                             expressions.add(header.filter());
                         }
+                    } catch (TemplateAbort e) {
+                        throw syntaxError(name, t.getLineNumber(), e.getMessage());
+                    }
+                }
+                case "macro" -> {
+                    try {
+                        expressions.addAll(PyMacroTag.Signature.parse(t.getHelpers(), t.getLineNumber())
+                                .defaultExpressions());
                     } catch (TemplateAbort e) {
                         throw syntaxError(name, t.getLineNumber(), e.getMessage());
                     }

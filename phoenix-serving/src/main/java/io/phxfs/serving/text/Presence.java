@@ -37,6 +37,10 @@ record Presence(boolean present, Object value) {
             boolean condition = PyValues.truthy(choice.getChild(0).eval(bindings, context));
             return of(choice.getChild(condition ? 1 : 2), bindings, context);
         }
+        if (node instanceof FilterNodes.Filter filter) {
+            Object result = filter.result(bindings, context);
+            return result == PyFilter.UNDEFINED ? ABSENT : new Presence(true, result);
+        }
         if (node instanceof AstIdentifier id) {
             return variable(id.getName(), node.eval(bindings, context));
         }

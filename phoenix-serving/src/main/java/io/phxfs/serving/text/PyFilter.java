@@ -15,6 +15,17 @@ import jinjava.javax.el.ELContext;
  * null input is None or undefined.
  */
 final class PyFilter implements Filter {
+    /**
+     * What a filter returns for Jinja2's Undefined result (first or last of an empty sequence,
+     * min or max of nothing): null to whatever reads the value, undefined to {@link Presence}.
+     */
+    static final Object UNDEFINED = new Object() {
+        @Override
+        public String toString() {
+            return "Undefined";
+        }
+    };
+
     /** The filter's work. */
     @FunctionalInterface
     interface Body {
@@ -57,11 +68,16 @@ final class PyFilter implements Filter {
 
     @Override
     public Object filter(Object var, JinjavaInterpreter interpreter, Object[] args, Map<String, Object> kwargs) {
-        return body.apply(var, new Args(Arrays.asList(args), kwargs), new Input(null, null, null));
+        return value(body.apply(var, new Args(Arrays.asList(args), kwargs), new Input(null, null, null)));
     }
 
     @Override
     public Object filter(Object var, JinjavaInterpreter interpreter, String... args) {
-        return body.apply(var, new Args(List.of((Object[]) args), Map.of()), new Input(null, null, null));
+        return value(body.apply(var, new Args(List.of((Object[]) args), Map.of()), new Input(null, null, null)));
+    }
+
+    /** A filter's result as a value: {@link #UNDEFINED} reads as null. */
+    static Object value(Object result) {
+        return result == UNDEFINED ? null : result;
     }
 }

@@ -24,14 +24,14 @@ final class SequenceFilters {
         out.add(new PyFilter("count", length));
         out.add(new PyFilter("first", (v, a, in) -> {
             List<Object> items = items(v, in);
-            return items.isEmpty() ? null : items.get(0);
+            return items.isEmpty() ? PyFilter.UNDEFINED : items.get(0);
         }));
         out.add(new PyFilter("last", (v, a, in) -> {
             if (PyValues.unwrap(v) instanceof PyGenerator g) {
                 throw PyErrors.type("'" + g.kind() + "' object is not reversible");
             }
             List<Object> items = items(v, in);
-            return items.isEmpty() ? null : items.get(items.size() - 1);
+            return items.isEmpty() ? PyFilter.UNDEFINED : items.get(items.size() - 1);
         }));
         out.add(new PyFilter("list", (v, a, in) -> items(v, in)));
         out.add(new PyFilter("join", SequenceFilters::join));
@@ -196,7 +196,7 @@ final class SequenceFilters {
 
     private static Object extreme(List<Object> items, Args a, boolean max) {
         if (items.isEmpty()) {
-            return null;
+            return PyFilter.UNDEFINED;
         }
         Comparator<Object> order = order(a.optBool(0, "case_sensitive", false), a.opt(1, "attribute", null));
         Object best = items.get(0);

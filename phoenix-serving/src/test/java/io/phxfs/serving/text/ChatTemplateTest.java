@@ -90,15 +90,55 @@ class ChatTemplateTest {
         assertEquals("<s>Hello!", ChatTemplate.load(dir, Map.of("bos_token", "<s>")).orElseThrow().render(HELLO, true));
     }
 
+    /**
+     * transformers' get_chat_template: with tools given (not None, an empty list too) the
+     * template named "tool_use" renders, else "default"; without a default and without tools,
+     * apply_chat_template raises, naming the templates there are.
+     */
+    @Test
+    void toolsPickTheToolUseTemplate(@TempDir Path dir) throws IOException {
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": [{\"name\": \"default\", \"template\":"
+                + " \"plain {{ tools }}\"}, {\"name\": \"tool_use\", \"template\": \"tools {{ tools|length }}\"},"
+                + " {\"name\": \"rag\", \"template\": \"rag\"}]}");
+        ChatTemplate t = ChatTemplate.load(dir, Map.of()).orElseThrow();
+        assertEquals(java.util.Set.of("default", "tool_use", "rag"), t.names());
+        assertEquals("plain None", t.render(HELLO, true));
+        assertEquals("plain None", t.render(HELLO, true, java.util.Collections.singletonMap("tools", null)));
+        assertEquals("tools 1", t.render(HELLO, true, Map.of("tools", List.of(Map.of("type", "function")))));
+        assertEquals("tools 0", t.render(HELLO, true, Map.of("tools", List.of())));
+
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": [{\"name\": \"tool_use\", \"template\":"
+                + " \"tools\"}, {\"name\": \"rag\", \"template\": \"rag\"}]}");
+        ChatTemplate noDefault = ChatTemplate.load(dir, Map.of()).orElseThrow();
+        assertEquals("tools", noDefault.render(HELLO, true, Map.of("tools", List.of())));
+        ChatTemplateException e = assertThrows(ChatTemplateException.class, () -> noDefault.render(HELLO, true));
+        assertTrue(e.getMessage().contains("none named \"default\" (rag, tool_use)"), e.getMessage());
+    }
+
+    /** transformers 5 saves the default template as chat_template.jinja and the others as additional_chat_templates/NAME.jinja. */
+    @Test
+    void additionalTemplateFilesAreNamedTemplates(@TempDir Path dir) throws IOException {
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": \"config\"}");
+        Files.writeString(dir.resolve("chat_template.jinja"), "file {{ messages[0].content }}\n");
+        Files.createDirectory(dir.resolve("additional_chat_templates"));
+        Files.writeString(dir.resolve("additional_chat_templates").resolve("tool_use.jinja"), "tool file\n");
+        ChatTemplate t = ChatTemplate.load(dir, Map.of()).orElseThrow();
+        assertEquals("file Hello!", t.render(HELLO, false));
+        assertEquals("tool file", t.render(HELLO, false, Map.of("tools", List.of())));
+        Files.writeString(dir.resolve("additional_chat_templates").resolve("tool_use.jinja"), "{% if %}\n");
+        ChatTemplateException bad = assertThrows(ChatTemplateException.class, () -> ChatTemplate.load(dir, Map.of()));
+        assertTrue(bad.getMessage().contains("[tool_use]") && bad.getMessage().contains("line 1"), bad.getMessage());
+    }
+
     @Test
     void malformedFieldNamesTheFileAndField(@TempDir Path dir) throws IOException {
         Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": 42}");
         IOException e = assertThrows(IOException.class, () -> ChatTemplate.load(dir, Map.of()));
         assertTrue(e.getMessage().contains("tokenizer_config.json") && e.getMessage().contains("\"chat_template\""),
                 e.getMessage());
-        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": [{\"name\": \"other\", \"template\": \"x\"}]}");
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": []}");
         e = assertThrows(IOException.class, () -> ChatTemplate.load(dir, Map.of()));
-        assertTrue(e.getMessage().contains("default"), e.getMessage());
+        assertTrue(e.getMessage().contains("empty list"), e.getMessage());
         Files.writeString(dir.resolve("tokenizer_config.json"), "{\"chat_template\": [{\"name\": \"default\"}]}");
         e = assertThrows(IOException.class, () -> ChatTemplate.load(dir, Map.of()));
         assertTrue(e.getMessage().contains("chat_template[0]"), e.getMessage());

@@ -133,6 +133,26 @@ class HfTokenizerTest {
         assertTrue(e.getMessage().contains("tokenizer.json") && e.getMessage().contains("model.vocab"), e.getMessage());
     }
 
+    /**
+     * tokenizers 0.21's Strip decoder with stop > 0 panics ("index out of bounds: the len is 0
+     * but the index is 18446744073709551615", strip.rs:47) on the decoder chain of this very
+     * tokenizer, and the panic crossing JNI aborted the JVM (exit 134) on the first decode: such
+     * a tokenizer.json is refused when opened, naming the field, before the native library sees it.
+     */
+    @Test
+    void aDecoderThatAbortsTheNativeLibraryIsRefused(@TempDir Path dir) throws IOException {
+        ObjectMapper json = new ObjectMapper();
+        com.fasterxml.jackson.databind.node.ObjectNode spec = (com.fasterxml.jackson.databind.node.ObjectNode) json
+                .readTree(TestFixtures.model(TestFixtures.GPT2).resolve("tokenizer.json").toFile());
+        spec.set("decoder", json.readTree("{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\":"
+                + " {\"String\": \"\u2581\"}, \"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"},"
+                + " {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 1}]}"));
+        Files.writeString(dir.resolve("tokenizer.json"), json.writeValueAsString(spec));
+        IOException e = assertThrows(IOException.class, () -> HfTokenizer.open(dir));
+        assertTrue(e.getMessage().contains("tokenizer.json") && e.getMessage().contains("decoder.decoders[3]")
+                && e.getMessage().contains("Strip"), e.getMessage());
+    }
+
     @Test
     void addedTokenObjectsAndSpecialTokensMap(@TempDir Path dir) throws IOException {
         copyTokenizer(TestFixtures.GPT2, dir);
