@@ -190,7 +190,11 @@ public final class ChatTemplate {
         return JinjaEnvironment.INSTANCE.render(select(variables.get("tools")), variables, clock);
     }
 
-    /** The names of the templates, "default" for a single one. */
+    /**
+     * The names of the templates.
+     *
+     * @return the names, "default" for a single one
+     */
     public java.util.Set<String> names() {
         return sources.keySet();
     }
