@@ -21,6 +21,9 @@ import java.util.List;
  * are deleted. A file whose header is damaged, torn or another key's, or whose payload fails its
  * checksum, is a miss: it is deleted and counted in {@link TierStats#corrupt()}, never returned.
  *
+ * <p>One writing tier holds a directory at a time ({@link DirectoryLock}): a second one, in
+ * this process or another, is refused with a message naming the holder.
+ *
  * <p>The byte cap and a free-space watermark are kept by evicting the least recently used
  * chunks; a store that still finds no room, or meets ENOSPC, fails cleanly (the temporary file
  * is removed) and is counted.
@@ -48,6 +51,10 @@ public final class DiskTier implements KvTier {
     private final DiskReader reader;
     private final long startupNanos;
     private final int removedTemps;
+    /** This tier's hold on the directory; null when read-only. */
+    private final DirectoryLock lock;
+    /** Read-only: the process holding the directory when it was read, or null. */
+    private final String heldBy;
 
     /**
      * Opens (creating it if needed) the directory and rebuilds the index from the headers there.
@@ -56,7 +63,8 @@ public final class DiskTier implements KvTier {
      * @param capBytes     the byte cap ({@code max_local_disk_size}), {@code > 0}
      * @param minFreeBytes stores evict (or fail) rather than leave less free space on the file system
      * @param fsync        when files are synced
-     * @throws UncheckedIOException naming the directory when it cannot be created or listed
+     * @throws UncheckedIOException naming the directory when it cannot be created or listed, or
+     *                              when another tier (of this process or another) holds it
      */
     public DiskTier(Path dir, long capBytes, long minFreeBytes, FsyncPolicy fsync) {
         this(dir, capBytes, minFreeBytes, fsync, false);
@@ -87,19 +95,44 @@ public final class DiskTier implements KvTier {
         this.index = new DiskIndex(dir, readOnly);
         long t0 = System.nanoTime();
         DiskEviction eviction;
+        DirectoryLock held = null;
         try {
             if (!readOnly) {
                 PrivateFiles.preparePrivateDirectory(dir);
+                held = DirectoryLock.acquire(dir);
             }
             eviction = new DiskEviction(index, capBytes, Math.max(0, minFreeBytes), Files.getFileStore(dir));
         } catch (IOException e) {
+            if (held != null) {
+                held.close();
+            }
             throw new UncheckedIOException("local_disk " + dir + ": " + e.getMessage(), e);
         }
+        this.lock = held;
+        this.heldBy = readOnly ? DirectoryLock.holder(dir) : null;
         this.writer = new DiskWriter(index, eviction, fsync);
         this.reader = new DiskReader(index);
-        Phoenix.open();
-        this.removedTemps = IndexRebuild.rebuild(index);
+        try {
+            Phoenix.open();
+            this.removedTemps = IndexRebuild.rebuild(index);
+        } catch (RuntimeException | Error e) {
+            if (held != null) {
+                held.close();
+            }
+            throw e;
+        }
         this.startupNanos = System.nanoTime() - t0;
+    }
+
+    /**
+     * For a tier opened {@link #openReadOnly read-only}: the process that held the directory
+     * (wrote into it) when it was read, as its lock file names it ("pid N on HOST, since TIME"),
+     * or null when none did. While one does, the temporaries found may be its stores under way.
+     *
+     * @return the holder, or null
+     */
+    public String heldBy() {
+        return heldBy;
     }
 
     @Override
@@ -204,6 +237,9 @@ public final class DiskTier implements KvTier {
     @Override
     public void close() {
         index.close();
+        if (lock != null) {
+            lock.close();
+        }
     }
 
     @Override
