@@ -51,8 +51,8 @@ public final class DiskTier implements KvTier {
     private final DiskReader reader;
     private final long startupNanos;
     private final int removedTemps;
-    /** This tier's hold on the directory; null when read-only. */
-    private final DirectoryLock lock;
+    /** This tier's hold on the directory; null when read-only. Guarded by this. */
+    private DirectoryLock lock;
     /** Read-only: the process holding the directory when it was read, or null. */
     private final String heldBy;
 
@@ -108,9 +108,11 @@ public final class DiskTier implements KvTier {
             }
             throw new UncheckedIOException("local_disk " + dir + ": " + e.getMessage(), e);
         }
-        this.lock = held;
+        synchronized (this) {
+            this.lock = held;
+        }
         this.heldBy = readOnly ? DirectoryLock.holder(dir) : null;
-        this.writer = new DiskWriter(index, eviction, fsync);
+        this.writer = new DiskWriter(index, eviction, fsync, this::restoreDirectory);
         this.reader = new DiskReader(index);
         try {
             Phoenix.open();
@@ -234,11 +236,43 @@ public final class DiskTier implements KvTier {
         return index.counters.snapshot(name(), index.entries.size(), index.used.get(), capBytes);
     }
 
+    /**
+     * The directory was removed (or renamed) under the tier, by someone clearing the cache while
+     * it runs: every store would fail until a restart. Makes it again (0700, checked as at the
+     * start), takes the new directory's lock and drops the index's entries, whose files went with
+     * the old one. False when it cannot (then the stores fail, counted, as before).
+     */
+    synchronized boolean restoreDirectory() {
+        if (index.closed() || index.readOnly || lock == null) {
+            return false;
+        }
+        if (Files.isDirectory(index.dir)) {
+            return true; // another writer restored it
+        }
+        try {
+            PrivateFiles.preparePrivateDirectory(index.dir);
+            lock.close();
+            lock = null;
+            lock = DirectoryLock.acquire(index.dir);
+        } catch (IOException | RuntimeException e) {
+            index.counters.errors.increment();
+            return false;
+        }
+        for (var e : index.entries.entrySet()) {
+            if (!Files.exists(index.dir.resolve(e.getValue().file))) {
+                index.forget(e.getKey(), e.getValue());
+            }
+        }
+        return true;
+    }
+
     @Override
     public void close() {
         index.close();
-        if (lock != null) {
-            lock.close();
+        synchronized (this) {
+            if (lock != null) {
+                lock.close();
+            }
         }
     }
 
