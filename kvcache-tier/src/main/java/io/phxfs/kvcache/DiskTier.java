@@ -80,8 +80,16 @@ public final class DiskTier implements KvTier {
      * @throws IllegalArgumentException when {@code dir} is not a directory
      */
     public static DiskTier openReadOnly(Path dir) {
-        if (!Files.isDirectory(dir)) {
-            throw new IllegalArgumentException(dir + ": " + (Files.exists(dir) ? "not a directory" : "no such directory"));
+        try {
+            if (!Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class).isDirectory()) {
+                throw new IllegalArgumentException(dir + ": not a directory");
+            }
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new IllegalArgumentException(dir + ": no such directory", e);
+        } catch (java.nio.file.AccessDeniedException e) {
+            throw new IllegalArgumentException(dir + ": permission denied (on " + e.getFile() + ")", e);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(dir + ": " + e.getMessage(), e);
         }
         return new DiskTier(dir, Long.MAX_VALUE, 0, FsyncPolicy.NONE, true);
     }
@@ -167,6 +175,16 @@ public final class DiskTier implements KvTier {
      */
     public int removedTemporaries() {
         return removedTemps;
+    }
+
+    /**
+     * Chunk files found at open that this process may not read (another user's 0600 files, as
+     * when {@code phoenix kv stats} runs as someone else): not counted as damaged, not deleted.
+     *
+     * @return files the index rebuild could not open
+     */
+    public int unreadableFiles() {
+        return index.unreadable;
     }
 
     @Override
