@@ -73,6 +73,8 @@ final class IndexRebuild {
                 }
                 index.entries.put(h.key(), new Entry(name, size, h.payloadLen(), h.payloadCrc(), index.tick()));
                 index.used.addAndGet(size);
+            } catch (java.nio.file.NoSuchFileException e) {
+                // gone since the listing (evicted or replaced by a process writing there): not damaged
             } catch (java.nio.file.AccessDeniedException e) {
                 // intact or not, this user cannot tell: not damaged, and not deleted
                 unreadable++;
