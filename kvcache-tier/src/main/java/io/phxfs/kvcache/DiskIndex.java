@@ -46,6 +46,8 @@ final class DiskIndex {
     /** Bytes of the indexed files plus those reserved by stores under way. */
     final AtomicLong used = new AtomicLong();
     final Counters counters = new Counters();
+    /** Chunk files the index rebuild could not open (permission denied): neither indexed nor deleted. */
+    volatile int unreadable;
     /** The LRU order: a use takes the next tick, so that no two entries tie. */
     private final AtomicLong clock = new AtomicLong();
     private volatile boolean closed;

@@ -21,6 +21,9 @@ import java.util.List;
  * are deleted. A file whose header is damaged, torn or another key's, or whose payload fails its
  * checksum, is a miss: it is deleted and counted in {@link TierStats#corrupt()}, never returned.
  *
+ * <p>One writing tier holds a directory at a time ({@link DirectoryLock}): a second one, in
+ * this process or another, is refused with a message naming the holder.
+ *
  * <p>The byte cap and a free-space watermark are kept by evicting the least recently used
  * chunks; a store that still finds no room, or meets ENOSPC, fails cleanly (the temporary file
  * is removed) and is counted.
@@ -48,6 +51,10 @@ public final class DiskTier implements KvTier {
     private final DiskReader reader;
     private final long startupNanos;
     private final int removedTemps;
+    /** This tier's hold on the directory; null when read-only. Guarded by this. */
+    private DirectoryLock lock;
+    /** Read-only: the process holding the directory when it was read, or null. */
+    private final String heldBy;
 
     /**
      * Opens (creating it if needed) the directory and rebuilds the index from the headers there.
@@ -56,7 +63,8 @@ public final class DiskTier implements KvTier {
      * @param capBytes     the byte cap ({@code max_local_disk_size}), {@code > 0}
      * @param minFreeBytes stores evict (or fail) rather than leave less free space on the file system
      * @param fsync        when files are synced
-     * @throws UncheckedIOException naming the directory when it cannot be created or listed
+     * @throws UncheckedIOException naming the directory when it cannot be created or listed, or
+     *                              when another tier (of this process or another) holds it
      */
     public DiskTier(Path dir, long capBytes, long minFreeBytes, FsyncPolicy fsync) {
         this(dir, capBytes, minFreeBytes, fsync, false);
@@ -72,8 +80,16 @@ public final class DiskTier implements KvTier {
      * @throws IllegalArgumentException when {@code dir} is not a directory
      */
     public static DiskTier openReadOnly(Path dir) {
-        if (!Files.isDirectory(dir)) {
-            throw new IllegalArgumentException(dir + ": " + (Files.exists(dir) ? "not a directory" : "no such directory"));
+        try {
+            if (!Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class).isDirectory()) {
+                throw new IllegalArgumentException(dir + ": not a directory");
+            }
+        } catch (java.nio.file.NoSuchFileException e) {
+            throw new IllegalArgumentException(dir + ": no such directory", e);
+        } catch (java.nio.file.AccessDeniedException e) {
+            throw new IllegalArgumentException(dir + ": permission denied (on " + e.getFile() + ")", e);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(dir + ": " + e.getMessage(), e);
         }
         return new DiskTier(dir, Long.MAX_VALUE, 0, FsyncPolicy.NONE, true);
     }
@@ -87,19 +103,46 @@ public final class DiskTier implements KvTier {
         this.index = new DiskIndex(dir, readOnly);
         long t0 = System.nanoTime();
         DiskEviction eviction;
+        DirectoryLock held = null;
         try {
             if (!readOnly) {
                 PrivateFiles.preparePrivateDirectory(dir);
+                held = DirectoryLock.acquire(dir);
             }
             eviction = new DiskEviction(index, capBytes, Math.max(0, minFreeBytes), Files.getFileStore(dir));
         } catch (IOException e) {
+            if (held != null) {
+                held.close();
+            }
             throw new UncheckedIOException("local_disk " + dir + ": " + e.getMessage(), e);
         }
-        this.writer = new DiskWriter(index, eviction, fsync);
+        synchronized (this) {
+            this.lock = held;
+        }
+        this.heldBy = readOnly ? DirectoryLock.holder(dir) : null;
+        this.writer = new DiskWriter(index, eviction, fsync, this::restoreDirectory);
         this.reader = new DiskReader(index);
-        Phoenix.open();
-        this.removedTemps = IndexRebuild.rebuild(index);
+        try {
+            Phoenix.open();
+            this.removedTemps = IndexRebuild.rebuild(index);
+        } catch (RuntimeException | Error e) {
+            if (held != null) {
+                held.close();
+            }
+            throw e;
+        }
         this.startupNanos = System.nanoTime() - t0;
+    }
+
+    /**
+     * For a tier opened {@link #openReadOnly read-only}: the process that held the directory
+     * (wrote into it) when it was read, as its lock file names it ("pid N on HOST, since TIME"),
+     * or null when none did. While one does, the temporaries found may be its stores under way.
+     *
+     * @return the holder, or null
+     */
+    public String heldBy() {
+        return heldBy;
     }
 
     @Override
@@ -132,6 +175,16 @@ public final class DiskTier implements KvTier {
      */
     public int removedTemporaries() {
         return removedTemps;
+    }
+
+    /**
+     * Chunk files found at open that this process may not read (another user's 0600 files, as
+     * when {@code phoenix kv stats} runs as someone else): not counted as damaged, not deleted.
+     *
+     * @return files the index rebuild could not open
+     */
+    public int unreadableFiles() {
+        return index.unreadable;
     }
 
     @Override
@@ -201,9 +254,44 @@ public final class DiskTier implements KvTier {
         return index.counters.snapshot(name(), index.entries.size(), index.used.get(), capBytes);
     }
 
+    /**
+     * The directory was removed (or renamed) under the tier, by someone clearing the cache while
+     * it runs: every store would fail until a restart. Makes it again (0700, checked as at the
+     * start), takes the new directory's lock and drops the index's entries, whose files went with
+     * the old one. False when it cannot (then the stores fail, counted, as before).
+     */
+    synchronized boolean restoreDirectory() {
+        if (index.closed() || index.readOnly || lock == null) {
+            return false;
+        }
+        if (Files.isDirectory(index.dir)) {
+            return true; // another writer restored it
+        }
+        try {
+            PrivateFiles.preparePrivateDirectory(index.dir);
+            lock.close();
+            lock = null;
+            lock = DirectoryLock.acquire(index.dir);
+        } catch (IOException | RuntimeException e) {
+            index.counters.errors.increment();
+            return false;
+        }
+        for (var e : index.entries.entrySet()) {
+            if (!Files.exists(index.dir.resolve(e.getValue().file))) {
+                index.forget(e.getKey(), e.getValue());
+            }
+        }
+        return true;
+    }
+
     @Override
     public void close() {
         index.close();
+        synchronized (this) {
+            if (lock != null) {
+                lock.close();
+            }
+        }
     }
 
     @Override

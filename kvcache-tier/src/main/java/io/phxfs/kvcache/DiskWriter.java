@@ -40,9 +40,12 @@ final class DiskWriter {
     private final Path dir;
     private final Counters c;
     private final AtomicLong tmpSeq = new AtomicLong();
+    /** Makes the directory again when it was removed under the tier; false when it cannot. */
+    private final java.util.function.BooleanSupplier restoreDirectory;
 
-    DiskWriter(DiskIndex index, DiskEviction eviction, FsyncPolicy fsync) {
+    DiskWriter(DiskIndex index, DiskEviction eviction, FsyncPolicy fsync, java.util.function.BooleanSupplier restoreDirectory) {
         this.index = index;
+        this.restoreDirectory = restoreDirectory;
         this.eviction = eviction;
         this.fsync = fsync;
         this.dir = index.dir;
@@ -121,6 +124,9 @@ final class DiskWriter {
         }
         if (ps.isEmpty()) {
             return;
+        }
+        if (!Files.isDirectory(dir)) {
+            restoreDirectory.getAsBoolean(); // removed while running (a cache cleared by hand): made again
         }
         List<Pending> retry = new ArrayList<>();
         try {

@@ -30,13 +30,15 @@ final class IndexRebuild {
     static int rebuild(DiskIndex index) {
         Path dir = index.dir;
         int temps = 0;
+        int unreadable = 0;
         List<Path> files = new ArrayList<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
                 files.add(p);
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("local_disk " + dir + ": cannot list: " + e.getMessage(), e);
+            throw new UncheckedIOException("local_disk " + dir + ": cannot list: "
+                    + (e instanceof java.nio.file.AccessDeniedException ? "permission denied" : e.getMessage()), e);
         }
         // oldest first, so that the rebuilt LRU order follows the files' ages
         files.sort(Comparator.comparingLong(IndexRebuild::mtime));
@@ -71,6 +73,11 @@ final class IndexRebuild {
                 }
                 index.entries.put(h.key(), new Entry(name, size, h.payloadLen(), h.payloadCrc(), index.tick()));
                 index.used.addAndGet(size);
+            } catch (java.nio.file.NoSuchFileException e) {
+                // gone since the listing (evicted or replaced by a process writing there): not damaged
+            } catch (java.nio.file.AccessDeniedException e) {
+                // intact or not, this user cannot tell: not damaged, and not deleted
+                unreadable++;
             } catch (IllegalArgumentException | IOException e) {
                 index.counters.corrupt.increment();
                 if (!index.readOnly) {
@@ -78,6 +85,7 @@ final class IndexRebuild {
                 }
             }
         }
+        index.unreadable = unreadable;
         return temps;
     }
 

@@ -175,7 +175,10 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
                 throw new IllegalArgumentException(file + ": not valid " + (name.endsWith(".json") ? "JSON" : "YAML")
                         + ": " + maskSecrets(why, file) + where);
             }
-            throw new UncheckedIOException(file + ": " + e.getMessage(), e);
+            String why = e instanceof java.nio.file.NoSuchFileException ? "no such file"
+                    : e instanceof java.nio.file.AccessDeniedException ? "permission denied"
+                    : Files.isDirectory(file) ? "a directory, not a settings file" : e.getMessage();
+            throw new UncheckedIOException(file + ": cannot read the KV-cache settings: " + why, e);
         }
         if (root == null || root.isMissingNode() || root.isNull()) {
             return builder().build();
@@ -290,12 +293,22 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
         return msg;
     }
 
-    /** {@code file:///path} (LMCache's form) or a plain path. */
+    /** {@code file:///path} (LMCache's form) or a plain path; the error names local_disk. */
     static Path diskPath(String s) {
-        if (s.startsWith("file:")) {
-            return Path.of(URI.create(s));
+        if (s.isBlank()) {
+            throw new IllegalArgumentException("local_disk: empty; leave it out (or null) for no disk tier");
         }
-        return Path.of(s);
+        try {
+            if (s.startsWith("file:")) {
+                return Path.of(URI.create(s));
+            }
+            return Path.of(s);
+        } catch (IllegalArgumentException e) { // URI.create, Path.of(URI) and InvalidPathException
+            String why = e instanceof java.nio.file.InvalidPathException ip ? ip.getReason() : e.getMessage();
+            throw new IllegalArgumentException("local_disk: '" + s + "' is neither file:///absolute/path nor a path ("
+                    + why + (s.startsWith("file://") && !s.startsWith("file:///") ? "; file:// takes an absolute path,"
+                    + " three slashes in all" : "") + ")", e);
+        }
     }
 
     static DiskTier.FsyncPolicy fsyncPolicy(String s) {

@@ -58,8 +58,10 @@ import java.util.zip.CRC32C;
  * or a node that keeps refusing connections, so that after a failover the promoted replica takes
  * the commands within about a second of its promotion.
  *
- * <p>A single server may come up after the tier (it is tried again on use); a cluster must answer
- * when the tier opens, since its shards are known only from it.
+ * <p>A single server may come up after the tier (it is tried again on use), but one that answers
+ * and refuses the settings (a wrong password or user, a missing database, TLS against plain TCP)
+ * fails the start with the reason; a cluster must answer when the tier opens, since its shards
+ * are known only from it.
  */
 public final class RedisTier implements KvTier {
     private static final ChunkCodec CODEC = new ChunkCodec();
@@ -130,8 +132,9 @@ public final class RedisTier implements KvTier {
      * Opens the tier the configuration's {@code remote_*} settings name.
      *
      * @param config the settings; {@code remote_url} must be set
-     * @throws IllegalArgumentException naming the URL (password masked) when it is malformed, or
-     *                                  when it names a cluster of which no node answers
+     * @throws IllegalArgumentException naming the URL (password masked) when it is malformed, when
+     *                                  it names a cluster of which no node answers, or a server that
+     *                                  refuses the settings
      */
     public RedisTier(KvCacheConfig config) {
         this(config.remoteUrl(), config.remoteUsername(), config.remotePassword(), config.remoteTimeout(),
@@ -229,7 +232,32 @@ public final class RedisTier implements KvTier {
             }
             rc.setOptions(o.build());
             this.client = rc;
-            link(); // try now; a server that is not up yet is tried again on use
+            connectAtStart();
+        }
+    }
+
+    /**
+     * Connects to the single server now. One that is away (down, not up yet) is tried again on
+     * use; one that answers and refuses these settings (login, ACL, database, TLS) fails the
+     * start with the reason: every later command would be refused alike, the tier a silent miss.
+     */
+    private void connectAtStart() {
+        lastConnectTry.set(System.nanoTime());
+        try {
+            StatefulRedisConnection<String, Object> cn = ((RedisClient) client).connect(CODEC, uris.getFirst());
+            var async = cn.async();
+            link = new Link(cn, async, async);
+        } catch (RuntimeException e) {
+            String refusal = RedisRefusal.of(e, describe(e));
+            RemoteUrl.HostPort hp = url.hosts().getFirst();
+            if (refusal == null && url.tls() && RedisRefusal.speaksPlainResp(hp.host(), hp.port(), timeout)) {
+                refusal = RedisRefusal.tlsAdvice(hp + " answers in plain text; " + describe(e));
+            }
+            if (refusal != null) {
+                client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+                throw new IllegalArgumentException("remote_url '" + url + "': " + refusal, e);
+            }
+            c.errors.increment(); // away: tried again on use
         }
     }
 

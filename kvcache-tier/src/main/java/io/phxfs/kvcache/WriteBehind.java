@@ -4,9 +4,9 @@ import io.phxfs.kvcache.PromptChunks.Chunk;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
@@ -36,7 +36,10 @@ final class WriteBehind {
     WriteBehind(TierStack tiers, int queueChunks, int threads, LongAdder writeFailures) {
         this.tiers = tiers;
         this.writeFailures = writeFailures;
-        this.queue = new ArrayBlockingQueue<>(queueChunks);
+        // linked, not an array: write_queue_chunks is a bound, not an allocation (an array of a
+        // large bound was allocated whole at the start: 2e9 was an OutOfMemoryError); what it
+        // holds is bounded by the memory tier's slots anyway, each queued chunk pinned in one
+        this.queue = new LinkedBlockingQueue<>(queueChunks);
         this.threads = threads;
         this.drainMax = Math.max(1, Math.min(DiskTier.GROUP, queueChunks / threads));
     }

@@ -175,6 +175,39 @@ class DiskTierPermissionsTest {
         assertTrue(notWritable.out().contains("not writable by this process"), notWritable.out());
     }
 
+    @Test
+    void anotherUsersIntactChunksAreUnreadableNotDamaged() throws Exception {
+        Assumptions.assumeTrue(isRoot(), "reads root's cache as 'nobody' through setpriv, which needs root");
+        List<String> asNobody = List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--");
+        Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Path cache = tmp.resolve("cache");
+        try (DiskTier d = new DiskTier(cache, 1 << 30, 0, DiskTier.FsyncPolicy.NONE)) {
+            for (int i = 0; i < 3; i++) {
+                put(d, i);
+            }
+        }
+        String cp = readableClassPath(tmp.resolve("classpath"));
+        // the directory listable by others, the chunk files 0600: before, 3 "damaged" files
+        Files.setPosixFilePermissions(cache, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Run listable = childWith(asNobody, cp, "stats", cache.toString());
+        Assumptions.assumeTrue(listable.out().contains("child started"),
+                "the build's classes cannot be read by 'nobody' here: " + listable.out());
+        assertEquals(0, listable.status(), listable.out());
+        assertTrue(listable.out().contains("chunks 0 corrupt 0 unreadable 3"), listable.out());
+        // not listable: the reason, not the bare path
+        Files.setPosixFilePermissions(cache, PRIVATE_DIR);
+        Run hidden = childWith(asNobody, cp, "stats", cache.toString());
+        assertEquals(3, hidden.status(), hidden.out());
+        assertTrue(hidden.out().contains("local_disk " + cache + ": cannot list: permission denied"), hidden.out());
+        // not even reachable: permission denied, not "no such directory"
+        Run below = childWith(asNobody, cp, "stats", cache.resolve("sub").toString());
+        assertEquals(3, below.status(), below.out());
+        assertTrue(below.out().contains(cache.resolve("sub") + ": permission denied"), below.out());
+        try (DiskTier d = new DiskTier(cache, 1 << 30, 0, DiskTier.FsyncPolicy.NONE)) {
+            assertEquals(3, d.stats().entries(), "the owner still has them all");
+        }
+    }
+
     /** The test's class path copied under {@code to}, readable by everyone (the build's may lie under /root). */
     private static String readableClassPath(Path to) throws IOException {
         Set<PosixFilePermission> dirMode = PosixFilePermissions.fromString("rwxr-xr-x");
@@ -225,10 +258,15 @@ class DiskTierPermissionsTest {
                             put(d, i);
                         }
                     }
+                } else if (args[0].equals("stats")) {
+                    try (DiskTier d = DiskTier.openReadOnly(cache)) {
+                        System.out.println("chunks " + d.stats().entries() + " corrupt " + d.stats().corrupt()
+                                + " unreadable " + d.unreadableFiles());
+                    }
                 } else {
                     new DiskTier(cache, 1 << 30, 0, DiskTier.FsyncPolicy.NONE).close();
                 }
-            } catch (UncheckedIOException e) {
+            } catch (UncheckedIOException | IllegalArgumentException e) {
                 System.out.println(e.getMessage());
                 System.exit(3);
             }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.phxfs.core.RegisteredBuffer;
 import java.lang.foreign.MemorySegment;
@@ -166,5 +167,52 @@ class KeysAndLayoutTest {
         assertEquals(true, e.getMessage().contains("chunk_size"), e.getMessage());
         Path bad3 = Files.writeString(tmp.resolve("bad3.yaml"), "remote_url: \"s3://bucket\"\n");
         assertThrows(IllegalArgumentException.class, () -> KvCacheConfig.load(bad3));
+    }
+
+    @Test
+    void badSettingsFilesNameTheFileTheKeyAndTheReason() throws Exception {
+        for (String[] c : new String[][] {
+                {"local_disk: \"file://relative/dir\"\n", "local_disk: 'file://relative/dir' is neither", "three slashes"},
+                {"local_disk: \"file:relative\"\n", "local_disk: 'file:relative' is neither", "hierarchical"},
+                {"local_disk: \"file:///tmp/kv x\"\n", "local_disk: 'file:///tmp/kv x' is neither", "Illegal character"},
+                {"local_disk: \"\"\n", "local_disk: empty", "for no disk tier"}}) {
+            Path f = Files.writeString(tmp.resolve("kv.yaml"), c[0]);
+            var e = assertThrows(IllegalArgumentException.class, () -> KvCacheConfig.load(f), c[0]);
+            assertTrue(e.getMessage().startsWith(f + ": " + c[1]) && e.getMessage().contains(c[2]), e.getMessage());
+        }
+        // file:///abs, a plain path and a relative one (to the working directory, as LMCache's)
+        assertEquals(Path.of("/tmp/kv x"), KvCacheConfig.load(Files.writeString(tmp.resolve("a.yaml"),
+                "local_disk: \"file:///tmp/kv%20x\"\n")).localDisk());
+        assertEquals(Path.of("rel/dir"), KvCacheConfig.load(Files.writeString(tmp.resolve("b.yaml"),
+                "local_disk: rel/dir\n")).localDisk());
+
+        Path missing = tmp.resolve("missing.yaml");
+        var e = assertThrows(java.io.UncheckedIOException.class, () -> KvCacheConfig.load(missing));
+        assertEquals(missing + ": cannot read the KV-cache settings: no such file", e.getMessage());
+        e = assertThrows(java.io.UncheckedIOException.class, () -> KvCacheConfig.load(tmp));
+        assertEquals(tmp + ": cannot read the KV-cache settings: a directory, not a settings file", e.getMessage());
+    }
+
+    @Test
+    void aLargeWriteQueueBoundAllocatesNothingUpFront() {
+        // an array of the bound was allocated at the start: OutOfMemoryError; the queue's
+        // contents are bounded by the memory tier's slots (each queued chunk is pinned in one)
+        KvCacheConfig c = KvCacheConfig.builder().maxLocalCpuBytes(8L << 20).localDisk(tmp.resolve("q"))
+                .maxLocalDiskBytes(64L << 20).diskMinFreeBytes(0).writeQueueChunks(Integer.MAX_VALUE).model("q").build();
+        KvLayout l = KvLayout.preset("tiny-llama");
+        int[] p = TestData.tokens(8 * 256, 9);
+        long len = l.bytesPerChunk(p.length);
+        try (KvCacheEngine e = new KvCacheEngine(c, l);
+             RegisteredBuffer src = TestData.PHX.host().allocate(len);
+             RegisteredBuffer dst = TestData.PHX.host().allocate(len)) {
+            TestData.fill(src.segment().orElseThrow(), 9);
+            assertEquals(p.length, e.store(p, new ChunkedKv(src, l, 256)));
+            e.flush();
+            assertEquals(p.length, e.retrieve(p, new ChunkedKv(dst, l, 256)));
+            assertEquals(-1, dst.segment().orElseThrow().mismatch(src.segment().orElseThrow()));
+            assertEquals(8, e.metrics().tier("disk").entries());
+        } catch (InterruptedException ex) {
+            throw new AssertionError(ex);
+        }
     }
 }

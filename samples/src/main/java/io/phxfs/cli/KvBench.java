@@ -642,7 +642,13 @@ final class KvBench {
                 g.writeNumberField("bytes", s.bytesUsed());
                 g.writeNumberField("corrupt", s.corrupt());
                 g.writeNumberField("temporaries", d.removedTemporaries());
+                g.writeNumberField("unreadable", d.unreadableFiles());
                 g.writeNumberField("scan_ms", d.startupNanos() / 1e6);
+                if (d.heldBy() == null) {
+                    g.writeNullField("held_by");
+                } else {
+                    g.writeStringField("held_by", d.heldBy());
+                }
                 g.writeObjectFieldStart("models");
                 for (var e : models.entrySet()) {
                     g.writeNumberField(e.getKey(), e.getValue());
@@ -655,6 +661,14 @@ final class KvBench {
                 out.printf("%s: %d chunks, %s; %d damaged, torn or foreign files; %d temporaries of interrupted stores"
                         + " (index rebuilt in %.1f ms)%n", o.dir, s.entries(), LoadCommand.human(s.bytesUsed()), s.corrupt(),
                         d.removedTemporaries(), d.startupNanos() / 1e6);
+                if (d.unreadableFiles() > 0) {
+                    out.printf("  %d chunk files this user may not read (permission denied): run as the directory's"
+                            + " owner to see them%n", d.unreadableFiles());
+                }
+                if (d.heldBy() != null) {
+                    out.printf("  in use by %s: the temporaries may be its stores under way, and it may change the"
+                            + " directory while this reads%n", d.heldBy());
+                }
                 List<String> lines = new ArrayList<>();
                 models.forEach((m, n) -> lines.add("  " + m + ": " + n + " chunks"));
                 lines.forEach(out::println);

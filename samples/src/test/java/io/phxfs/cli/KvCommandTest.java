@@ -58,6 +58,7 @@ class KvCommandTest {
         JsonNode j = new ObjectMapper().readTree(r.out());
         assertEquals(2, j.get("chunks").asInt());
         assertEquals(1, j.get("corrupt").asInt());
+        assertTrue(j.get("held_by").isNull(), "no process holds a closed tier's directory: " + j);
         assertEquals(2, j.get("models").get("model (bfloat16, world 1)").asInt());
         assertTrue(Files.exists(cache.resolve("0000000000000000000000000000000000000000.kv")), "stats deletes nothing");
         Run text = run("kv", "stats", cache.toString());
