@@ -50,11 +50,10 @@ abstract class GenerationEndpoint implements Endpoint {
         // the client's connection failing (as far as Jetty sees it) cancels; registered first, so
         // that no failure goes unseen between the submit and the wait
         ex.onFailure(bridge::clientGone);
-        if (!job.stream()) {
-            // a stream's next write sees a client that left; an answer written only at the end
-            // would see it after the whole generation
-            ex.watchClose(bridge::clientGone);
-        }
+        // a write to a client that left fails, but an answer written only at the end would see it
+        // after the whole generation, and a stream writes nothing while it waits in the queue or is
+        // prefilled: the connection is watched until the last write
+        ex.watchClose(bridge::clientGone);
         GenerationHandle handle;
         try {
             handle = ctx.engine().submit(request, bridge);
