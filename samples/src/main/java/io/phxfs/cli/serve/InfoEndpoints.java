@@ -18,7 +18,7 @@ final class InfoEndpoints {
     /** {@code GET /v1/models/NAME}: the model, or 404. */
     static Endpoint model(ServeContext ctx) {
         return ex -> {
-            String name = ex.path().substring(MODEL_PREFIX.length());
+            String name = modelId(ex);
             if (!name.equals(ctx.servedName())) {
                 throw new ApiException(404, ApiException.INVALID_REQUEST, "The model `" + name
                         + "` does not exist. This server serves `" + ctx.servedName() + "`.", "model",
@@ -37,6 +37,32 @@ final class InfoEndpoints {
                 throw new ApiException(503, ApiException.SERVER_ERROR, "the engine has stopped (see the server's log)", null, null);
             }
         };
+    }
+
+    /**
+     * The id after {@code /v1/models/}, percent-decoded: the SDKs encode it as a path parameter,
+     * so a name with a slash ({@code org/model}) comes as {@code org%2Fmodel}, which Jetty leaves
+     * encoded in the decoded path.
+     */
+    static String modelId(Exchange ex) {
+        String raw = ex.request().getHttpURI().getPath();
+        if (raw == null || !raw.startsWith(MODEL_PREFIX)) {
+            return ex.path().substring(MODEL_PREFIX.length());
+        }
+        String id = raw.substring(MODEL_PREFIX.length());
+        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream(id.length());
+        for (int i = 0; i < id.length(); i++) {
+            char c = id.charAt(i);
+            int hi = c == '%' && i + 2 < id.length() ? Character.digit(id.charAt(i + 1), 16) : -1;
+            int lo = hi >= 0 ? Character.digit(id.charAt(i + 2), 16) : -1;
+            if (lo >= 0) {
+                b.write(hi * 16 + lo);
+                i += 2;
+            } else {
+                b.writeBytes(String.valueOf(c).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+        }
+        return b.toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 
     private static long created(GenerationEngine engine) {
