@@ -59,8 +59,9 @@ abstract class GenerationEndpoint implements Endpoint {
             handle = ctx.engine().submit(request, bridge);
         } catch (QueueFullException e) {
             String m = StreamBridge.message(e);
+            // the engine's words say when to retry; Retry-After says it to the SDKs
             throw new ApiException(429, ApiException.RATE_LIMIT, Character.toUpperCase(m.charAt(0)) + m.substring(1)
-                    + "; retry shortly.", null, ApiException.RATE_LIMIT);
+                    + (m.endsWith(".") ? "" : "."), null, ApiException.RATE_LIMIT);
         } catch (IllegalArgumentException e) {
             throw ApiException.fromEngine(e);
         } catch (IllegalStateException e) {

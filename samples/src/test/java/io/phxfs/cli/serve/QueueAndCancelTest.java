@@ -160,6 +160,7 @@ class QueueAndCancelTest {
                 assertEquals("rate_limit_exceeded", e.path("type").asText(), e.toString());
                 assertEquals("rate_limit_exceeded", e.path("code").asText(), e.toString());
                 assertTrue(e.path("message").asText().contains("busy"), e.toString());
+                assertEquals(1, e.path("message").asText().split("retry", -1).length - 1, "one retry hint: " + e);
                 assertTrue(e.has("param"), e.toString());
             }
             // the clients go away: their requests are cancelled, running first, then the waiting one
