@@ -33,7 +33,9 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
             throw ApiException.invalid("messages", StreamBridge.message(e));
         }
         int[] ids = ctx.engine().tokenizer().encode(text, false);
-        int room = Math.max(1, ctx.engine().model().contextLength() - ids.length);
+        int context = ctx.engine().model().contextLength();
+        checkContext(ids.length, c.sampling().maxTokens(), c.sampling().maxTokensField(), context, true);
+        int room = context - ids.length;
         OpenAiJson.Head head = new OpenAiJson.Head(newId("chatcmpl-"), now(), ctx.servedName());
         boolean usage = c.includeUsage();
         StreamBridge.Chunks chunks = new StreamBridge.Chunks() {

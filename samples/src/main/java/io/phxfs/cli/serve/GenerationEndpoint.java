@@ -85,6 +85,40 @@ abstract class GenerationEndpoint implements Endpoint {
         ex.sendJson(200, job.whole().apply(o));
     }
 
+    /**
+     * 400 {@code context_length_exceeded} when the prompt and the completion's budget do not fit
+     * the context, in OpenAI's words ("This model's maximum context length is ..."), which
+     * clients match to trim a conversation and retry; {@code param} names the field the client
+     * sent, {@code messages} for a chat. The engine refuses the same, naming no API field.
+     *
+     * @param maxTokens the completion's budget, null when the client gave none (a chat then
+     *        fills what the context leaves)
+     * @param maxField the field the budget came in ({@code max_tokens}, {@code max_completion_tokens})
+     */
+    static void checkContext(int promptTokens, Integer maxTokens, String maxField, int context, boolean chat) {
+        String what = chat ? "messages" : "prompt";
+        if (maxTokens == null) {
+            if (promptTokens < context) {
+                return;
+            }
+            throw new ApiException(400, ApiException.INVALID_REQUEST, "This model's maximum context length is "
+                    + context + " tokens. However, your " + what + " resulted in " + promptTokens
+                    + " tokens, leaving none for the completion. Please reduce the length of the " + what + ".",
+                    what, CONTEXT_LENGTH_EXCEEDED);
+        }
+        long total = (long) promptTokens + maxTokens;
+        if (total <= context) {
+            return;
+        }
+        throw new ApiException(400, ApiException.INVALID_REQUEST, "This model's maximum context length is " + context
+                + " tokens. However, you requested " + total + " tokens (" + promptTokens + " in the " + what + ", "
+                + maxTokens + " in the completion). Please reduce the length of the " + what + " or " + maxField
+                + ".", what, CONTEXT_LENGTH_EXCEEDED);
+    }
+
+    /** OpenAI's code for a request past the model's context. */
+    static final String CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded";
+
     /** An id such as {@code cmpl-5f0c...}: the prefix and 24 random hex digits. */
     static String newId(String prefix) {
         byte[] b = new byte[12];
