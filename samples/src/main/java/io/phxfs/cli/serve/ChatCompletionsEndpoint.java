@@ -28,7 +28,7 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
                         + " chat_template in tokenizer_config.json); use /v1/completions with a prompt instead."));
         String text;
         try {
-            text = template.render(c.messages(), true);
+            text = template.render(c.messages(), true, c.templateKwargs());
         } catch (ChatTemplateException e) {
             throw ApiException.invalid("messages", StreamBridge.message(e));
         }
