@@ -40,29 +40,30 @@ final class InfoEndpoints {
     }
 
     /**
-     * The id after {@code /v1/models/}, percent-decoded: the SDKs encode it as a path parameter,
-     * so a name with a slash ({@code org/model}) comes as {@code org%2Fmodel}, which Jetty leaves
-     * encoded in the decoded path.
+     * The id after {@code /v1/models/}: the SDKs encode it as a path parameter, so a name with a
+     * slash ({@code org/model}) comes as {@code org%2Fmodel}, which Jetty leaves encoded in the
+     * decoded (and normalized) path: that is decoded here.
      */
     static String modelId(Exchange ex) {
-        String raw = ex.request().getHttpURI().getPath();
-        if (raw == null || !raw.startsWith(MODEL_PREFIX)) {
-            return ex.path().substring(MODEL_PREFIX.length());
+        String id = ex.path().substring(MODEL_PREFIX.length());
+        if (id.indexOf('%') < 0) {
+            return id;
         }
-        String id = raw.substring(MODEL_PREFIX.length());
-        java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream(id.length());
+        StringBuilder out = new StringBuilder(id.length());
+        java.io.ByteArrayOutputStream escaped = new java.io.ByteArrayOutputStream();
         for (int i = 0; i < id.length(); i++) {
-            char c = id.charAt(i);
-            int hi = c == '%' && i + 2 < id.length() ? Character.digit(id.charAt(i + 1), 16) : -1;
+            int hi = id.charAt(i) == '%' && i + 2 < id.length() ? Character.digit(id.charAt(i + 1), 16) : -1;
             int lo = hi >= 0 ? Character.digit(id.charAt(i + 2), 16) : -1;
             if (lo >= 0) {
-                b.write(hi * 16 + lo);
+                escaped.write(hi * 16 + lo); // a run of escapes is one UTF-8 sequence
                 i += 2;
-            } else {
-                b.writeBytes(String.valueOf(c).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                continue;
             }
+            out.append(escaped.toString(java.nio.charset.StandardCharsets.UTF_8));
+            escaped.reset();
+            out.append(id.charAt(i));
         }
-        return b.toString(java.nio.charset.StandardCharsets.UTF_8);
+        return out.append(escaped.toString(java.nio.charset.StandardCharsets.UTF_8)).toString();
     }
 
     private static long created(GenerationEngine engine) {

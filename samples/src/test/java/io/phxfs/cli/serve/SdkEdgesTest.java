@@ -111,6 +111,7 @@ class SdkEdgesTest {
             CurlTest.Http raw = CurlTest.get(s, "/v1/models/org%2F" + ServeTesting.LLAMA + "%3Av1");
             assertEquals(200, raw.status(), raw.body());
             assertEquals(NAME, raw.json().path("id").asText());
+            assertEquals(200, CurlTest.get(s, "/v1/models/org/" + ServeTesting.LLAMA + ":v1").status(), "unencoded");
             assertEquals("", s.log().toString());
         }
     }
