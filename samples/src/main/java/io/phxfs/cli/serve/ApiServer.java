@@ -22,6 +22,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.io.Connection;
 import org.eclipse.jetty.io.EndPoint;
 import org.eclipse.jetty.server.HttpConfiguration;
@@ -112,6 +113,10 @@ final class ApiServer implements AutoCloseable {
             // the request line and headers together (431 past it); the body's cap is the endpoints'
             http.setRequestHeaderSize(policy.maxHeaderBytes());
             http.setIdleTimeout(policy.idleTimeoutMillis());
+            // a served name with a slash (org/model, as Hugging Face names go) comes as
+            // /v1/models/org%2Fmodel from the SDKs, which encode the id; the routes are exact paths
+            http.setUriCompliance(UriCompliance.DEFAULT.with("phoenix serve",
+                    UriCompliance.Violation.AMBIGUOUS_PATH_SEPARATOR));
             ServerConnector connector = new ServerConnector(server, new HttpConnectionFactory(http));
             connector.setHost(host);
             connector.setPort(port);

@@ -28,12 +28,14 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
                         + " chat_template in tokenizer_config.json); use /v1/completions with a prompt instead."));
         String text;
         try {
-            text = template.render(c.messages(), true);
+            text = template.render(c.messages(), true, c.templateKwargs());
         } catch (ChatTemplateException e) {
             throw ApiException.invalid("messages", StreamBridge.message(e));
         }
         int[] ids = ctx.engine().tokenizer().encode(text, false);
-        int room = Math.max(1, ctx.engine().model().contextLength() - ids.length);
+        int context = ctx.engine().model().contextLength();
+        checkContext(ids.length, c.sampling().maxTokens(), c.sampling().maxTokensField(), context, true);
+        int room = context - ids.length;
         OpenAiJson.Head head = new OpenAiJson.Head(newId("chatcmpl-"), now(), ctx.servedName());
         boolean usage = c.includeUsage();
         StreamBridge.Chunks chunks = new StreamBridge.Chunks() {

@@ -13,18 +13,21 @@ import org.eclipse.jetty.util.BufferUtil;
 import org.eclipse.jetty.util.Callback;
 
 /**
- * Sees an HTTP/1.x client close its connection while its request is computed and nothing has been
- * written to it yet, as vLLM's {@code request.is_disconnected()} does.
+ * Sees an HTTP/1.x client close its connection while its request is computed (queued, prefilled,
+ * decoded) and its answer not yet written whole, as vLLM's {@code request.is_disconnected()} and
+ * Starlette's disconnect listener for a stream do.
  *
  * <p>Jetty reads an HTTP/1.1 connection only for a request's head and body and between requests:
  * once the body is read, a client that closes (FIN or RST) changes nothing Jetty looks at, neither
  * the request's failure listeners nor {@code EndPoint.isOpen()}; it shows only when the answer is
- * written, after the whole generation (so on 12.1.14, tried with raw sockets and curl). So this
+ * written, after the whole generation, or for a stream at its first token, after its wait in the
+ * queue and its prefill (so on 12.1.14, tried with raw sockets and curl). So this
  * registers a read interest of its own on the connection's EndPoint: the selector wakes it on the
  * client's FIN or RST, one fill reads -1 (or fails), {@code onGone} runs at once and the
  * connection is closed.
  *
- * <p>{@link #stop} must take the interest back before the answer is written: when the request
+ * <p>{@link #stop} must take the interest back before the answer's last write (a stream's
+ * earlier writes leave it: writes and this read interest do not meet): when the request
  * completes Jetty registers its own read interest for the next request, and finding one still
  * pending it closes the connection ("Pending read in onCompleted"), which would end keep-alive.
  *

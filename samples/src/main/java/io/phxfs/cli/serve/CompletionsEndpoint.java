@@ -20,6 +20,9 @@ final class CompletionsEndpoint extends GenerationEndpoint {
     Job prepare(ObjectNode body) {
         OpenAiRequests.Completion c = OpenAiRequests.completion(body);
         int[] ids = c.ids() != null ? c.ids() : ctx.engine().tokenizer().encode(c.text(), true);
+        Integer max = c.sampling().maxTokens();
+        checkContext(ids.length, max != null ? max : OpenAiRequests.DEFAULT_COMPLETION_TOKENS, "max_tokens",
+                ctx.engine().model().contextLength(), false);
         OpenAiJson.Head head = new OpenAiJson.Head(newId("cmpl-"), now(), ctx.servedName());
         boolean usage = c.includeUsage();
         StreamBridge.Chunks chunks = new StreamBridge.Chunks() {

@@ -28,6 +28,8 @@ final class Exchange {
     private final AtomicBoolean completed = new AtomicBoolean();
     /** Set and stopped on the handler's thread only. */
     private ClientCloseWatch watch;
+    /** A committed response whose connection must end with it (see {@link #stopWatch}). */
+    private boolean closeAfter;
 
     Exchange(Request request, Response response, Callback callback) {
         this.request = request;
@@ -91,8 +93,8 @@ final class Exchange {
      * Calls {@code onGone} when Jetty sees the request fail: a write failed, the connector
      * stopped under it, the connection was reset where Jetty reads it (HTTP/2: always). Jetty
      * calls it on one of its own threads. Over HTTP/1.1 Jetty does not read the socket while a
-     * request is handled, so a client that closes is seen only at the next write: a stream's
-     * next event; for an answer written only at the end, {@link #watchClose} sees it.
+     * request is handled, so a client that closes is seen only at the next write; until the
+     * response's last write {@link #watchClose} sees it at once.
      */
     void onFailure(Consumer<Throwable> onGone) {
         request.addFailureListener(onGone);
@@ -102,8 +104,10 @@ final class Exchange {
     }
 
     /**
-     * Until the response's first write (or {@link #fail}), calls {@code onGone} when an HTTP/1.x
-     * client closes its connection: see {@link ClientCloseWatch}. Called once the body has been read whole.
+     * Until the response's last write (or {@link #fail}), calls {@code onGone} when an HTTP/1.x
+     * client closes its connection: see {@link ClientCloseWatch}. A stream's writes before its
+     * last leave the watch on: between its head and its first token (a queue, a long prefill) a
+     * stream writes nothing that could fail. Called once the body has been read whole.
      */
     void watchClose(Consumer<Throwable> onGone) {
         stopWatch();
@@ -116,8 +120,13 @@ final class Exchange {
             return;
         }
         watch = null;
-        if (w.stop() && !response.isCommitted()) {
-            response.getHeaders().put(HttpHeader.CONNECTION, "close");
+        if (w.stop()) {
+            // the watch took a byte the next request needs: this connection carries no other
+            if (!response.isCommitted()) {
+                response.getHeaders().put(HttpHeader.CONNECTION, "close");
+            } else {
+                closeAfter = true;
+            }
         }
     }
 
@@ -175,7 +184,9 @@ final class Exchange {
      * @throws IOException when the client is gone
      */
     void write(boolean last, byte[] bytes) throws IOException {
-        stopWatch();
+        if (last) {
+            stopWatch();
+        }
         try (Blocker.Callback b = Blocker.callback()) {
             response.write(last, ByteBuffer.wrap(bytes), b);
             b.block();
@@ -183,7 +194,12 @@ final class Exchange {
     }
 
     void succeed() {
+        stopWatch();
         if (completed.compareAndSet(false, true)) {
+            if (closeAfter) {
+                // the whole response is written: the client reads it to its end, then the FIN
+                request.getConnectionMetaData().getConnection().getEndPoint().shutdownOutput();
+            }
             callback.succeeded();
         }
     }

@@ -50,18 +50,18 @@ abstract class GenerationEndpoint implements Endpoint {
         // the client's connection failing (as far as Jetty sees it) cancels; registered first, so
         // that no failure goes unseen between the submit and the wait
         ex.onFailure(bridge::clientGone);
-        if (!job.stream()) {
-            // a stream's next write sees a client that left; an answer written only at the end
-            // would see it after the whole generation
-            ex.watchClose(bridge::clientGone);
-        }
+        // a write to a client that left fails, but an answer written only at the end would see it
+        // after the whole generation, and a stream writes nothing while it waits in the queue or is
+        // prefilled: the connection is watched until the last write
+        ex.watchClose(bridge::clientGone);
         GenerationHandle handle;
         try {
             handle = ctx.engine().submit(request, bridge);
         } catch (QueueFullException e) {
             String m = StreamBridge.message(e);
+            // the engine's words say when to retry; Retry-After says it to the SDKs
             throw new ApiException(429, ApiException.RATE_LIMIT, Character.toUpperCase(m.charAt(0)) + m.substring(1)
-                    + "; retry shortly.", null, ApiException.RATE_LIMIT);
+                    + (m.endsWith(".") ? "" : "."), null, ApiException.RATE_LIMIT);
         } catch (IllegalArgumentException e) {
             throw ApiException.fromEngine(e);
         } catch (IllegalStateException e) {
@@ -84,6 +84,40 @@ abstract class GenerationEndpoint implements Endpoint {
         }
         ex.sendJson(200, job.whole().apply(o));
     }
+
+    /**
+     * 400 {@code context_length_exceeded} when the prompt and the completion's budget do not fit
+     * the context, in OpenAI's words ("This model's maximum context length is ..."), which
+     * clients match to trim a conversation and retry; {@code param} names the field the client
+     * sent, {@code messages} for a chat. The engine refuses the same, naming no API field.
+     *
+     * @param maxTokens the completion's budget, null when the client gave none (a chat then
+     *        fills what the context leaves)
+     * @param maxField the field the budget came in ({@code max_tokens}, {@code max_completion_tokens})
+     */
+    static void checkContext(int promptTokens, Integer maxTokens, String maxField, int context, boolean chat) {
+        String what = chat ? "messages" : "prompt";
+        if (maxTokens == null) {
+            if (promptTokens < context) {
+                return;
+            }
+            throw new ApiException(400, ApiException.INVALID_REQUEST, "This model's maximum context length is "
+                    + context + " tokens. However, your " + what + " resulted in " + promptTokens
+                    + " tokens, leaving none for the completion. Please reduce the length of the " + what + ".",
+                    what, CONTEXT_LENGTH_EXCEEDED);
+        }
+        long total = (long) promptTokens + maxTokens;
+        if (total <= context) {
+            return;
+        }
+        throw new ApiException(400, ApiException.INVALID_REQUEST, "This model's maximum context length is " + context
+                + " tokens. However, you requested " + total + " tokens (" + promptTokens + " in the " + what + ", "
+                + maxTokens + " in the completion). Please reduce the length of the " + what + " or " + maxField
+                + ".", what, CONTEXT_LENGTH_EXCEEDED);
+    }
+
+    /** OpenAI's code for a request past the model's context. */
+    static final String CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded";
 
     /** An id such as {@code cmpl-5f0c...}: the prefix and 24 random hex digits. */
     static String newId(String prefix) {

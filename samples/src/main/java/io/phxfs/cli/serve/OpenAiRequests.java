@@ -74,9 +74,11 @@ final class OpenAiRequests {
      *
      * @param messages the conversation as the chat template takes it: maps of role, content (text)
      *        and whatever else the client sent (name, tool_calls) as plain Java values
+     * @param templateKwargs vLLM's {@code chat_template_kwargs}: more variables for the template
+     *        ({@code enable_thinking}, ...), empty when none
      */
     record Chat(List<Map<String, Object>> messages, Sampling sampling, boolean stream, boolean includeUsage,
-                String cacheSalt) {
+                String cacheSalt, Map<String, Object> templateKwargs) {
     }
 
     /**
@@ -194,7 +196,32 @@ final class OpenAiRequests {
         rejectUnless(body, "response_format", n -> n.isObject() && "text".equals(n.path("type").asText()),
                 "response_format: only {\"type\": \"text\"} is supported");
         boolean stream = stream(body);
-        return new Chat(messages, s, stream, includeUsage(body, stream), cacheSalt(body));
+        return new Chat(messages, s, stream, includeUsage(body, stream), cacheSalt(body), templateKwargs(body));
+    }
+
+    /**
+     * vLLM's {@code chat_template_kwargs} (what clients send for {@code enable_thinking: false},
+     * say): an object whose entries become template variables. The variables this server sets
+     * from the request itself ({@code messages}, {@code add_generation_prompt}) are not taken.
+     */
+    private static Map<String, Object> templateKwargs(ObjectNode body) {
+        JsonNode k = body.get("chat_template_kwargs");
+        if (k == null || k.isNull()) {
+            return Map.of();
+        }
+        if (!k.isObject()) {
+            throw ApiException.invalid("chat_template_kwargs", "chat_template_kwargs must be an object, not "
+                    + kind(k));
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (var e : k.properties()) {
+            if (e.getKey().equals("messages") || e.getKey().equals("add_generation_prompt")) {
+                throw ApiException.invalid("chat_template_kwargs", "chat_template_kwargs." + e.getKey()
+                        + ": set by the request itself, not a template argument");
+            }
+            out.put(e.getKey(), JSON.convertValue(e.getValue(), Object.class));
+        }
+        return out;
     }
 
     private static Map<String, Object> message(JsonNode m, String where) {

@@ -117,9 +117,19 @@ class BadRequestsTest {
                         "model_not_found", "gpt-4o"),
                 Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "model", "gpt-4o").toString(), 404, bad, "model",
                         "model_not_found", "gpt-4o"),
-                // the engine's refusals
+                // past the context: OpenAI's code and words, which clients match to trim and retry
                 Arguments.of("POST", C, JSON_TYPE, with(completion(), "prompt", longPrompt).toString(), 400, bad,
-                        "prompt", null, "context"),
+                        "prompt", "context_length_exceeded", "This model's maximum context length is 2048 tokens."
+                                + " However, you requested 2050 tokens (2046 in the prompt, 4 in the completion)"),
+                Arguments.of("POST", C, JSON_TYPE, without(with(completion(), "prompt", longPrompt), "max_tokens")
+                        .toString(), 400, bad, "prompt", "context_length_exceeded", "2062 tokens (2046 in the prompt, 16"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "max_completion_tokens", 5000).toString(), 400, bad,
+                        "messages", "context_length_exceeded", "in the messages, 5000 in the completion). Please reduce"
+                                + " the length of the messages or max_completion_tokens."),
+                Arguments.of("POST", CHAT, JSON_TYPE, without(with(chat(), "messages", List.of(java.util.Map.of("role",
+                        "user", "content", "hello ".repeat(3000)))), "max_tokens").toString(), 400, bad, "messages",
+                        "context_length_exceeded", "your messages resulted in"),
+                // the engine's refusals
                 Arguments.of("POST", C, JSON_TYPE, with(completion(), "prompt", outside).toString(), 400, bad,
                         "prompt", null, "1000000 is outside the vocabulary"),
                 Arguments.of("POST", C, JSON_TYPE, with(completion(), "prompt", List.of(0, -3)).toString(), 400, bad,

@@ -160,6 +160,7 @@ class QueueAndCancelTest {
                 assertEquals("rate_limit_exceeded", e.path("type").asText(), e.toString());
                 assertEquals("rate_limit_exceeded", e.path("code").asText(), e.toString());
                 assertTrue(e.path("message").asText().contains("busy"), e.toString());
+                assertEquals(1, e.path("message").asText().split("retry", -1).length - 1, "one retry hint: " + e);
                 assertTrue(e.has("param"), e.toString());
             }
             // the clients go away: their requests are cancelled, running first, then the waiting one
@@ -195,6 +196,94 @@ class QueueAndCancelTest {
                     "phoenix:generation_tokens_total{model_name=\"" + FIXTURE + "\"}") - gen0;
             assertTrue(generated < 2000, "cancelled before the end: " + generated + " tokens");
             assertEquals("", s.log().toString(), "a client going away is no error to log");
+        }
+    }
+
+    /**
+     * A stream's status line and headers go out at once, then nothing until its first token: a
+     * client that gives up while its stream waits in the queue (a timeout, Ctrl-C) must leave the
+     * queue then, not hold a place there (429s for the clients still waiting) and be prefilled
+     * for no one once admitted.
+     */
+    @Test
+    void aStreamWhoseClientLeavesWhileQueuedLeavesTheQueue() throws Exception {
+        try (ServeTesting.Running s = ServeTesting.start(ServeTesting.model(FIXTURE), FIXTURE, 1, 2, null)) {
+            Background running = Background.stream(s, slow(true));
+            running.firstEvent();
+            String prefills = "phoenix:request_prefill_time_seconds_count{model_name=\"" + FIXTURE + "\"}";
+            double prefilled = ServeTesting.sample(CurlTest.get(s, "/metrics").body(), prefills);
+            double before = cancelled(s);
+            Background waiting = Background.stream(s, slow(true));
+            assertTrue(ServeTesting.await(() -> s.server().engine().waiting() == 1, Duration.ofSeconds(10)),
+                    "the second stream waits");
+            waiting.kill();
+            assertTrue(ServeTesting.await(() -> s.server().engine().waiting() == 0, Duration.ofSeconds(30)),
+                    "the stream whose client left is out of the queue: waiting " + s.server().engine().waiting());
+            assertTrue(ServeTesting.await(() -> cancelled(s) == before + 1, Duration.ofSeconds(30)),
+                    "one cancelled finish: " + (cancelled(s) - before));
+            // (seen only at its first token, it would leave once the first stream ends, after its prefill)
+            assertEquals(prefilled, ServeTesting.sample(CurlTest.get(s, "/metrics").body(), prefills),
+                    "the left stream was never prefilled");
+            running.kill();
+            assertTrue(ServeTesting.await(() -> s.server().engine().running() == 0, Duration.ofSeconds(30)));
+            servesAGoodRequest(s);
+            assertEquals("", s.log().toString(), "a client going away is no error to log");
+        }
+    }
+
+    /** A chunked stream off a kept-alive connection, through its last chunk: its events' text. */
+    static String rawStream(InputStream in) throws IOException {
+        String status = line(in);
+        assertTrue(status.startsWith("HTTP/1.1 200"), status);
+        List<String> headers = new ArrayList<>();
+        for (String l = line(in); !l.isEmpty(); l = line(in)) {
+            headers.add(l.toLowerCase(java.util.Locale.ROOT));
+        }
+        assertTrue(headers.contains("transfer-encoding: chunked"), headers.toString());
+        StringBuilder body = new StringBuilder();
+        for (int size = Integer.parseInt(line(in), 16); size > 0; size = Integer.parseInt(line(in), 16)) {
+            body.append(new String(in.readNBytes(size), StandardCharsets.UTF_8));
+            assertEquals("", line(in), "a chunk ends with CRLF");
+        }
+        assertEquals("", line(in), "no trailers");
+        return body.toString();
+    }
+
+    /**
+     * The watch stays on through a stream's events and is taken back before its end: the
+     * connection then carries the next request; a byte pipelined during the stream (which the
+     * watch took) ends the connection after the stream, never a 400 for the mangled request.
+     */
+    @Test
+    void aStreamedAnswerKeepsItsConnectionAlive() throws Exception {
+        ObjectNode b = JSON.createObjectNode();
+        b.put("model", FIXTURE);
+        b.put("prompt", "The quick brown fox");
+        b.put("max_tokens", 300);
+        b.put("ignore_eos", true);
+        b.put("stream", true);
+        try (ServeTesting.Running s = ServeTesting.start(FIXTURE);
+             Socket socket = new Socket("127.0.0.1", s.server().port())) {
+            socket.setSoTimeout(60_000);
+            InputStream in = socket.getInputStream();
+            for (int i = 0; i < 2; i++) {
+                socket.getOutputStream().write(rawRequest("POST", "/v1/completions", b.toString()));
+                assertTrue(rawStream(in).endsWith("data: [DONE]\n\n"), "stream " + i);
+            }
+            socket.getOutputStream().write(rawRequest("GET", "/health", null));
+            assertEquals(200, rawResponse(in).status(), "a GET after two streams");
+
+            double before = cancelled(s);
+            socket.getOutputStream().write(rawRequest("POST", "/v1/completions", b.toString()));
+            assertTrue(ServeTesting.await(() -> s.server().engine().running() == 1, Duration.ofSeconds(10)));
+            socket.getOutputStream().write(rawRequest("GET", "/health", null));
+            String events = rawStream(in);
+            assertTrue(events.endsWith("data: [DONE]\n\n"), events);
+            assertTrue(events.contains("\"finish_reason\":\"length\""), events);
+            assertEquals(before, cancelled(s), "pipelined bytes are no disconnect");
+            assertEquals(-1, in.read(), "the connection ends after the stream");
+            servesAGoodRequest(s);
+            assertEquals("", s.log().toString());
         }
     }
 

@@ -175,9 +175,9 @@ class SecurityTest {
             CurlTest.Http h = curl(s, "/v1/models", null, "X-Big: " + "b".repeat(8 << 10));
             assertEquals(431, h.status(), h.body());
             assertEquals("invalid_request_error", h.json().path("error").path("type").asText());
-            // max_tokens far past the context: the engine's refusal
+            // max_tokens far past the context
             BadRequestsTest.assertError(curl(s, "/v1/completions", completion(1_000_000_000)), 400,
-                    "invalid_request_error", "prompt", null, "past the model's context");
+                    "invalid_request_error", "prompt", "context_length_exceeded", "maximum context length is 2048");
             assertEquals(200, curl(s, "/v1/completions", completion(2)).status());
         }
     }
