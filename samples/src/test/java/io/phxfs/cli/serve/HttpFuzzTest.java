@@ -280,7 +280,10 @@ class HttpFuzzTest {
                         Case c = next(r);
                         String wire = new String(c.wire(), 0, Math.min(c.wire().length, 300), StandardCharsets.ISO_8859_1);
                         String method = wire.split(" ", 2)[0];
-                        try (Socket so = RawHttp.connect(s, 30_000)) {
+                        // 120 s: a mutation can turn a valid body into one without max_tokens
+                        // ("max_to9kens"), which generates to the context's end (about 2,000
+                        // tokens, 31-53 s on a loaded 2-core machine); a stuck worker never answers
+                        try (Socket so = RawHttp.connect(s, 120_000)) {
                             OutputStream out = so.getOutputStream();
                             try {
                                 out.write(c.wire());
@@ -295,7 +298,7 @@ class HttpFuzzTest {
                             try {
                                 h = RawHttp.read(so.getInputStream());
                             } catch (java.net.SocketTimeoutException e) {
-                                failures.add(c.kind() + ": no answer in 30 s (a stuck worker?) to " + wire);
+                                failures.add(c.kind() + ": no answer in 120 s (a stuck worker?) to " + wire);
                                 continue;
                             } catch (IOException e) {
                                 h = null;
