@@ -34,7 +34,9 @@ public final class Sizes {
         Matcher m = SIZE.matcher(s);
         if (!m.matches()) {
             if (DECIMAL_UNIT.matcher(s).matches()) {
-                throw new IllegalArgumentException("'" + text + "' is ambiguous (KB can mean 1000 or 1024 bytes): write "
+                String unit = s.substring(s.length() - 2).toUpperCase(Locale.ROOT);
+                throw new IllegalArgumentException("'" + text + "' is ambiguous (" + unit
+                        + " can mean powers of 1000 or of 1024): write "
                         + s.substring(0, s.length() - 1) + " or " + s.substring(0, s.length() - 1).toUpperCase(Locale.ROOT)
                         + "iB for powers of 1024");
             }
