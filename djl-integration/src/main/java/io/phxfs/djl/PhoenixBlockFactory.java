@@ -57,6 +57,18 @@ public final class PhoenixBlockFactory implements BlockFactory {
 
     @Override
     public Block newBlock(Model model, Path modelPath, Map<String, ?> arguments) throws IOException {
+        try {
+            return blockFor(model, modelPath, arguments);
+        } catch (IOException | RuntimeException | Error e) {
+            // DJL's model loader made this model for us and drops it when we throw: nobody else
+            // can close it, and its manager (native memory) would wait for the garbage collector,
+            // which logs "Model: NAME was not closed explicitly" after the error
+            model.close();
+            throw e;
+        }
+    }
+
+    private Block blockFor(Model model, Path modelPath, Map<String, ?> arguments) throws IOException {
         if (!(model.getNDManager() instanceof PtNDManager)) {
             throw new IllegalArgumentException("Phoenix blocks need DJL's PyTorch engine; the model's engine is "
                     + model.getNDManager().getEngine().getEngineName() + " (optEngine(\"PyTorch\"))");

@@ -1,6 +1,7 @@
 package io.phxfs.djl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -163,6 +164,11 @@ class Gpt2ZooTest {
         Exception z = assertThrows(Exception.class, () -> Criteria.builder().setTypes(long[].class, float[].class)
                 .optModelUrls("phoenix://" + noConfig).build().loadModel());
         assertTrue(String.valueOf(rootMessage(z)).contains("config.json"), rootMessage(z));
+
+        // DJL's loader drops the model it made when the block factory throws: the factory closes it
+        ai.djl.Model dropped = ai.djl.Model.newInstance("no-config", ai.djl.Device.cpu(), "PyTorch");
+        assertThrows(Exception.class, () -> new PhoenixBlockFactory().newBlock(dropped, noConfig, java.util.Map.of()));
+        assertFalse(dropped.getNDManager().isOpen(), "the model the failed block was for is closed");
     }
 
     @Test
