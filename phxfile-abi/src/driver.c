@@ -596,6 +596,9 @@ static CUfileError_t set_sizet(int p, size_t v)
         cf_log(CF_LOG_INFO, "%s = %zu recorded; libphoenix's running pool keeps its size", sizet_names[p], v);
         rc = 0;
     }
+    /* cuFileDriverSet*'s documented (and NVIDIA's measured) answer to a value it cannot take:
+     * "unsupported value or invalid limit"; the parameter API keeps CU_FILE_INVALID_VALUE */
+    if (rc == CU_FILE_INVALID_VALUE) rc = CU_FILE_DRIVER_UNSUPPORTED_LIMIT;
     if (!rc) {
         cfg.sz[p] = v;
         api_set.sz[p] = v;

@@ -141,9 +141,10 @@ static int scenario_setters(void)
     CHECK_ST(cuFileDriverSetMaxCacheSize(64 * 1024), CU_FILE_SUCCESS);
     CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
     CHECK_EQ(p.max_device_cache_size, 64 * 1024);
-    CHECK_ST(cuFileDriverSetMaxCacheSize(0), CU_FILE_INVALID_VALUE);
-    /* sizes in KiB whose byte count does not fit are refused; 2^54 + 1 KiB became a 1 KiB cap */
-    CHECK_ST(cuFileDriverSetMaxDirectIOSize(((size_t)1 << 54) + 1), CU_FILE_INVALID_VALUE);
+    CHECK_ST(cuFileDriverSetMaxCacheSize(0), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+    /* sizes in KiB whose byte count does not fit are refused (DriverSet*: "unsupported value or
+     * invalid limit"); 2^54 + 1 KiB became a 1 KiB cap */
+    CHECK_ST(cuFileDriverSetMaxDirectIOSize(((size_t)1 << 54) + 1), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
     CHECK(phxfs_get_config("max_io_bytes", v, sizeof v) > 0 && !strcmp(v, "8388608"));
     CHECK_ST(cuFileDriverGetProperties(&p), CU_FILE_SUCCESS);
     CHECK_EQ(p.nvfs.max_direct_io_size, 8192);

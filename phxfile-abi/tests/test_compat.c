@@ -3,7 +3,9 @@
  *   - buffer registrations may overlap (a view of a registered buffer, buffers carved from a
  *     registered pool, inner first or outer first); only the same base twice is refused.
  *     Transfers through every one of them move the right bytes, before and after the
- *     covering registration goes, synchronously, in batches and on streams. */
+ *     covering registration goes, synchronously, in batches and on streams;
+ *   - cuFileDriverSet* answer a value they cannot take with CU_FILE_DRIVER_UNSUPPORTED_LIMIT
+ *     (the documented "unsupported value or invalid limit"), not CU_FILE_INVALID_VALUE. */
 #include "harness.h"
 #include "cufile.h"
 #include "phoenix.h"
@@ -182,8 +184,28 @@ static int scenario_nested(void)
     return th_failures;
 }
 
+static int scenario_set_limits(void)
+{
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverSetMaxDirectIOSize(0), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+    CHECK_ST(cuFileDriverSetMaxDirectIOSize((size_t)1 << 40), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+    CHECK_ST(cuFileDriverSetMaxDirectIOSize(SIZE_MAX), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+    CHECK_ST(cuFileDriverSetMaxCacheSize(SIZE_MAX), CU_FILE_DRIVER_UNSUPPORTED_LIMIT);
+    size_t v = 0;
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 16384); /* a refused value changes nothing */
+    CHECK_ST(cuFileDriverSetMaxDirectIOSize(1024), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileGetParameterSizeT(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB, &v), CU_FILE_SUCCESS);
+    CHECK_EQ(v, 1024);
+    /* the parameter API keeps its own code for a value it refuses */
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileSetParameterSizeT(CUFILE_PARAM_PROPERTIES_MAX_DIRECT_IO_SIZE_KB, 0), CU_FILE_INVALID_VALUE);
+    return th_failures;
+}
+
 int main(void)
 {
     th_in_child("nested buffer registrations", scenario_nested);
+    th_in_child("DriverSet* limits", scenario_set_limits);
     return th_finish("test_compat");
 }
