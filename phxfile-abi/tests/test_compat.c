@@ -5,7 +5,8 @@
  *     Transfers through every one of them move the right bytes, before and after the
  *     covering registration goes, synchronously, in batches and on streams;
  *   - cuFileDriverSet* answer a value they cannot take with CU_FILE_DRIVER_UNSUPPORTED_LIMIT
- *     (the documented "unsupported value or invalid limit"), not CU_FILE_INVALID_VALUE. */
+ *     (the documented "unsupported value or invalid limit"), not CU_FILE_INVALID_VALUE;
+ *   - IS_CUFILE_ERR / CUFILE_ERRSTR give cuFile's values on ssize_t results and on statuses. */
 #include "harness.h"
 #include "cufile.h"
 #include "phoenix.h"
@@ -203,8 +204,25 @@ static int scenario_set_limits(void)
     return th_failures;
 }
 
+/* the error macros on what cuFileRead and the status calls return */
+static void macros(void)
+{
+    ssize_t r = -(ssize_t)CU_FILE_INVALID_VALUE;
+    CHECK(IS_CUFILE_ERR(r));
+    CHECK(!strcmp(CUFILE_ERRSTR(r), cufileop_status_error(CU_FILE_INVALID_VALUE)));
+    CHECK(!IS_CUFILE_ERR((ssize_t)-1));
+    CHECK(!IS_CUFILE_ERR((ssize_t)4096));
+    CHECK(IS_CUFILE_ERR(-(ssize_t)CU_FILE_BATCH_NOCOMPAT_ERROR));
+    CUfileError_t st = {CU_FILE_HANDLE_NOT_REGISTERED, 0};
+    CHECK(IS_CUFILE_ERR(st.err));
+    CHECK(!strcmp(CUFILE_ERRSTR(st.err), "file handle not registered"));
+    CHECK(!IS_CUFILE_ERR(CU_FILE_SUCCESS));
+    CHECK(!strcmp(CUFILE_ERRSTR(0), "cufile success"));
+}
+
 int main(void)
 {
+    macros();
     th_in_child("nested buffer registrations", scenario_nested);
     th_in_child("DriverSet* limits", scenario_set_limits);
     return th_finish("test_compat");
