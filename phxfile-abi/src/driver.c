@@ -85,7 +85,9 @@ static char api_str[N_STRING][sizeof cfg.str[0]];
 
 static int level_of(const char *s)
 {
-    if (!strcasecmp(s, "error")) return CF_LOG_ERROR;
+    /* NOTICE is the most severe of the levels cufile.json documents (NOTICE, ERROR, WARN,
+     * INFO, DEBUG, TRACE); the shim's quietest level says errors only */
+    if (!strcasecmp(s, "error") || !strcasecmp(s, "notice")) return CF_LOG_ERROR;
     if (!strcasecmp(s, "warn")) return CF_LOG_WARN;
     if (!strcasecmp(s, "info")) return CF_LOG_INFO;
     if (!strcasecmp(s, "debug") || !strcasecmp(s, "trace")) return CF_LOG_DEBUG;

@@ -6,7 +6,8 @@
  *     covering registration goes, synchronously, in batches and on streams;
  *   - cuFileDriverSet* answer a value they cannot take with CU_FILE_DRIVER_UNSUPPORTED_LIMIT
  *     (the documented "unsupported value or invalid limit"), not CU_FILE_INVALID_VALUE;
- *   - IS_CUFILE_ERR / CUFILE_ERRSTR give cuFile's values on ssize_t results and on statuses. */
+ *   - IS_CUFILE_ERR / CUFILE_ERRSTR give cuFile's values on ssize_t results and on statuses;
+ *   - the logging level NOTICE (listed in NVIDIA's cufile.json) is taken. */
 #include "harness.h"
 #include "cufile.h"
 #include "phoenix.h"
@@ -204,6 +205,29 @@ static int scenario_set_limits(void)
     return th_failures;
 }
 
+/* NOTICE, the first of the levels NVIDIA's cufile.json lists, from the API and the file */
+static int scenario_notice_level(void)
+{
+    char lv[32] = "";
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "NOTICE"), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, lv, sizeof lv), CU_FILE_SUCCESS);
+    CHECK(!strcmp(lv, "NOTICE"));
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "notice"), CU_FILE_SUCCESS);
+    char *json = th_make_file(0, 0);
+    FILE *f = fopen(json, "w");
+    fputs("{ \"logging\": { \"level\": \"NOTICE\" } }\n", f);
+    fclose(f);
+    setenv("CUFILE_ENV_PATH_JSON", json, 1);
+    CHECK_ST(cuFileSetParameterString(CUFILE_PARAM_LOGGING_LEVEL, "ERROR"), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileGetParameterString(CUFILE_PARAM_LOGGING_LEVEL, lv, sizeof lv), CU_FILE_SUCCESS);
+    CHECK(!strcmp(lv, "ERROR")); /* the API's value outranks the file */
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    unlink(json);
+    free(json);
+    return th_failures;
+}
+
 /* the error macros on what cuFileRead and the status calls return */
 static void macros(void)
 {
@@ -225,5 +249,6 @@ int main(void)
     macros();
     th_in_child("nested buffer registrations", scenario_nested);
     th_in_child("DriverSet* limits", scenario_set_limits);
+    th_in_child("logging level NOTICE", scenario_notice_level);
     return th_finish("test_compat");
 }
