@@ -223,18 +223,43 @@ void cf_bufs_reset(int owner)
     pthread_rwlock_unlock(&lock);
 }
 
+/* A transfer through the base of a registered host buffer stays inside that registration, as
+ * NVIDIA's library keeps every transfer through a registered base (measured on host memory:
+ * -1, errno 5017, "beyond the mapped range"). The registration's length is the only size the
+ * shim knows of host memory: past it, a read landed wherever the address pointed (a 4 MiB read
+ * into a 1 MiB registration overwrote the heap behind it). Device memory keeps the shim's
+ * leniency: the allocation's end is checked, and bytes past the registration move through a
+ * bounce buffer. 0 or CU_FILE_INVALID_MAPPING_RANGE. */
+static int host_within_registration(const void *base, off_t off, size_t len)
+{
+    uintptr_t a = (uintptr_t)base;
+    int rc = 0;
+    pthread_rwlock_rdlock(&lock);
+    ssize_t i = find_le(a);
+    if (i >= 0 && regs[i].base == a && regs[i].owner == CF_OWNER_CUFILE && regs[i].dev < 0 &&
+        ((uint64_t)off > regs[i].len || len > regs[i].len - (uint64_t)off)) {
+        cf_log(CF_LOG_ERROR, "I/O buffer %p: offset %lld + %zu bytes runs past its registration of %zu bytes", base,
+               (long long)off, len, regs[i].len);
+        rc = CU_FILE_INVALID_MAPPING_RANGE;
+    }
+    pthread_rwlock_unlock(&lock);
+    return rc;
+}
+
 int cf_target_get(void *base, off_t off, size_t len, cf_target_t *t)
 {
     *t = (cf_target_t){-1, 0, 0, base, off, len};
     char *p = (char *)base + off;
     int dev;
     if (len == 0) return 0; /* moves nothing: no memory is touched */
+    int rc = host_within_registration(base, off, len);
+    if (rc) return rc;
     if (cf_buf_find(p, len, &dev)) {
         /* libphoenix resolves base + off inside the registration itself */
         t->dev = dev;
         return 0;
     }
-    int rc = phxfs_pointer_device(p, len, &dev);
+    rc = phxfs_pointer_device(p, len, &dev);
     if (rc) {
         cf_log(CF_LOG_ERROR, "I/O buffer: %s", phxfs_last_error());
         return CU_FILE_CUDA_POINTER_RANGE_ERROR;

@@ -7,7 +7,9 @@
  *   - cuFileDriverSet* answer a value they cannot take with CU_FILE_DRIVER_UNSUPPORTED_LIMIT
  *     (the documented "unsupported value or invalid limit"), not CU_FILE_INVALID_VALUE;
  *   - IS_CUFILE_ERR / CUFILE_ERRSTR give cuFile's values on ssize_t results and on statuses;
- *   - the logging level NOTICE (listed in NVIDIA's cufile.json) is taken. */
+ *   - the logging level NOTICE (listed in NVIDIA's cufile.json) is taken;
+ *   - a transfer through the base of a registered host buffer that runs past the registration
+ *     is refused (CU_FILE_INVALID_MAPPING_RANGE) instead of writing past it. */
 #include "harness.h"
 #include "cufile.h"
 #include "phoenix.h"
@@ -205,6 +207,60 @@ static int scenario_set_limits(void)
     return th_failures;
 }
 
+/* transfers through the base of a registered host buffer stay inside the registration */
+static int scenario_host_bounds(void)
+{
+    char *path = th_make_file(8 << 20, 5);
+    int fd = open(path, O_RDWR);
+    CUfileHandle_t fh = reg(fd);
+    size_t alloc = 8 << 20;
+    unsigned char *h = aligned_alloc(4096, alloc);
+    memset(h, 0x5a, alloc);
+    CHECK_ST(cuFileBufRegister(h, MB, 0), CU_FILE_SUCCESS);
+    CHECK_EQ(cuFileRead(fh, h, 4 * MB, 0, 0), -CU_FILE_INVALID_MAPPING_RANGE);
+    CHECK_EQ(cuFileRead(fh, h, 4096, 0, MB - 100), -CU_FILE_INVALID_MAPPING_RANGE);
+    CHECK_EQ(cuFileRead(fh, h, 100, 0, MB + 1), -CU_FILE_INVALID_MAPPING_RANGE);
+    CHECK_EQ(cuFileWrite(fh, h, MB + 1, 0, 0), -CU_FILE_INVALID_MAPPING_RANGE);
+    int untouched = 1;
+    for (size_t i = 0; i < alloc; i++) untouched &= h[i] == 0x5a;
+    CHECK(untouched);
+    /* up to the end exactly, and through an interior pointer, as before */
+    CHECK_EQ(cuFileRead(fh, h, 4096, 77, MB - 4096), 4096);
+    CHECK(same_as_file(h + MB - 4096, 4096, 77));
+    CHECK_EQ(cuFileRead(fh, h + 4096, 8192, 99, 0), 8192);
+    CHECK(same_as_file(h + 4096, 8192, 99));
+    /* a nested registration bounds transfers through its own base */
+    CHECK_ST(cuFileBufRegister(h + 65536, 65536, 0), CU_FILE_SUCCESS);
+    CHECK_EQ(cuFileRead(fh, h + 65536, 131072, 0, 0), -CU_FILE_INVALID_MAPPING_RANGE);
+    CHECK_EQ(cuFileRead(fh, h, 131072, 5, 65536), 131072); /* through the outer base: inside it */
+    CHECK(same_as_file(h + 65536, 131072, 5));
+    /* a batch entry that runs past its registration is refused at submit */
+    CUfileBatchHandle_t b;
+    CHECK_ST(cuFileBatchIOSetUp(&b, 1), CU_FILE_SUCCESS);
+    CUfileIOParams_t io;
+    memset(&io, 0, sizeof io);
+    io.mode = CUFILE_BATCH;
+    io.fh = fh;
+    io.opcode = CUFILE_READ;
+    io.u.batch.devPtr_base = h;
+    io.u.batch.devPtr_offset = MB - 10;
+    io.u.batch.size = 4096;
+    CHECK_ST(cuFileBatchIOSubmit(b, 1, &io, 0), CU_FILE_INVALID_MAPPING_RANGE);
+    cuFileBatchIODestroy(b);
+    /* deregistered, it is plain host memory again: any size the caller vouches for */
+    CHECK_ST(cuFileBufDeregister(h + 65536), CU_FILE_SUCCESS);
+    CHECK_ST(cuFileBufDeregister(h), CU_FILE_SUCCESS);
+    CHECK_EQ(cuFileRead(fh, h, 4 * MB, 1, 0), 4 * MB);
+    CHECK(same_as_file(h, 4 * MB, 1));
+    cuFileHandleDeregister(fh);
+    CHECK_ST(cuFileDriverClose(), CU_FILE_SUCCESS);
+    free(h);
+    close(fd);
+    unlink(path);
+    free(path);
+    return th_failures;
+}
+
 /* NOTICE, the first of the levels NVIDIA's cufile.json lists, from the API and the file */
 static int scenario_notice_level(void)
 {
@@ -250,5 +306,6 @@ int main(void)
     th_in_child("nested buffer registrations", scenario_nested);
     th_in_child("DriverSet* limits", scenario_set_limits);
     th_in_child("logging level NOTICE", scenario_notice_level);
+    th_in_child("host registration bounds", scenario_host_bounds);
     return th_finish("test_compat");
 }
