@@ -105,8 +105,10 @@ typedef struct CUfileError {
     CUresult cu_err;
 } CUfileError_t;
 
-/* A cuFile error (as opposed to an errno), in either sign, as cuFileRead returns them. */
-#define IS_CUFILE_ERR(err) (abs((err)) > CUFILEOP_BASE_ERR)
+/* A cuFile error (as opposed to an errno), in either sign, as cuFileRead returns them. The
+ * value goes through long, so a ssize_t result or a CUfileOpError (unsigned to gcc) passes
+ * -Wall -Wextra without -Wabsolute-value warnings, with the values NVIDIA's abs() gives. */
+#define IS_CUFILE_ERR(err) (labs((long)(err)) > CUFILEOP_BASE_ERR)
 #define IS_CUDA_ERR(status) ((status).err == CU_FILE_CUDA_DRIVER_ERROR)
 #define CU_FILE_CUDA_ERR(status) ((status).cu_err)
 #define CUDA_DRV_ERR(status) ((status).cu_err)
@@ -166,7 +168,7 @@ static inline const char *cufileop_status_error(CUfileOpError e)
     default: return "unknown cufile error";
     }
 }
-#define CUFILE_ERRSTR(err) cufileop_status_error((CUfileOpError)abs((err)))
+#define CUFILE_ERRSTR(err) cufileop_status_error((CUfileOpError)labs((long)(err)))
 
 /* ---- driver ------------------------------------------------------------ */
 

@@ -85,7 +85,9 @@ static char api_str[N_STRING][sizeof cfg.str[0]];
 
 static int level_of(const char *s)
 {
-    if (!strcasecmp(s, "error")) return CF_LOG_ERROR;
+    /* NOTICE is the most severe of the levels cufile.json documents (NOTICE, ERROR, WARN,
+     * INFO, DEBUG, TRACE); the shim's quietest level says errors only */
+    if (!strcasecmp(s, "error") || !strcasecmp(s, "notice")) return CF_LOG_ERROR;
     if (!strcasecmp(s, "warn")) return CF_LOG_WARN;
     if (!strcasecmp(s, "info")) return CF_LOG_INFO;
     if (!strcasecmp(s, "debug") || !strcasecmp(s, "trace")) return CF_LOG_DEBUG;
@@ -596,6 +598,9 @@ static CUfileError_t set_sizet(int p, size_t v)
         cf_log(CF_LOG_INFO, "%s = %zu recorded; libphoenix's running pool keeps its size", sizet_names[p], v);
         rc = 0;
     }
+    /* cuFileDriverSet*'s documented (and NVIDIA's measured) answer to a value it cannot take:
+     * "unsupported value or invalid limit"; the parameter API keeps CU_FILE_INVALID_VALUE */
+    if (rc == CU_FILE_INVALID_VALUE) rc = CU_FILE_DRIVER_UNSUPPORTED_LIMIT;
     if (!rc) {
         cfg.sz[p] = v;
         api_set.sz[p] = v;

@@ -315,7 +315,8 @@ static int t_buffers(void)
     CHECK(st.err == CU_FILE_INVALID_VALUE || st.err == CU_FILE_CUDA_POINTER_RANGE_ERROR);
     CHECK_ST(cuFileBufRegister(b, BUFSZ, 0), CU_FILE_SUCCESS);
     CHECK_ST(cuFileBufRegister(b, BUFSZ, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
-    CHECK_ST(cuFileBufRegister(b + 4096, 4096, 0), CU_FILE_MEMORY_ALREADY_REGISTERED);
+    CHECK_ST(cuFileBufRegister(b + 4096, 4096, 0), CU_FILE_SUCCESS); /* nested: its own registration */
+    CHECK_ST(cuFileBufDeregister(b + 4096), CU_FILE_SUCCESS);
     CHECK_ST(cuFileBufDeregister(b + 4096), CU_FILE_MEMORY_NOT_REGISTERED);
     CHECK_ST(cuFileBufDeregister(b), CU_FILE_SUCCESS);
     CHECK_ST(cuFileBufDeregister(b), CU_FILE_MEMORY_NOT_REGISTERED); /* twice */
@@ -625,7 +626,14 @@ static void fz_buf(fz_t *z)
         if (st.err == CU_FILE_SUCCESS) cuFileBufDeregister(hole);
         break;
     }
-    case 1: CHECK_ST(cuFileBufRegister(z->regbuf + rnd_below(BUFSZ), 1 + rnd_below(BUFSZ), 0), CU_FILE_MEMORY_ALREADY_REGISTERED); break;
+    case 1: {
+        /* the registered base again: refused; another range overlapping it: a registration of its own */
+        size_t off = rnd_below(2) ? 0 : rnd_below(BUFSZ);
+        CUfileError_t st = cuFileBufRegister(z->regbuf + off, 1 + rnd_below(BUFSZ - off), 0);
+        CHECK_EQ(st.err, off ? CU_FILE_SUCCESS : CU_FILE_MEMORY_ALREADY_REGISTERED);
+        if (st.err == CU_FILE_SUCCESS) CHECK_ST(cuFileBufDeregister(z->regbuf + off), CU_FILE_SUCCESS);
+        break;
+    }
     case 2: CHECK_ST(cuFileBufDeregister(z->regbuf + 1 + rnd_below(BUFSZ - 1)), CU_FILE_MEMORY_NOT_REGISTERED); break;
     case 3: CHECK_ST(cuFileBufDeregister((void *)(uintptr_t)(rnd() | 1)), CU_FILE_MEMORY_NOT_REGISTERED); break;
     case 4: {
