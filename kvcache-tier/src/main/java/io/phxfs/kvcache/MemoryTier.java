@@ -52,6 +52,15 @@ public final class MemoryTier implements KvTier {
         if (slotBytes <= 0) {
             throw new IllegalArgumentException("memory tier: slot size must be > 0, was " + slotBytes);
         }
+        // the pool is allocated and touched whole right here: a cap past the machine's memory
+        // would fail the allocation with a message that names no setting, or (where the kernel
+        // overcommits) have the kernel's OOM killer end the process while it is touched
+        long machine = machineBytes();
+        if (capBytes > machine) {
+            throw new IllegalArgumentException("max_local_cpu_size " + capBytes + " bytes is more than this machine's memory ("
+                    + machine + " bytes, MemTotal in /proc/meminfo): the memory tier allocates and touches it all at the start;"
+                    + " lower it");
+        }
         long slots = capBytes / slotBytes;
         if (slots < 1) {
             throw new IllegalArgumentException("max_local_cpu_size " + capBytes + " bytes holds no chunk of "
@@ -62,12 +71,32 @@ public final class MemoryTier implements KvTier {
         }
         this.slotBytes = slotBytes;
         this.capacity = slots * slotBytes;
-        this.pool = Phoenix.open().host().allocatePinned(capacity);
+        this.pool = allocate(capacity);
         this.bytes = pool.segment().orElseThrow();
         // touch every page now, so that no store pays the page faults
         bytes.fill((byte) 0);
         for (int i = 0; i < slots; i++) {
             free.add(i);
+        }
+    }
+
+    /** The pool, or an exception that names the setting when the allocation fails. */
+    private static RegisteredBuffer allocate(long capacity) {
+        try {
+            return Phoenix.open().host().allocatePinned(capacity);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("max_local_cpu_size " + capacity + " bytes: the memory tier's pool cannot be"
+                    + " allocated (" + e.getMessage() + "); lower it", e);
+        }
+    }
+
+    /** MemTotal of /proc/meminfo in bytes, or Long.MAX_VALUE where it cannot be read. */
+    static long machineBytes() {
+        try (var lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/meminfo"))) {
+            return lines.filter(l -> l.startsWith("MemTotal:")).findFirst()
+                    .map(l -> Long.parseLong(l.replaceAll("[^0-9]", "")) * 1024).orElse(Long.MAX_VALUE);
+        } catch (java.io.IOException | java.io.UncheckedIOException | NumberFormatException e) {
+            return Long.MAX_VALUE;
         }
     }
 

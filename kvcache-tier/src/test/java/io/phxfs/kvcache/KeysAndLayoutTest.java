@@ -194,6 +194,17 @@ class KeysAndLayoutTest {
     }
 
     @Test
+    void aMemoryTierPastTheMachinesMemoryIsRefusedNamingTheSetting() throws Exception {
+        // 1e30 GB (rounded to Long.MAX_VALUE bytes) and twice the machine: refused before any allocation
+        for (String size : new String[] {"1e30", Double.toString(2.0 * MemoryTier.machineBytes() / 1e9)}) {
+            KvCacheConfig c = KvCacheConfig.load(Files.writeString(tmp.resolve("big.yaml"), "max_local_cpu_size: " + size + "\n"));
+            var e = assertThrows(IllegalArgumentException.class, () -> new KvCacheEngine(c, KvLayout.preset("tiny-llama")));
+            assertTrue(e.getMessage().startsWith("max_local_cpu_size ") && e.getMessage().contains("more than this machine's memory"),
+                    e.getMessage());
+        }
+    }
+
+    @Test
     void aLargeWriteQueueBoundAllocatesNothingUpFront() {
         // an array of the bound was allocated at the start: OutOfMemoryError; the queue's
         // contents are bounded by the memory tier's slots (each queued chunk is pinned in one)
