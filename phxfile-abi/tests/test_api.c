@@ -3,6 +3,7 @@
  * writes (host, registered and unregistered device memory, unaligned, past end
  * of file, file-system errors), properties and the Set* calls. */
 #include "harness.h"
+#include "th_cufile.h"
 #include "cufile.h"
 #include "phoenix.h"
 #include <errno.h>
@@ -12,17 +13,6 @@
 #include <unistd.h>
 
 #define FSIZE ((3u << 20) + 4321)
-
-static CUfileHandle_t reg(int fd)
-{
-    CUfileDescr_t d;
-    memset(&d, 0, sizeof d);
-    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-    d.handle.fd = fd;
-    CUfileHandle_t fh = NULL;
-    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
-    return fh;
-}
 
 /* device memory on the fake/cuda connector, host memory otherwise; *dev receives which */
 static void *dev_alloc(size_t len, int *dev)
@@ -69,7 +59,7 @@ static int scenario_implicit(void)
     CHECK_ST(cuFileDriverClose(), CU_FILE_DRIVER_NOT_INITIALIZED);
     char *path = th_make_file(4096, 1);
     int fd = open(path, O_RDONLY);
-    CUfileHandle_t fh = reg(fd);
+    CUfileHandle_t fh = th_register_fd(fd);
     CHECK_EQ(cuFileUseCount(), 1);
     char buf[4096];
     CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096);
@@ -91,7 +81,7 @@ static int scenario_implicit(void)
     CHECK_ST(cuFileDriverClose(), CU_FILE_DRIVER_NOT_INITIALIZED);
     /* and it reopens */
     CHECK_ST(cuFileDriverOpen(), CU_FILE_SUCCESS);
-    CUfileHandle_t fh2 = reg(fd);
+    CUfileHandle_t fh2 = th_register_fd(fd);
     CHECK(fh2 != fh);
     CHECK_EQ(cuFileRead(fh2, buf, 4096, 0, 0), 4096);
     CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), -CU_FILE_HANDLE_NOT_REGISTERED);
@@ -163,13 +153,13 @@ static int scenario_fork(void)
     pid_t early = fork(); /* before any open: a fresh library state */
     if (early == 0) {
         alarm(20);
-        CUfileHandle_t fh = reg(fd);
+        CUfileHandle_t fh = th_register_fd(fd);
         _exit(cuFileRead(fh, buf, 4096, 0, 0) == 4096 && th_failures == 0 ? 0 : 1);
     }
     int st = 0;
     waitpid(early, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    CUfileHandle_t fh = reg(fd);
+    CUfileHandle_t fh = th_register_fd(fd);
     CHECK_EQ(cuFileRead(fh, buf, 4096, 0, 0), 4096);
     CUfileBatchHandle_t b;
     CHECK_ST(cuFileBatchIOSetUp(&b, 4), CU_FILE_SUCCESS);
@@ -367,7 +357,7 @@ static void test_io(void)
     unsigned char *ref = malloc(FSIZE), *got = malloc(FSIZE + 8192);
     th_fill(ref, FSIZE, 3, 0);
     int fd = open(path, O_RDWR), dfd = open(path, O_RDONLY | O_DIRECT), ro = open(path, O_RDONLY);
-    CUfileHandle_t fh = reg(fd), dfh = dfd >= 0 ? reg(dfd) : NULL, rfh = reg(ro);
+    CUfileHandle_t fh = th_register_fd(fd), dfh = dfd >= 0 ? th_register_fd(dfd) : NULL, rfh = th_register_fd(ro);
 
     /* host memory, unregistered, unaligned everything */
     CHECK_EQ(cuFileRead(fh, got, 100001, 777, 3), 100001);
@@ -425,7 +415,7 @@ static void test_io(void)
     /* write from device memory to a new file, read it back through plain I/O */
     char *out = th_make_file(0, 0);
     int ofd = open(out, O_RDWR);
-    CUfileHandle_t ofh = reg(ofd);
+    CUfileHandle_t ofh = th_register_fd(ofd);
     CHECK_EQ(cuFileRead(fh, m, FSIZE, 0, 0), FSIZE);
     CHECK_EQ(cuFileWrite(ofh, m, 1 << 20, 0, 0), 1 << 20);            /* registered */
     CHECK_EQ(cuFileWrite(ofh, m, FSIZE - (1 << 20), 1 << 20, 1 << 20), FSIZE - (1 << 20)); /* overlaps its end */

@@ -4,6 +4,7 @@
  * min_nr); a failed entry; and, with reads held in pread by a gate, the timeout,
  * cancel and destroy-with-I/O-in-flight. */
 #include "harness.h"
+#include "th_cufile.h"
 #include "cufile.h"
 #include "phoenix.h"
 #include <dlfcn.h>
@@ -47,17 +48,6 @@ static void gate_release(void)
     pthread_mutex_unlock(&gate_lock);
 }
 
-static CUfileHandle_t reg(int fd)
-{
-    CUfileDescr_t d;
-    memset(&d, 0, sizeof d);
-    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-    d.handle.fd = fd;
-    CUfileHandle_t fh = NULL;
-    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
-    return fh;
-}
-
 static CUfileIOParams_t entry(CUfileHandle_t fh, CUfileOpcode_t op, void *base, off_t boff, off_t foff, size_t size, void *cookie)
 {
     CUfileIOParams_t p;
@@ -83,7 +73,7 @@ static void test_mixed_128(void)
     unsigned char *ref = malloc(fsize);
     th_fill(ref, fsize, 7, 0);
     int sfd = open(src, O_RDONLY), dfd = open(dst, O_RDWR);
-    CUfileHandle_t sfh = reg(sfd), dfh = reg(dfd);
+    CUfileHandle_t sfh = th_register_fd(sfd), dfh = th_register_fd(dfd);
     int dev = th_have_device() ? 0 : -1;
     /* memory: host (malloc), one registered region, and one nobody registered */
     unsigned char *host = malloc(fsize);
@@ -189,7 +179,7 @@ static void test_errors_and_partial_collection(void)
     unsigned char *ref = malloc(1 << 20), *buf = malloc(1 << 20);
     th_fill(ref, 1 << 20, 9, 0);
     int fd = open(src, O_RDONLY), wo = open(src, O_WRONLY);
-    CUfileHandle_t fh = reg(fd), wfh = reg(wo);
+    CUfileHandle_t fh = th_register_fd(fd), wfh = th_register_fd(wo);
     CUfileBatchHandle_t b = NULL;
     CHECK_ST(cuFileBatchIOSetUp(NULL, 4), CU_FILE_INVALID_VALUE);
     CHECK_ST(cuFileBatchIOSetUp(&b, 0), CU_FILE_INVALID_VALUE);
@@ -288,7 +278,7 @@ static int scenario_gate(void)
     unsigned char *ref = malloc(M * 4096), *buf = calloc(M, 4096);
     th_fill(ref, M * 4096, 11, 0);
     int fd = open(src, O_RDONLY);
-    CUfileHandle_t fh = reg(fd);
+    CUfileHandle_t fh = th_register_fd(fd);
     CUfileBatchHandle_t b;
     CHECK_ST(cuFileBatchIOSetUp(&b, M), CU_FILE_SUCCESS);
     CUfileIOParams_t p[M];
@@ -366,7 +356,7 @@ static void test_stale_handle(void)
     unsigned char *ref = malloc(65536), *buf = malloc(65536);
     th_fill(ref, 65536, 13, 0);
     int fd = open(src, O_RDONLY);
-    CUfileHandle_t fh = reg(fd);
+    CUfileHandle_t fh = th_register_fd(fd);
     CUfileBatchHandle_t old = NULL, cur = NULL;
     CHECK_ST(cuFileBatchIOSetUp(&old, 4), CU_FILE_SUCCESS);
     cuFileBatchIODestroy(old);

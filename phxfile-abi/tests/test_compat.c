@@ -11,6 +11,7 @@
  *   - a transfer through the base of a registered host buffer that runs past the registration
  *     is refused (CU_FILE_INVALID_MAPPING_RANGE) instead of writing past it. */
 #include "harness.h"
+#include "th_cufile.h"
 #include "cufile.h"
 #include "phoenix.h"
 #include <fcntl.h>
@@ -18,17 +19,6 @@
 
 #define FSIZE ((2u << 20) + 777)
 #define MB (1u << 20)
-
-static CUfileHandle_t reg(int fd)
-{
-    CUfileDescr_t d;
-    memset(&d, 0, sizeof d);
-    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-    d.handle.fd = fd;
-    CUfileHandle_t fh = NULL;
-    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
-    return fh;
-}
 
 /* device memory on the fake/cuda connector, host memory otherwise */
 static int dev = -1;
@@ -77,7 +67,7 @@ static int scenario_nested(void)
 {
     char *path = th_make_file(FSIZE, 5);
     int fd = open(path, O_RDWR);
-    CUfileHandle_t fh = reg(fd);
+    CUfileHandle_t fh = th_register_fd(fd);
     unsigned char *m = mem_alloc(MB);
     unsigned char *inner = m + 65536, *inner2 = m + 65536 + 4096;
 
@@ -212,7 +202,7 @@ static int scenario_host_bounds(void)
 {
     char *path = th_make_file(8 << 20, 5);
     int fd = open(path, O_RDWR);
-    CUfileHandle_t fh = reg(fd);
+    CUfileHandle_t fh = th_register_fd(fd);
     size_t alloc = 8 << 20;
     unsigned char *h = aligned_alloc(4096, alloc);
     memset(h, 0x5a, alloc);

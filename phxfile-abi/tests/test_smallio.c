@@ -3,6 +3,7 @@
  * ones on libphoenix's workers. pread and pwrite are interposed to see which thread
  * does the file I/O; every byte is checked. On the host connector only the bytes. */
 #include "harness.h"
+#include "th_cufile.h"
 #include "cufile.h"
 #include "phoenix.h"
 #include <dlfcn.h>
@@ -58,17 +59,6 @@ static int stop(void)
     return c && !o ? 1 : o && !c ? 0 : -1;
 }
 
-static CUfileHandle_t reg(int fd)
-{
-    CUfileDescr_t d;
-    memset(&d, 0, sizeof d);
-    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-    d.handle.fd = fd;
-    CUfileHandle_t fh = NULL;
-    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
-    return fh;
-}
-
 #define FSIZE ((2u << 20) + 333)
 #define BLEN (2u << 20)
 
@@ -79,7 +69,7 @@ int main(void)
     unsigned char *ref = malloc(FSIZE), *got = malloc(BLEN);
     th_fill(ref, FSIZE, 21, 0);
     int fd = open(path, O_RDWR);
-    CUfileHandle_t fh = reg(fd);
+    CUfileHandle_t fh = th_register_fd(fd);
     char *m;
     if (device) {
         CHECK_EQ(phxfs_open(0), 0);
@@ -119,7 +109,7 @@ int main(void)
     /* writes: a small one on the caller's thread, bytes checked through plain I/O */
     char *out = th_make_file(0, 0);
     int ofd = open(out, O_RDWR);
-    CUfileHandle_t ofh = reg(ofd);
+    CUfileHandle_t ofh = th_register_fd(ofd);
     CHECK_EQ(cuFileRead(fh, m, 100000, 777, 11), 100000);
     start();
     CHECK_EQ(cuFileWrite(ofh, m, 4096, 4096, 11), 4096);

@@ -3,6 +3,7 @@
  * cuFileStreamRegister), their errors, and upstream's phxFile* ABI. On the host
  * connector streams run at enqueue, so only the values' effect is checked. */
 #include "harness.h"
+#include "th_cufile.h"
 #include "cufile.h"
 #include "phxfile.h"
 #include "phoenix.h"
@@ -12,17 +13,6 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-static CUfileHandle_t reg(int fd)
-{
-    CUfileDescr_t d;
-    memset(&d, 0, sizeof d);
-    d.type = CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-    d.handle.fd = fd;
-    CUfileHandle_t fh = NULL;
-    CHECK_ST(cuFileHandleRegister(&fh, &d), CU_FILE_SUCCESS);
-    return fh;
-}
 
 /* On the fake and emu devices the stream stops while this file exists (PHX_FAKE_HOLD_FILE),
  * so the late-bound cells change before the stream gets there whatever the timing; on a GPU
@@ -51,7 +41,7 @@ int main(void)
     unsigned char *ref = malloc(fsize), *got = malloc(fsize + 65536);
     th_fill(ref, fsize, 5, 0);
     int fd = open(path, O_RDONLY), ofd = open(out, O_RDWR);
-    CUfileHandle_t fh = reg(fd), ofh = reg(ofd);
+    CUfileHandle_t fh = th_register_fd(fd), ofh = th_register_fd(ofd);
     CHECK_EQ(phxfs_open(0), 0);
     phxfs_device_info_t info;
     CHECK_EQ(phxfs_get_device_info(0, &info), 0);
