@@ -56,7 +56,7 @@ step "C tests (plain)" "$logs/c-plain.log" run_ctest build/c-plain
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 CTEST_ARGS="-E test_bounds" \
   step "C tests (AddressSanitizer with leak detection + UndefinedBehaviorSanitizer)" "$logs/c-asan.log" \
   run_ctest build/c-asan -DPHX_SANITIZE=ON
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" CTEST_ARGS="-E test_bounds" \
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/phoenix-native/tests/tsan.supp" CTEST_ARGS="-E test_bounds" \
   step "C tests (ThreadSanitizer)" "$logs/c-tsan.log" run_ctest build/c-tsan -DPHX_TSAN=ON
 
 # The cuFile-compatible library (phxfile-abi, with its own libphoenix build): its tests on the
@@ -72,7 +72,7 @@ step "cuFile-compatible library (phxfile-abi) tests (plain)" "$logs/phxfile-plai
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   step "cuFile-compatible library tests (AddressSanitizer with leak detection + UndefinedBehaviorSanitizer)" \
   "$logs/phxfile-asan.log" run_phxfile_ctest build/phxfile-asan -DPHX_SANITIZE=ON
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/phoenix-native/tests/tsan.supp" \
   step "cuFile-compatible library tests (ThreadSanitizer)" "$logs/phxfile-tsan.log" run_phxfile_ctest build/phxfile-tsan -DPHX_TSAN=ON
 # Every CMake build type builds with -Wall -Wextra -Werror: what gcc warns about changes with
 # the optimisation level (-O0 for none and Debug, -O2, -Os). RelWithDebInfo is built above;
