@@ -198,6 +198,16 @@ public final class HfConfig {
     }
 
     /**
+     * A field as parsed, for shapes the typed getters do not cover (lists, say).
+     *
+     * @param name the field
+     * @return its value, null when absent or null
+     */
+    Object value(String name) {
+        return root.get(name);
+    }
+
+    /**
      * A nested object.
      *
      * @param name the field

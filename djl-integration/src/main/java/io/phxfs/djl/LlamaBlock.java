@@ -6,14 +6,19 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
-import java.util.Map;
 
 /**
- * Llama ({@code model_type: llama}) from DJL operations: RMSNorm, rotary position embeddings (the default rope type, Hugging
- * Face's rotate-half layout), grouped-query attention ({@code num_key_value_heads} below
+ * The Llama family from DJL operations: Llama ({@code model_type: llama}, with its optional
+ * {@code attention_bias} and {@code mlp_bias}), Mistral ({@code mistral}), Qwen2 and Qwen2.5
+ * ({@code qwen2}: biased query, key and value projections) and Qwen3 ({@code qwen3}: queries and
+ * keys RMS-normalised per head). RMSNorm, rotary position embeddings in Hugging Face's
+ * rotate-half layout ({@code default}, {@code linear} or {@code llama3} frequencies: see
+ * {@link RotaryFrequencies}), grouped-query attention ({@code num_key_value_heads} below
  * {@code num_attention_heads}) and the SiLU-gated MLP. The LM head is {@code lm_head.weight},
- * or the token embedding when {@code tie_word_embeddings} is true. Computation is in the
- * block's dtype (float32 unless asked), RMSNorm and softmax in float32 as transformers does.
+ * or the token embedding when {@code tie_word_embeddings} is true. A model with a sliding
+ * attention window is computed up to the window's length (see {@link LlamaFamily#contextLength}).
+ * Computation is in the block's dtype (float32 unless asked), RMSNorm and softmax in float32 as
+ * transformers does.
  */
 public final class LlamaBlock extends CausalLmBlock {
     private final int heads;
@@ -21,6 +26,7 @@ public final class LlamaBlock extends CausalLmBlock {
     private final int headDim;
     private final int width;
     private final int positions;
+    private final LlamaFamily family;
     private final double eps;
     private final float[] invFreq;
     private final NDArray embed;
@@ -28,8 +34,16 @@ public final class LlamaBlock extends CausalLmBlock {
     private final NDArray normW;
     private final Layer[] layer;
 
-    private record Layer(NDArray inNorm, NDArray q, NDArray k, NDArray v, NDArray o, NDArray postNorm,
-                         NDArray gate, NDArray up, NDArray down) {
+    private record Layer(NDArray inNorm, Linear q, Linear k, Linear v, Linear o, NDArray qNorm, NDArray kNorm,
+                         NDArray postNorm, Linear gate, Linear up, Linear down) {
+    }
+
+    /** A projection: {@code [in, out]} (a view of the checkpoint's {@code [out, in]}) and its bias or null. */
+    private record Linear(NDArray w, NDArray b) {
+        NDArray apply(NDArray x) {
+            NDArray y = x.matMul(w);
+            return b == null ? y : y.add(b);
+        }
     }
 
     /**
@@ -69,11 +83,12 @@ public final class LlamaBlock extends CausalLmBlock {
      */
     public LlamaBlock(PhoenixWeights weights, HfConfig config, NDManager manager, boolean bf16RopeFrequencies, DataType dtype) {
         super(weights, config, manager, config.integer("num_hidden_layers"), config.integer("vocab_size"), dtype);
+        family = LlamaFamily.of(config);
         heads = config.integer("num_attention_heads");
         kvHeads = config.optInteger("num_key_value_heads").orElse(heads);
         width = config.integer("hidden_size");
         headDim = config.optInteger("head_dim").orElse(width / heads);
-        positions = config.integer("max_position_embeddings");
+        positions = family.contextLength(config.integer("max_position_embeddings"));
         eps = config.number("rms_norm_eps", 1e-6);
         if (heads % kvHeads != 0) {
             throw new IllegalArgumentException(config.file() + ": num_attention_heads " + heads
@@ -82,45 +97,37 @@ public final class LlamaBlock extends CausalLmBlock {
         if (headDim % 2 != 0) {
             throw new IllegalArgumentException(config.file() + ": head_dim " + headDim + " is odd; rotary embeddings need pairs");
         }
-        if (config.bool("attention_bias", false) || config.bool("mlp_bias", false)) {
-            throw new IllegalArgumentException(config.file() + ": attention_bias/mlp_bias true is not supported");
-        }
         String act = config.string("hidden_act").orElse("silu");
         if (!act.equals("silu")) {
             throw new IllegalArgumentException(config.file() + ": \"hidden_act\" " + act + " is not supported (silu)");
         }
-        // transformers 5 keeps rope settings in rope_parameters, earlier versions at the top level
-        Map<String, Object> rope = config.object("rope_parameters");
-        if (rope.isEmpty()) {
-            rope = config.object("rope_scaling");
-        }
-        Object type = rope.getOrDefault("rope_type", rope.getOrDefault("type", "default"));
-        if (type != null && !"default".equals(type)) {
-            throw new IllegalArgumentException(config.file() + ": rope type " + type + " is not supported (default)");
-        }
-        double theta = rope.get("rope_theta") instanceof Number n ? n.doubleValue() : config.number("rope_theta", 10000.0);
-        invFreq = new float[headDim / 2];
-        for (int i = 0; i < invFreq.length; i++) {
-            // as transformers computes it: float32 of theta^(2i/d)
-            invFreq[i] = (float) (1.0 / Math.pow(theta, (2.0 * i) / headDim));
-            if (bf16RopeFrequencies) {
-                int bits = Float.floatToIntBits(invFreq[i]);
-                invFreq[i] = Float.intBitsToFloat((bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000); // round to nearest even
-            }
-        }
+        invFreq = RotaryFrequencies.of(config, headDim, bf16RopeFrequencies);
         embed = weight("model.embed_tokens.weight", Parameter.Type.WEIGHT);
         layer = new Layer[layers()];
         for (int i = 0; i < layer.length; i++) {
             String l = "model.layers." + i + ".";
+            String a = l + "self_attn.";
             layer[i] = new Layer(weight(l + "input_layernorm.weight", Parameter.Type.GAMMA),
-                    linear(l + "self_attn.q_proj.weight"), linear(l + "self_attn.k_proj.weight"),
-                    linear(l + "self_attn.v_proj.weight"), linear(l + "self_attn.o_proj.weight"),
+                    linear(a + "q_proj", family.qkvBias()), linear(a + "k_proj", family.qkvBias()),
+                    linear(a + "v_proj", family.qkvBias()), linear(a + "o_proj", family.outBias()),
+                    family.qkNorm() ? weight(a + "q_norm.weight", Parameter.Type.GAMMA) : null,
+                    family.qkNorm() ? weight(a + "k_norm.weight", Parameter.Type.GAMMA) : null,
                     weight(l + "post_attention_layernorm.weight", Parameter.Type.GAMMA),
-                    linear(l + "mlp.gate_proj.weight"), linear(l + "mlp.up_proj.weight"), linear(l + "mlp.down_proj.weight"));
+                    linear(l + "mlp.gate_proj", family.mlpBias()), linear(l + "mlp.up_proj", family.mlpBias()),
+                    linear(l + "mlp.down_proj", family.mlpBias()));
         }
         normW = weight("model.norm.weight", Parameter.Type.GAMMA);
         boolean tied = config.bool("tie_word_embeddings", false);
-        head = tied ? transposed(embed) : linear("lm_head.weight");
+        head = tied ? transposed(embed) : linear("lm_head", false).w();
+    }
+
+    /**
+     * The family member the config describes.
+     *
+     * @return its model type and what sets it apart
+     */
+    LlamaFamily family() {
+        return family;
     }
 
     @Override
@@ -138,9 +145,21 @@ public final class LlamaBlock extends CausalLmBlock {
         return positions;
     }
 
-    /** A Linear weight {@code [out, in]} as {@code [in, out]} for x.matMul (a view). */
-    private NDArray linear(String name) {
-        return transposed(weight(name, Parameter.Type.WEIGHT));
+    /** A Linear module's weight {@code [out, in]} as {@code [in, out]} for x.matMul (a view), with its bias when it has one. */
+    private Linear linear(String module, boolean bias) {
+        NDArray w = transposed(weight(module + ".weight", Parameter.Type.WEIGHT));
+        return new Linear(w, bias ? weight(module + ".bias", Parameter.Type.BIAS) : null);
+    }
+
+    private String contextLimit() {
+        return config.file() + (family.window() > 0 && family.window() == positions
+                ? " has sliding_window " + positions + " (computed as full attention, so up to the window)"
+                : " has max_position_embeddings " + positions);
+    }
+
+    /** Qwen3's per-head RMSNorm of {@code x [.., heads, headDim]}, or x itself for the others. */
+    private NDArray headNorm(NDArray x, NDArray w) {
+        return w == null ? x : rmsNorm(x, w);
     }
 
     private NDArray transposed(NDArray w) {
@@ -194,8 +213,7 @@ public final class LlamaBlock extends CausalLmBlock {
         int b = past.length;
         for (int r = 0; r < b; r++) {
             if (past[r] + 1 > positions) {
-                throw new IllegalArgumentException(past[r] + 1 + " positions: " + config.file()
-                        + " has max_position_embeddings " + positions);
+                throw new IllegalArgumentException(past[r] + 1 + " positions: " + contextLimit());
             }
         }
         NDArray[] cs = rotaryTables(ids.getManager(), past, new Shape(b, 1, headDim));
@@ -205,12 +223,12 @@ public final class LlamaBlock extends CausalLmBlock {
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
             NDArray h = rmsNorm(x, l.inNorm);
-            NDArray q = rope(h.matMul(l.q).reshape(b, heads, headDim), cosA, sinA);
-            NDArray k = rope(h.matMul(l.k).reshape(b, kvHeads, headDim), cosA, sinA);
-            NDArray v = h.matMul(l.v).reshape(b, kvHeads, headDim);
-            x = x.add(Attention.step(q, k, v, caches, i, dtype).matMul(l.o));
+            NDArray q = rope(headNorm(l.q.apply(h).reshape(b, heads, headDim), l.qNorm), cosA, sinA);
+            NDArray k = rope(headNorm(l.k.apply(h).reshape(b, kvHeads, headDim), l.kNorm), cosA, sinA);
+            NDArray v = l.v.apply(h).reshape(b, kvHeads, headDim);
+            x = x.add(l.o.apply(Attention.step(q, k, v, caches, i, dtype)));
             h = rmsNorm(x, l.postNorm);
-            x = x.add(silu(h.matMul(l.gate)).mul(h.matMul(l.up)).matMul(l.down));
+            x = x.add(l.down.apply(silu(l.gate.apply(h)).mul(l.up.apply(h))));
         }
         return Precision.to(rmsNorm(x, normW).matMul(head), DataType.FLOAT32);
     }
@@ -218,8 +236,7 @@ public final class LlamaBlock extends CausalLmBlock {
     @Override
     protected NDArray compute(NDArray ids, int tokens, int past, KvCache cache, int rows) {
         if (past + tokens > positions) {
-            throw new IllegalArgumentException(past + tokens + " positions: " + config.file()
-                    + " has max_position_embeddings " + positions);
+            throw new IllegalArgumentException(past + tokens + " positions: " + contextLimit());
         }
         NDManager m = ids.getManager();
         int[] at = new int[tokens];
@@ -235,14 +252,14 @@ public final class LlamaBlock extends CausalLmBlock {
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
             NDArray h = rmsNorm(x, l.inNorm);
-            NDArray q = rope(h.matMul(l.q).reshape(tokens, heads, headDim).transpose(1, 0, 2), cosA, sinA);
-            NDArray k = rope(h.matMul(l.k).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2), cosA, sinA);
-            NDArray v = h.matMul(l.v).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
+            NDArray q = rope(headNorm(l.q.apply(h).reshape(tokens, heads, headDim), l.qNorm).transpose(1, 0, 2), cosA, sinA);
+            NDArray k = rope(headNorm(l.k.apply(h).reshape(tokens, kvHeads, headDim), l.kNorm).transpose(1, 0, 2), cosA, sinA);
+            NDArray v = l.v.apply(h).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
             NDArray a = (cache == null ? Attention.full(q, k, v, mask, dtype) : Attention.cached(q, k, v, cache, i, dtype, mask))
                     .transpose(1, 0, 2).reshape(tokens, (long) heads * headDim);
-            x = x.add(a.matMul(l.o));
+            x = x.add(l.o.apply(a));
             h = rmsNorm(x, l.postNorm);
-            x = x.add(silu(h.matMul(l.gate)).mul(h.matMul(l.up)).matMul(l.down));
+            x = x.add(l.down.apply(silu(l.gate.apply(h)).mul(l.up.apply(h))));
         }
         return lmHead(x, h -> rmsNorm(h, normW), head, rows);
     }

@@ -24,8 +24,8 @@ import java.util.Map;
  * GPU's memory and wrapped there, and the block computes there in the checkpoint's dtype: that needs a CUDA
  * libtorch with DJL's JNI built for it (see the README: On a GPU machine).
  *
- * <p>Supported {@code model_type}s: {@code gpt2} ({@link Gpt2Block}) and {@code llama}
- * ({@link LlamaBlock}). The weights close with the model.
+ * <p>Supported {@code model_type}s: {@code gpt2} ({@link Gpt2Block}) and the Llama family,
+ * {@code llama}, {@code mistral}, {@code qwen2} and {@code qwen3} ({@link LlamaBlock}). The weights close with the model.
  */
 public final class PhoenixBlockFactory implements BlockFactory {
     private static final long serialVersionUID = 1L;
@@ -146,9 +146,9 @@ public final class PhoenixBlockFactory implements BlockFactory {
         }
         HfConfig config = HfConfig.read(dir);
         String type = config.modelType();
-        if (!type.equals("gpt2") && !type.equals("llama")) {
+        if (!type.equals("gpt2") && !LlamaFamily.TYPES.contains(type)) {
             throw new IllegalArgumentException(config.file() + ": model_type \"" + type
-                    + "\" is not supported (gpt2, llama)");
+                    + "\" is not supported (gpt2, llama, mistral, qwen2, qwen3)");
         }
         ai.djl.Device device = model.getNDManager().getDevice();
         // a model on a GPU gets its weights read straight into that GPU's memory

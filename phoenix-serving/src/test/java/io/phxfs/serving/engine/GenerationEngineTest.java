@@ -79,6 +79,43 @@ class GenerationEngineTest {
         }
     }
 
+    /**
+     * The Llama family's members (transformers' logits and greedy tokens in expected_logits.json,
+     * scripts/gpu/families_reference.py) through the engine: prefill, batched decode and its KV
+     * cache, alone and all at once. The fixtures have no tokenizer of their own (the engine needs
+     * one for text), so tiny-chat-llama's is put beside each: its ids cover their vocabularies.
+     */
+    @Test
+    void llamaFamilyMembersGiveTransformersGreedyTokensAloneAndAllAtOnce() throws Exception {
+        String[] fixtures = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral"};
+        for (String f : fixtures) {
+            Path dir = tmp.resolve(f);
+            Files.createDirectories(dir);
+            try (Stream<Path> s = Files.list(Fixtures.dir(f))) {
+                for (Path file : (Iterable<Path>) s::iterator) {
+                    Files.copy(file, dir.resolve(file.getFileName()));
+                }
+            }
+            Files.copy(Fixtures.dir("tiny-chat-llama").resolve("tokenizer.json"), dir.resolve("tokenizer.json"));
+            JsonNode ref = new com.fasterxml.jackson.databind.ObjectMapper().readTree(dir.resolve("expected_logits.json").toFile());
+            int[] ids = Fixtures.ints(ref.get("input_ids").get(0));
+            int[] want = Fixtures.ints(ref.get("generate_8_greedy"));
+            try (GenerationEngine e = GenerationEngine.open(EngineConfig.of(dir))) {
+                assertArrayEquals(want, run(e, new GenerationRequest("t" + counter++, ids,
+                        new SamplingParams(0, 1, 0, null, 8, List.of(), true), null)).tokens(), f);
+                List<Collector> cs = new ArrayList<>();
+                for (int i = 0; i < 3; i++) {
+                    Collector col = new Collector();
+                    e.submit(new GenerationRequest("t" + counter++, ids, new SamplingParams(0, 1, 0, null, 8, List.of(), true), null), col);
+                    cs.add(col);
+                }
+                for (Collector col : cs) {
+                    assertArrayEquals(want, col.await().tokens(), f + " in a batch of 3");
+                }
+            }
+        }
+    }
+
     private KvCacheConfig memoryTier() {
         return KvCacheConfig.builder().localCpu(true).maxLocalCpuBytes(64L << 20).build();
     }

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Tiny checkpoints of the Llama family's relatives, written by transformers, with the logits
+transformers computes for them: the fixtures of the DJL blocks' architecture variants.
+
+Each is 2 layers, 64 wide, vocab 512, bf16 on disk, every parameter random (fixed seed) and
+perturbed after transformers' own init, so that biases and norm weights, which transformers
+initialises to 0 and 1, are not neutral and a block that skipped them would be seen:
+
+  tiny-llama3        rope_type llama3 (Llama 3.1/3.2), original context 64 so that the head
+                     dimension's 8 frequencies fall in all three of its bands; tied embeddings
+  tiny-llama-bias    attention_bias and mlp_bias true (Llama-derived checkpoints that use them)
+  tiny-llama-linear  rope_type linear, factor 4
+  tiny-qwen2         Qwen2/Qwen2.5: q/k/v biases, rope_theta 1e6, tied embeddings, no sliding window
+  tiny-qwen3         Qwen3: per-head RMSNorm of queries and keys, head_dim 32 (not hidden/heads)
+  tiny-mistral       Mistral: sliding_window 32 (a context of at most 32 is exactly full attention)
+
+expected_logits.json (as tiny-llama's): transformers' float32 forward over the bf16 weights upcast
+(lossless), logits of `input_ids` per position, and 8 greedy tokens with and without the KV cache.
+
+Usage: python3 families_reference.py OUT_ROOT
+"""
+import json
+import os
+import sys
+
+import torch
+import transformers
+from transformers import AutoModelForCausalLM
+
+IDS = [1, 7, 42, 300, 5, 99, 511, 0, 3, 17, 250, 64, 128, 9, 77, 401]
+COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, vocab_size=512, rms_norm_eps=1e-6, bos_token_id=1, eos_token_id=2)
+
+
+def families():
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+    return {
+        "tiny-llama3": LlamaConfig(**COMMON, head_dim=16, max_position_embeddings=2048, tie_word_embeddings=True,
+                                   rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
+                                                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                    "original_max_position_embeddings": 64}),
+        "tiny-llama-bias": LlamaConfig(**COMMON, head_dim=16, max_position_embeddings=1024, attention_bias=True,
+                                       mlp_bias=True),
+        "tiny-llama-linear": LlamaConfig(**COMMON, head_dim=16, max_position_embeddings=4096,
+                                         rope_parameters={"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0}),
+        "tiny-qwen2": Qwen2Config(**COMMON, max_position_embeddings=1024, tie_word_embeddings=True,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                                  use_sliding_window=False, sliding_window=4096, max_window_layers=2),
+        "tiny-qwen3": Qwen3Config(**COMMON, head_dim=32, max_position_embeddings=1024, tie_word_embeddings=True,
+                                  rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                                  use_sliding_window=False),
+        "tiny-mistral": MistralConfig(**COMMON, head_dim=16, max_position_embeddings=1024, sliding_window=32,
+                                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+    }
+
+
+def perturb(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g)
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.2 * noise)
+            elif name.endswith("bias"):
+                p.copy_(0.2 * noise)
+            else:
+                p.copy_(0.1 * noise)
+
+
+def write(name, config, root, seed):
+    d = os.path.join(root, name)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    perturb(model, seed)
+    model.to(torch.bfloat16).save_pretrained(d)
+    # the reference reads back what was written: bf16 upcast to float32, exactly
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    result = {"input_ids": [IDS], "dtype": "float32 forward over bf16 weights upcast", "torch": torch.__version__,
+              "transformers": transformers.__version__}
+    with torch.no_grad():
+        x = torch.tensor([IDS])
+        result["logits"] = model(x).logits[0].tolist()
+        if torch.cuda.is_available():
+            gpu = model.to("cuda")(x.to("cuda")).logits[0].cpu()
+            result["max_abs_diff_cpu_vs_cuda"] = float((gpu - torch.tensor(result["logits"])).abs().max())
+            model = model.to("cpu")
+        # the mask is given: generate would otherwise take the id equal to pad_token_id for padding
+        kw = dict(attention_mask=torch.ones_like(x), max_new_tokens=8, min_new_tokens=8, do_sample=False,
+                  eos_token_id=None, pad_token_id=0)
+        result["generate_8_greedy"] = model.generate(x, use_cache=True, **kw)[0, len(IDS):].tolist()
+        result["generate_8_greedy_no_cache"] = model.generate(x, use_cache=False, **kw)[0, len(IDS):].tolist()
+        if result["generate_8_greedy"][0] != int(torch.tensor(result["logits"][-1]).argmax()):
+            raise AssertionError("generate's first token is not the argmax of the forward's last logits")
+    with open(os.path.join(d, "expected_logits.json"), "w") as f:
+        json.dump(result, f)
+    print(name, "logits", len(result["logits"]), "x", len(result["logits"][0]), "greedy", result["generate_8_greedy"],
+          result["generate_8_greedy_no_cache"], "cpu/cuda", result.get("max_abs_diff_cpu_vs_cuda"), flush=True)
+
+
+def main():
+    root = sys.argv[1]
+    os.makedirs(root, exist_ok=True)
+    failed = 0
+    for i, (name, config) in enumerate(families().items()):
+        try:
+            write(name, config, root, 1000 + i)
+        except Exception as e:  # the others are still worth having
+            print(name, "FAILED", type(e).__name__, e, flush=True)
+            failed += 1
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
