@@ -38,17 +38,23 @@ phx=("$java" --enable-native-access=ALL-UNNAMED -cp "$jar" io.phxfs.cli.PhoenixC
 work=/tmp/djl-gpu-work; rm -rf "$work"; mkdir -p "$work"
 trap 'tar -C /tmp -czf "$out/djl-gpu-details.tgz" djl-gpu-work 2>/dev/null' EXIT
 ref=scripts/gpu/djl_gpu_reference.py
+# the checkpoints: .gpu/fixtures (prepare-djl.sh), or FIXTURES=testdata/fixtures where the carry has no room for a copy
+fixtures=${FIXTURES:-.gpu/fixtures}
 
 if [[ " $modes " == *" correctness "* ]]; then
   step "correctness: djl-run --device 0 against transformers on the same GPU"
   ids=1,7,42,300,5,9,11,13,100,200,250,17
   : > "$out/correctness.jsonl"
   cases="tiny-llama:bfloat16 tiny-gpt2:bfloat16 tiny-gpt2-sharded:bfloat16 tiny-chat-llama:bfloat16 tiny-chat-gpt2:bfloat16
-         tiny-llama:float32 tiny-gpt2-sharded:float32 tiny-chat-llama:float16"
-  timeout 400 python3 $ref references .gpu/fixtures $ids 16 "$work" $cases > "$work/references.log" 2>&1 \
+         tiny-llama:float32 tiny-gpt2-sharded:float32 tiny-chat-llama:float16
+         tiny-llama3:bfloat16 tiny-llama-bias:bfloat16 tiny-llama-linear:bfloat16 tiny-qwen2:bfloat16 tiny-qwen3:bfloat16
+         tiny-mistral:bfloat16 tiny-qwen3:float32"
+  # CASES=... runs those only (the Llama family's members, say)
+  cases=${CASES:-$cases}
+  timeout 400 python3 $ref references $fixtures $ids 16 "$work" $cases > "$work/references.log" 2>&1 \
     || { echo "transformers references failed"; tail -20 "$work/references.log"; status=1; }
   for c in $cases; do
-    f=${c%%:*}; dt=${c##*:}; d=.gpu/fixtures/$f; tag=$f-$dt
+    f=${c%%:*}; dt=${c##*:}; d=$fixtures/$f; tag=$f-$dt
     timeout 300 "${phx[@]}" djl-run "$d" --device 0 --dtype "$dt" --ids $ids --generate 16 --repeat 1 --json --json-last-logits \
       > "$work/ours-$tag.json" 2> "$work/ours-$tag.log" \
       || { echo "$tag: djl-run failed"; tail -20 "$work/ours-$tag.log"; status=1; continue; }
@@ -60,7 +66,7 @@ if [[ " $modes " == *" bench8b "* || " $modes " == *" routes "* ]]; then
   m=/tmp/llama8b; f16=/tmp/llama8b-f16
   step "bench8b: writing a Llama-3.1-8B-shaped bf16 checkpoint (4 shards)"
   [ -f $m/config.json ] || timeout 600 "${phx[@]}" gen-model $m --size 16g --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 \
-      --vocab 128256 --context 8192 --shards 4 --tokenizer .gpu/fixtures/tiny-chat-llama 2>&1 | tail -3
+      --vocab 128256 --context 8192 --shards 4 --tokenizer $fixtures/tiny-chat-llama 2>&1 | tail -3
   du -sh $m; ls $m
   cat $m/*.safetensors > /dev/null # page cache warm
   ids=1,2,3,4,5,6,7,8
@@ -91,7 +97,7 @@ if [[ " $modes " == *" serve8k "* ]]; then
   m=/tmp/llama8b
   step "serve8k: phoenix serve --device 0 over the 8B-shaped checkpoint, an 8,000-token shared prefix"
   [ -f $m/config.json ] || timeout 600 "${phx[@]}" gen-model $m --size 16g --hidden 4096 --intermediate 14336 --heads 32 --kv-heads 8 \
-      --vocab 128256 --context 8192 --shards 4 --tokenizer .gpu/fixtures/tiny-chat-llama 2>&1 | tail -1
+      --vocab 128256 --context 8192 --shards 4 --tokenizer $fixtures/tiny-chat-llama 2>&1 | tail -1
   cat $m/*.safetensors > /dev/null
   PHX_SERVE_TRACE=1 timeout 500 "${phx[@]}" serve-bench $m --device 0 --requests ${SERVE_REQUESTS:-4} --concurrency ${SERVE_CONC:-1} --prefix-tokens 8000 --suffix-tokens 32 \
       --max-tokens 16 --tiers ${SERVE_TIERS:-off,memory,disk} > "$out/serve8k.txt" 2> "$work/serve8k.log" \
@@ -100,7 +106,7 @@ if [[ " $modes " == *" serve8k "* ]]; then
   grep "trace" "$work/serve8k.log" | tail -16
   # a real fixture in its own dtype: each tier's greedy text against the tier off's, on the GPU
   step "serve8k: serve-bench --device 0 on tiny-chat-llama (float32), each tier's text against the tier off"
-  timeout 240 "${phx[@]}" serve-bench .gpu/fixtures/tiny-chat-llama --device 0 --requests 4 --concurrency 1,4 --prefix-tokens 1200 \
+  timeout 240 "${phx[@]}" serve-bench $fixtures/tiny-chat-llama --device 0 --requests 4 --concurrency 1,4 --prefix-tokens 1200 \
       --suffix-tokens 16 --max-tokens 24 --tiers off,memory,disk > "$out/serve-fixture.txt" 2> "$work/serve-fixture.log" \
     || { echo "serve-bench (fixture) failed"; tail -30 "$work/serve-fixture.log"; status=1; }
   cat "$out/serve-fixture.txt"
