@@ -13,11 +13,15 @@ initialises to 0 and 1, are not neutral and a block that skipped them would be s
   tiny-qwen2         Qwen2/Qwen2.5: q/k/v biases, rope_theta 1e6, tied embeddings, no sliding window
   tiny-qwen3         Qwen3: per-head RMSNorm of queries and keys, head_dim 32 (not hidden/heads)
   tiny-mistral       Mistral: sliding_window 32 (a context of at most 32 is exactly full attention)
+  tiny-qwen2-yarn    Qwen2 with rope_type yarn (Qwen2.5's long-context setting): factor 4 against an
+                     original context of 256 while max_position_embeddings is 2048, so a block that
+                     took the factor from the other of the two would be seen; attention factor default
 
 expected_logits.json (as tiny-llama's): transformers' float32 forward over the bf16 weights upcast
-(lossless), logits of `input_ids` per position, and 8 greedy tokens with and without the KV cache.
+(lossless), logits of `input_ids` per position, and 8 greedy tokens with and without the KV cache;
+plus the rotary embedding's `inv_freq` and `attention_scaling` as transformers computed them.
 
-Usage: python3 families_reference.py OUT_ROOT
+Usage: python3 families_reference.py OUT_ROOT [NAME...]
 """
 import json
 import os
@@ -51,6 +55,10 @@ def families():
                                   use_sliding_window=False),
         "tiny-mistral": MistralConfig(**COMMON, head_dim=16, max_position_embeddings=1024, sliding_window=32,
                                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        "tiny-qwen2-yarn": Qwen2Config(**COMMON, max_position_embeddings=2048, tie_word_embeddings=True,
+                                       rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                                                        "original_max_position_embeddings": 256},
+                                       use_sliding_window=False),
     }
 
 
@@ -77,6 +85,9 @@ def write(name, config, root, seed):
     model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
     result = {"input_ids": [IDS], "dtype": "float32 forward over bf16 weights upcast", "torch": torch.__version__,
               "transformers": transformers.__version__}
+    rotary = model.model.rotary_emb  # what the rope type made of the config: the frequencies and cos/sin's scale
+    result["inv_freq"] = rotary.inv_freq.tolist()
+    result["attention_scaling"] = float(rotary.attention_scaling)
     with torch.no_grad():
         x = torch.tensor([IDS])
         result["logits"] = model(x).logits[0].tolist()
@@ -99,9 +110,12 @@ def write(name, config, root, seed):
 
 def main():
     root = sys.argv[1]
+    only = sys.argv[2:]  # names: those only (each keeps its seed)
     os.makedirs(root, exist_ok=True)
     failed = 0
     for i, (name, config) in enumerate(families().items()):
+        if only and name not in only:
+            continue
         try:
             write(name, config, root, 1000 + i)
         except Exception as e:  # the others are still worth having

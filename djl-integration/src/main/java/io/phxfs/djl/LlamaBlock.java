@@ -29,6 +29,7 @@ public final class LlamaBlock extends CausalLmBlock {
     private final LlamaFamily family;
     private final double eps;
     private final float[] invFreq;
+    private final float ropeScaling;
     private final NDArray embed;
     private final NDArray head;
     private final NDArray normW;
@@ -101,7 +102,9 @@ public final class LlamaBlock extends CausalLmBlock {
         if (!act.equals("silu")) {
             throw new IllegalArgumentException(config.file() + ": \"hidden_act\" " + act + " is not supported (silu)");
         }
-        invFreq = RotaryFrequencies.of(config, headDim, bf16RopeFrequencies);
+        RotaryFrequencies rope = RotaryFrequencies.of(config, headDim, bf16RopeFrequencies);
+        invFreq = rope.invFreq();
+        ropeScaling = rope.scaling();
         embed = weight("model.embed_tokens.weight", Parameter.Type.WEIGHT);
         layer = new Layer[layers()];
         for (int i = 0; i < layer.length; i++) {
@@ -196,8 +199,9 @@ public final class LlamaBlock extends CausalLmBlock {
             for (int i = 0; i < half; i++) {
                 // as transformers computes it: float32 position times float32 frequency
                 float angle = (float) at[r] * invFreq[i];
-                float c = (float) Math.cos(angle);
-                float sn = (float) Math.sin(angle);
+                // transformers scales them in float32 (YaRN's attention factor; 1 otherwise)
+                float c = (float) Math.cos(angle) * ropeScaling;
+                float sn = (float) Math.sin(angle) * ropeScaling;
                 cos[r * headDim + i] = c;
                 cos[r * headDim + half + i] = c;
                 sin[r * headDim + i] = sn;

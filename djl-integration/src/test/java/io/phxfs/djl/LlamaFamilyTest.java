@@ -35,10 +35,29 @@ class LlamaFamilyTest {
      * only (transformers' own CPU and CUDA runs differ by 2e-6 on these).
      */
     @ParameterizedTest
-    @ValueSource(strings = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral"})
+    @ValueSource(strings = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral",
+        "tiny-qwen2-yarn"})
     void logitsAndGreedyTokensMatchTransformers(String fixture) throws Exception {
         JsonNode ref = TestFixtures.json(fixture + "/expected_logits.json");
         assertLogitsMatch(TestFixtures.file(fixture), ref, fixture);
+    }
+
+    /** The rope type's frequencies and cos/sin scale against the ones transformers' rotary embedding held. */
+    @ParameterizedTest
+    @ValueSource(strings = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral",
+        "tiny-qwen2-yarn"})
+    void rotaryFrequenciesAndScaleAreTransformers(String fixture) throws Exception {
+        JsonNode ref = TestFixtures.json(fixture + "/expected_logits.json");
+        HfConfig config = HfConfig.read(TestFixtures.file(fixture));
+        int headDim = config.optInteger("head_dim").orElse(config.integer("hidden_size") / config.integer("num_attention_heads"));
+        RotaryFrequencies rope = RotaryFrequencies.of(config, headDim, false);
+        JsonNode want = ref.get("inv_freq");
+        assertEquals(want.size(), rope.invFreq().length);
+        for (int i = 0; i < want.size(); i++) {
+            float w = want.get(i).floatValue();
+            assertEquals(w, rope.invFreq()[i], Math.abs(w) * 2e-7, fixture + " inv_freq[" + i + "]");
+        }
+        assertEquals(ref.get("attention_scaling").doubleValue(), rope.scaling(), 1e-6, fixture + " attention_scaling");
     }
 
     private static void assertLogitsMatch(Path dir, JsonNode ref, String what) throws Exception {
@@ -96,9 +115,9 @@ class LlamaFamilyTest {
         }
     }
 
-    /** Rope types whose angles depend on the sequence or that scale attention would give other logits if computed as default. */
+    /** Rope types whose angles depend on the sequence would give other logits if computed as another type. */
     @ParameterizedTest
-    @ValueSource(strings = {"yarn", "dynamic", "longrope", "su"})
+    @ValueSource(strings = {"dynamic", "longrope", "su"})
     void anUnsupportedRopeTypeIsRefusedNamingTheField(String type, @TempDir Path tmp) throws Exception {
         Path dir = copy("tiny-llama-linear", tmp);
         ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());

@@ -87,7 +87,8 @@ class GenerationEngineTest {
      */
     @Test
     void llamaFamilyMembersGiveTransformersGreedyTokensAloneAndAllAtOnce() throws Exception {
-        String[] fixtures = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral"};
+        String[] fixtures = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral",
+            "tiny-qwen2-yarn"};
         for (String f : fixtures) {
             Path dir = tmp.resolve(f);
             Files.createDirectories(dir);
