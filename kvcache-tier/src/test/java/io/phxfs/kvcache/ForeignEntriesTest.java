@@ -113,6 +113,16 @@ class ForeignEntriesTest {
             put(d, 2);
             assertTrue(get(d, 1) && get(d, 2));
             assertTrue(Files.isRegularFile(dir.resolve(DiskIndex.fileName(key(2).toString())), LinkOption.NOFOLLOW_LINKS));
+            // the key whose name holds a user's directory: the store fails, counted, the directory stays
+            long failed = d.stats().failedPuts();
+            try (RegisteredBuffer b = TestData.PHX.host().allocate(LEN)) {
+                TestData.fill(b.segment().orElseThrow(), 0);
+                assertFalse(d.put(key(0), L, 256, b.segment().orElseThrow()));
+            }
+            assertEquals(failed + 1, d.stats().failedPuts());
+            assertFalse(d.contains(key(0)));
+            assertTrue(Files.isRegularFile(dir.resolve(DiskIndex.fileName(key(0).toString())).resolve("keep")));
+            assertEquals(4 * FILE, d.stats().bytesUsed(), "chunks 1, 2, 6, 7; no reservation left behind");
         }
     }
 
