@@ -3,8 +3,10 @@ package io.phxfs.kvcache;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -90,6 +92,51 @@ final class DiskIndex {
             return true;
         }
         return false;
+    }
+
+    /** What lies at a chunk file's name, the name itself (a symlink is not followed). */
+    enum Found {
+        /** A regular file: opening it neither blocks nor leaves the directory. */
+        FILE,
+        /** Nothing (evicted, or removed by someone else). */
+        GONE,
+        /** A directory: no chunk, and maybe someone's files; never deleted. */
+        DIRECTORY,
+        /** A symlink, FIFO, socket or device: no chunk; opening it could block or read elsewhere. */
+        OTHER
+    }
+
+    /**
+     * What is at {@code p}, by lstat: a chunk file is opened only when this says FILE, so that
+     * a FIFO put there never blocks a read and a symlink never takes one out of the directory.
+     * (A swap between this look and the open stays possible: the directory is the user's own,
+     * 0700, so that would take the user racing the tier on purpose.)
+     */
+    static Found lstat(Path p) {
+        try {
+            BasicFileAttributes a = Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+            return a.isRegularFile() ? Found.FILE : a.isDirectory() ? Found.DIRECTORY : Found.OTHER;
+        } catch (NoSuchFileException e) {
+            return Found.GONE;
+        } catch (IOException e) {
+            return Found.FILE; // cannot tell (the directory unreadable): the open will say
+        }
+    }
+
+    /**
+     * Drops an entry whose name no longer holds a chunk file this process can read (a
+     * directory, a FIFO, a symlink, a file it may not read): its bytes are given back now, not at
+     * the next restart, and it is counted as {@link TierStats#corrupt()}. What is there is
+     * removed (a link, not its target) so that the next store of the key can write its file,
+     * unless it is a directory or the tier is read-only.
+     */
+    void dropForeign(String key, Entry e, boolean directory) {
+        if (forget(key, e)) {
+            counters.corrupt.increment();
+            if (!readOnly && !directory) {
+                deleteQuietly(dir.resolve(e.file));
+            }
+        }
     }
 
     /** {@code <first 40 hex digits of SHA-256(key)>.kv}: fixed length, no characters a file system dislikes. */

@@ -42,6 +42,9 @@ final class DiskReader {
             return false;
         }
         Path p = dir.resolve(e.file);
+        if (!isChunkFile(k, e)) {
+            return false;
+        }
         try (PhxFile f = PhxFile.open(p, OpenMode.READ, OpenMode.DIRECT);
              RegisteredBuffer b = Phoenix.open().host().wrap(dst)) {
             if (!readVerified(f, b, dst, e)) {
@@ -50,11 +53,7 @@ final class DiskReader {
                 return false;
             }
         } catch (PhoenixException ex) {
-            if (ex.errno() == Errno.ENOENT) {
-                index.forget(k, e); // removed by another process (or an eviction) meanwhile
-            } else {
-                c.errors.increment();
-            }
+            gone(k, e, ex.errno());
             c.misses.increment();
             return false;
         }
@@ -181,6 +180,9 @@ final class DiskReader {
         var host = Phoenix.open().host();
         List<Fetch> open = new ArrayList<>(group.size());
         for (Fetch f : group) {
+            if (!isChunkFile(f.key, f.entry)) {
+                continue;
+            }
             try {
                 f.file = PhxFile.open(dir.resolve(f.entry.file), OpenMode.READ, OpenMode.DIRECT);
                 f.buf = host.wrap(f.dst);
@@ -241,12 +243,44 @@ final class DiskReader {
 
     /** A chunk whose file could not be opened or read: a miss; gone meanwhile, it leaves the index. */
     private void missed(Fetch f, int errno) {
-        if (errno == Errno.ENOENT) {
-            index.forget(f.key, f.entry); // removed by another process (or an eviction) meanwhile
+        gone(f.key, f.entry, errno);
+        c.misses.increment();
+    }
+
+    /**
+     * Whether the entry's name holds a regular file, looked at before it is opened; anything
+     * else is a miss that leaves the index ({@link DiskIndex#dropForeign}).
+     */
+    private boolean isChunkFile(String k, Entry e) {
+        DiskIndex.Found found = DiskIndex.lstat(dir.resolve(e.file));
+        if (found == DiskIndex.Found.FILE) {
+            return true;
+        }
+        if (found == DiskIndex.Found.GONE) {
+            index.forget(k, e); // removed by another process (or an eviction) meanwhile
         } else {
-            c.errors.increment();
+            index.dropForeign(k, e, found == DiskIndex.Found.DIRECTORY);
         }
         c.misses.increment();
+        return false;
+    }
+
+    /**
+     * A chunk whose open or read failed with {@code errno}: gone (ENOENT) it leaves the index;
+     * no longer readable by this process (a directory, permission taken away, a loop of links)
+     * it leaves the index too, its bytes given back, where it stayed counted until a restart;
+     * any other error (EIO, EMFILE, ENOMEM) may pass and only counts.
+     */
+    private void gone(String k, Entry e, int errno) {
+        switch (errno) {
+            case Errno.ENOENT -> index.forget(k, e);
+            case Errno.EISDIR -> index.dropForeign(k, e, true);
+            case Errno.EACCES, Errno.EPERM, Errno.ELOOP, Errno.ENXIO, Errno.ENODEV, Errno.ENOTDIR -> {
+                c.errors.increment();
+                index.dropForeign(k, e, false);
+            }
+            default -> c.errors.increment();
+        }
     }
 
     /** Pieces a payload is read in, so that the checksum of one runs while the next ones are read. */

@@ -55,7 +55,20 @@ final class IndexRebuild {
             if (!name.endsWith(DiskIndex.SUFFIX)) {
                 continue; // not ours: left alone
             }
-            try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
+            DiskIndex.Found found = DiskIndex.lstat(p);
+            if (found != DiskIndex.Found.FILE) {
+                // a directory, FIFO, symlink or device under a chunk's name: never opened (a FIFO
+                // blocked the open for good, a symlink was followed out of the directory and its
+                // target indexed), counted as foreign; what it is removed, unless a directory
+                if (found != DiskIndex.Found.GONE) {
+                    index.counters.corrupt.increment();
+                    if (!index.readOnly && found == DiskIndex.Found.OTHER) {
+                        DiskIndex.deleteQuietly(p);
+                    }
+                }
+                continue;
+            }
+            try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
                 long size = ch.size();
                 hdr.clear();
                 while (hdr.hasRemaining() && ch.read(hdr, hdr.position()) > 0) {

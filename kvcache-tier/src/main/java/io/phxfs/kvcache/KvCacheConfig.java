@@ -1,21 +1,11 @@
 package io.phxfs.kvcache;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
-import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Set;
-import java.util.TreeSet;
 
 /**
  * The engine's settings, named as LMCache names them ({@code chunk_size}, {@code local_cpu},
@@ -45,7 +35,8 @@ import java.util.TreeSet;
  *                          ({@code remote_tls_cert_file}, with {@code remote_tls_key_file}), or null
  * @param remoteTlsKeyFile  PEM (PKCS#8, unencrypted) key of that certificate ({@code remote_tls_key_file}), or null
  * @param writeQueueChunks  write-behind queue bound in chunks ({@code write_queue_chunks}, default 64)
- * @param ioThreads         threads moving chunks to and from disk and Redis ({@code io_threads}, default 4)
+ * @param ioThreads         threads moving chunks to and from disk and Redis ({@code io_threads}, default 4,
+ *                          at most {@link #MAX_IO_THREADS})
  * @param model             the model's name in keys ({@code model_name}, default "model")
  * @param worldSize         tensor-parallel world size in keys ({@code world_size}, default 1)
  * @param workerId          this worker's rank in keys ({@code worker_id}, default 0)
@@ -55,12 +46,12 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
                             String remoteUrl, String remoteUsername, String remotePassword, Duration remoteTimeout,
                             String remoteReadFrom, Path remoteTlsCaFile, Path remoteTlsCertFile, Path remoteTlsKeyFile,
                             int writeQueueChunks, int ioThreads, String model, int worldSize, int workerId) {
-    private static final double GB = 1e9;
-    private static final Set<String> KEYS = new TreeSet<>(Set.of("chunk_size", "save_unfull_chunk", "local_cpu",
-            "max_local_cpu_size", "local_disk", "max_local_disk_size", "local_disk_min_free", "local_disk_fsync",
-            "remote_url", "remote_username", "remote_password", "remote_timeout_ms", "remote_read_from",
-            "remote_tls_ca_file", "remote_tls_cert_file", "remote_tls_key_file", "write_queue_chunks",
-            "io_threads", "model_name", "world_size", "worker_id"));
+    /**
+     * The most {@code io_threads}: each is a write-behind thread started with the engine and
+     * holds a pinned staging buffer of one chunk while it moves one; past a few hundred they
+     * only add memory and contention (100000 started 100000 threads).
+     */
+    public static final int MAX_IO_THREADS = 256;
 
     /**
      * Checks the settings.
@@ -70,7 +61,9 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
     public KvCacheConfig {
         positive("chunk_size", chunkSize);
         positive("write_queue_chunks", writeQueueChunks);
-        positive("io_threads", ioThreads);
+        if (ioThreads < 1 || ioThreads > MAX_IO_THREADS) {
+            throw new IllegalArgumentException("io_threads must be from 1 to " + MAX_IO_THREADS + ", was " + ioThreads);
+        }
         positive("world_size", worldSize);
         if (localCpu && maxLocalCpuBytes <= 0) {
             throw new IllegalArgumentException("max_local_cpu_size must be > 0 with local_cpu: true");
@@ -151,7 +144,10 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
 
     /**
      * Reads a YAML ({@code .yaml}, {@code .yml}) or JSON file of LMCache-style keys; keys left
-     * out keep their defaults.
+     * out keep their defaults. Values take LMCache's forms too: numbers and booleans may be
+     * quoted ({@code "5.0"}, {@code "True"}), as LMCache converts them. LMCache settings this tier
+     * does not implement are refused naming them, except at the value that means what this
+     * tier does anyway ({@code remote_serde: naive}, {@code use_layerwise: false}, ...).
      *
      * @param file the file
      * @return the settings
@@ -159,164 +155,22 @@ public record KvCacheConfig(int chunkSize, boolean saveUnfullChunk, boolean loca
      * @throws UncheckedIOException naming the file when it cannot be read
      */
     public static KvCacheConfig load(Path file) {
-        String name = file.getFileName().toString().toLowerCase(Locale.ROOT);
-        ObjectMapper mapper = name.endsWith(".json") ? new ObjectMapper() : new ObjectMapper(new YAMLFactory());
-        JsonNode root;
-        try {
-            root = mapper.readTree(Files.readAllBytes(file));
-        } catch (IOException e) {
-            if (e instanceof com.fasterxml.jackson.core.JacksonException je) {
-                // the parser's message quotes the token it stopped at (a password, unquoted) and its
-                // full form a snippet of the file: only the masked first line and the place are
-                // kept, and the parser's exception is not attached as the cause
-                var at = je.getLocation();
-                String where = at == null || at.getLineNr() < 0 ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")";
-                String why = je.getOriginalMessage() == null ? "" : je.getOriginalMessage().lines().findFirst().orElse("");
-                throw new IllegalArgumentException(file + ": not valid " + (name.endsWith(".json") ? "JSON" : "YAML")
-                        + ": " + maskSecrets(why, file) + where);
-            }
-            String why = e instanceof java.nio.file.NoSuchFileException ? "no such file"
-                    : e instanceof java.nio.file.AccessDeniedException ? "permission denied"
-                    : Files.isDirectory(file) ? "a directory, not a settings file" : e.getMessage();
-            throw new UncheckedIOException(file + ": cannot read the KV-cache settings: " + why, e);
-        }
-        if (root == null || root.isMissingNode() || root.isNull()) {
-            return builder().build();
-        }
-        if (!root.isObject()) {
-            throw new IllegalArgumentException(file + ": expected a mapping of settings, found " + root.getNodeType());
-        }
-        Map<String, JsonNode> m = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
-            var e = it.next();
-            if (!KEYS.contains(e.getKey())) {
-                throw new IllegalArgumentException(file + ": unknown setting '" + e.getKey() + "'; known: " + KEYS);
-            }
-            m.put(e.getKey(), e.getValue());
-        }
-        Builder b = builder();
-        try {
-            for (var e : m.entrySet()) {
-                String k = e.getKey();
-                JsonNode v = e.getValue();
-                switch (k) {
-                    case "chunk_size" -> b.chunkSize(integer(k, v));
-                    case "save_unfull_chunk" -> b.saveUnfullChunk(bool(k, v));
-                    case "local_cpu" -> b.localCpu(bool(k, v));
-                    case "max_local_cpu_size" -> b.maxLocalCpuBytes(gb(k, v));
-                    case "local_disk" -> b.localDisk(v.isNull() ? null : diskPath(text(k, v)));
-                    case "max_local_disk_size" -> b.maxLocalDiskBytes(gb(k, v));
-                    case "local_disk_min_free" -> b.diskMinFreeBytes(gb(k, v));
-                    case "local_disk_fsync" -> b.fsync(fsyncPolicy(text(k, v)));
-                    case "remote_url" -> b.remoteUrl(v.isNull() ? null : text(k, v));
-                    case "remote_username" -> b.remoteUsername(text(k, v));
-                    case "remote_password" -> b.remotePassword(text(k, v));
-                    case "remote_timeout_ms" -> b.remoteTimeout(Duration.ofMillis(integer(k, v)));
-                    case "remote_read_from" -> b.remoteReadFrom(text(k, v));
-                    case "remote_tls_ca_file" -> b.remoteTlsCaFile(v.isNull() ? null : Path.of(text(k, v)));
-                    case "remote_tls_cert_file" -> b.remoteTlsCertFile(v.isNull() ? null : Path.of(text(k, v)));
-                    case "remote_tls_key_file" -> b.remoteTlsKeyFile(v.isNull() ? null : Path.of(text(k, v)));
-                    case "write_queue_chunks" -> b.writeQueueChunks(integer(k, v));
-                    case "io_threads" -> b.ioThreads(integer(k, v));
-                    case "model_name" -> b.model(text(k, v));
-                    case "world_size" -> b.worldSize(integer(k, v));
-                    case "worker_id" -> b.workerId(integer(k, v));
-                    default -> throw new IllegalStateException(k);
-                }
-            }
-            return b.build();
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException(file + ": " + e.getMessage(), e);
-        }
+        return SettingsFile.load(file);
     }
-
-    private static int integer(String k, JsonNode v) {
-        if (!v.canConvertToInt() || !v.isIntegralNumber()) {
-            throw new IllegalArgumentException(k + ": expected an integer, found '" + v.asText() + "'");
-        }
-        return v.intValue();
-    }
-
-    private static boolean bool(String k, JsonNode v) {
-        if (!v.isBoolean()) {
-            throw new IllegalArgumentException(k + ": expected true or false, found '" + v.asText() + "'");
-        }
-        return v.booleanValue();
-    }
-
-    private static long gb(String k, JsonNode v) {
-        if (!v.isNumber() || v.doubleValue() < 0) {
-            throw new IllegalArgumentException(k + ": expected a size in GB (a number >= 0), found '" + v.asText() + "'");
-        }
-        return Math.round(v.doubleValue() * GB);
-    }
-
-    private static String text(String k, JsonNode v) {
-        if (!v.isTextual()) {
-            // remote_password: 12345 is a password too, never echoed
-            String found = k.equals("remote_password") ? "a " + v.getNodeType().toString().toLowerCase(Locale.ROOT) : "'" + v.asText() + "'";
-            throw new IllegalArgumentException(k + ": expected a string, found " + found);
-        }
-        return v.textValue();
-    }
-
-    private static final java.util.regex.Pattern PASSWORD_VALUE =
-            java.util.regex.Pattern.compile("remote_password[\"']?\\s*[:=]\\s*[\"']?([^\"'\\s,}\\]#]+)");
-    private static final java.util.regex.Pattern URL_USERINFO = java.util.regex.Pattern.compile("://([^\\s\"']*)@");
 
     /**
-     * {@code msg} with every password the file holds ({@code remote_password}'s value, the
-     * user-info of any URL) replaced by {@code ***}; the file is read again for them.
+     * The settings LMCache would take from the environment: the file {@code LMCACHE_CONFIG_FILE}
+     * names ({@link #load}; the other variables are then ignored, as LMCache ignores them), else
+     * one {@code LMCACHE_<KEY>} variable per key ({@code LMCACHE_CHUNK_SIZE=256},
+     * {@code LMCACHE_LOCAL_DISK=file:///path/}, ...). Variables that are no setting of LMCache's
+     * ({@code LMCACHE_USE_EXPERIMENTAL}, {@code LMCACHE_LOG_LEVEL}) are left alone.
+     *
+     * @param env the environment ({@code System.getenv()})
+     * @return the settings, or null when no {@code LMCACHE_} variable names a setting
+     * @throws IllegalArgumentException naming the variable for a bad value or a setting this tier does not implement
      */
-    static String maskSecrets(String msg, Path file) {
-        String text;
-        try {
-            text = Files.readString(file, java.nio.charset.StandardCharsets.UTF_8);
-        } catch (IOException | RuntimeException e) {
-            return msg.replaceAll("'[^']*'", "'***'"); // cannot tell the secrets: mask every quoted token
-        }
-        List<String> secrets = new java.util.ArrayList<>();
-        for (var pat : List.of(PASSWORD_VALUE, URL_USERINFO)) {
-            var m = pat.matcher(text);
-            while (m.find()) {
-                String v = m.group(1);
-                int colon = pat == URL_USERINFO ? v.indexOf(':') : -1;
-                secrets.add(colon >= 0 ? v.substring(colon + 1) : v);
-            }
-        }
-        secrets.sort((a, b) -> b.length() - a.length());
-        for (String sec : secrets) {
-            if (!sec.isEmpty()) {
-                msg = msg.replace(sec, "***");
-            }
-        }
-        return msg;
-    }
-
-    /** {@code file:///path} (LMCache's form) or a plain path; the error names local_disk. */
-    static Path diskPath(String s) {
-        if (s.isBlank()) {
-            throw new IllegalArgumentException("local_disk: empty; leave it out (or null) for no disk tier");
-        }
-        try {
-            if (s.startsWith("file:")) {
-                return Path.of(URI.create(s));
-            }
-            return Path.of(s);
-        } catch (IllegalArgumentException e) { // URI.create, Path.of(URI) and InvalidPathException
-            String why = e instanceof java.nio.file.InvalidPathException ip ? ip.getReason() : e.getMessage();
-            throw new IllegalArgumentException("local_disk: '" + s + "' is neither file:///absolute/path nor a path ("
-                    + why + (s.startsWith("file://") && !s.startsWith("file:///") ? "; file:// takes an absolute path,"
-                    + " three slashes in all" : "") + ")", e);
-        }
-    }
-
-    static DiskTier.FsyncPolicy fsyncPolicy(String s) {
-        try {
-            return DiskTier.FsyncPolicy.valueOf(s.toUpperCase(Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("local_disk_fsync: '" + s + "' is none of none, file, full", e);
-        }
+    public static KvCacheConfig fromEnvironment(Map<String, String> env) {
+        return SettingsFile.fromEnvironment(env);
     }
 
     /** Builds a {@link KvCacheConfig}; every setter returns the builder. */

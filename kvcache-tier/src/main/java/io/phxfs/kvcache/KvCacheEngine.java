@@ -5,9 +5,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Stores, looks up and retrieves the KV cache of token prefixes, chunk by chunk, through up to
@@ -62,12 +60,12 @@ public final class KvCacheEngine implements AutoCloseable {
         WriteBehind writers = null;
         try {
             this.chunks = new PromptChunks(config, layout);
-            this.io = ioThreads = Executors.newFixedThreadPool(config.ioThreads(), daemon("kvcache-io"));
+            this.io = ioThreads = Executors.newFixedThreadPool(config.ioThreads(), WriteBehind.daemon("kvcache-io"));
             this.writeBehind = writers = new WriteBehind(tiers, config.writeQueueChunks(), config.ioThreads(),
                     counters.writeFailures);
             this.staging = new StagingPool(chunkBytes, config.ioThreads() + 2);
             if (tiers.memory != null && !tiers.lower.isEmpty()) {
-                writers.start(daemon("kvcache-write-behind"));
+                writers.start(WriteBehind.daemon("kvcache-write-behind"));
             }
         } catch (RuntimeException | Error e) {
             // no engine is returned to close them: the tiers opened above (files, connections)
@@ -87,15 +85,6 @@ public final class KvCacheEngine implements AutoCloseable {
         }
         this.storePath = new StorePath(layout, chunks, config.saveUnfullChunk(), tiers, io, staging, writeBehind);
         this.retrievePath = new RetrievePath(layout, chunks, tiers, io, staging, counters);
-    }
-
-    private static ThreadFactory daemon(String name) {
-        AtomicInteger n = new AtomicInteger();
-        return r -> {
-            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
-            t.setDaemon(true);
-            return t;
-        };
     }
 
     /**

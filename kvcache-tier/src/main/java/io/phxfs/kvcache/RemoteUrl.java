@@ -68,6 +68,18 @@ public final class RemoteUrl {
         this.redacted = redacted;
     }
 
+    /** For a scheme of one of LMCache's other remote backends: what it is and that this tier has none. */
+    private static String lmcacheBackend(String scheme) {
+        String what = switch (scheme) {
+            case "lm" -> "LMCache's own cache server (lm://)";
+            case "redis-sentinel" -> "LMCache's Redis Sentinel backend";
+            case "infinistore", "mooncakestore", "blackhole", "valkey", "fs", "s3", "sagemaker-hyperpod", "external"
+                    -> "LMCache's " + scheme + ":// backend";
+            default -> null;
+        };
+        return what == null ? "" : "; " + what + " is not one this tier speaks: its remote tier is Redis or Redis Cluster";
+    }
+
     /**
      * Parses {@code url}.
      *
@@ -96,7 +108,7 @@ public final class RemoteUrl {
             case "redis-cluster" -> { kind = Kind.CLUSTER; tls = false; }
             case "rediss-cluster" -> { kind = Kind.CLUSTER; tls = true; }
             default -> throw new IllegalArgumentException(prefix + "scheme '" + scheme + "' is none of redis://,"
-                    + " rediss://, redis-cluster://, rediss-cluster://");
+                    + " rediss://, redis-cluster://, rediss-cluster://" + lmcacheBackend(scheme));
         }
         String rest = url.substring(sep + 3);
         // the last '@' ends the user-info: a password may hold '@', '/' or ':' without escaping

@@ -10,16 +10,15 @@ import java.util.concurrent.BlockingQueue;
 
 /**
  * A few pinned host buffers of one chunk each, for chunks that must pass through host memory
- * (device buffers, per-layer tensors) when no memory-tier slot holds them. Allocated on first
- * use, then reused: never an allocation per chunk.
+ * (device buffers, per-layer tensors) when no memory-tier slot holds them. Allocated one at a
+ * time as uses overlap, up to the bound, then reused: never an allocation per chunk.
  */
 final class StagingPool implements AutoCloseable {
     private final long bytes;
     private final int count;
     private final BlockingQueue<RegisteredBuffer> free;
     private final List<RegisteredBuffer> allBuffers = new ArrayList<>();
-    private boolean allocated;
-    private boolean closed;
+    private volatile boolean closed;
 
     StagingPool(long bytes, int count) {
         this.bytes = bytes;
@@ -27,26 +26,39 @@ final class StagingPool implements AutoCloseable {
         this.free = new ArrayBlockingQueue<>(count);
     }
 
-    private synchronized void allocate() {
-        if (allocated) {
-            return;
-        }
+    /**
+     * One more buffer while fewer than {@code count} exist, else null. One at a time, as leases
+     * find none free: {@code io_threads} of them were allocated together at the first use, a
+     * chunk's size each, pinned, where a few are used at once.
+     */
+    private synchronized RegisteredBuffer grow() {
         if (closed) {
             throw new IllegalStateException("KvCacheEngine is closed");
         }
-        allocated = true;
-        for (int i = 0; i < count; i++) {
-            RegisteredBuffer b = Phoenix.open().host().allocatePinned(bytes);
-            b.segment().orElseThrow().fill((byte) 0);
-            allBuffers.add(b);
-            free.add(b);
+        if (allBuffers.size() >= count) {
+            return null;
         }
+        RegisteredBuffer b = Phoenix.open().host().allocatePinned(bytes);
+        b.segment().orElseThrow().fill((byte) 0);
+        allBuffers.add(b);
+        return b;
+    }
+
+    /** Buffers allocated so far. */
+    synchronized int allocated() {
+        return allBuffers.size();
     }
 
     Lease take() {
-        allocate();
+        if (closed) {
+            throw new IllegalStateException("KvCacheEngine is closed");
+        }
+        RegisteredBuffer b = free.poll();
+        if (b == null) {
+            b = grow();
+        }
         try {
-            return new Lease(free.take());
+            return new Lease(b != null ? b : free.take());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted waiting for a staging buffer", e);

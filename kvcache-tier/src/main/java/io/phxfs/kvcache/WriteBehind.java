@@ -44,6 +44,16 @@ final class WriteBehind {
         this.drainMax = Math.max(1, Math.min(DiskTier.GROUP, queueChunks / threads));
     }
 
+    /** Daemon threads named {@code name-1}, {@code name-2}, ...: the engine's I/O and write-behind threads. */
+    static ThreadFactory daemon(String name) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, name + "-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+
     /** Starts the writers; called once, before any {@link #enqueue}. */
     void start(ThreadFactory tf) {
         for (int i = 0; i < threads; i++) {
