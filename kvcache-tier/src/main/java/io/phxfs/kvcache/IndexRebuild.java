@@ -37,7 +37,8 @@ final class IndexRebuild {
                 files.add(p);
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("local_disk " + dir + ": cannot list: "
+            // a read-only index is `kv stats DIR`'s, where the user named a directory, not the setting
+            throw new UncheckedIOException((index.readOnly ? "" : "local_disk ") + dir + ": cannot list: "
                     + (e instanceof java.nio.file.AccessDeniedException ? "permission denied" : e.getMessage()), e);
         }
         // oldest first, so that the rebuilt LRU order follows the files' ages

@@ -1,6 +1,7 @@
 package io.phxfs.kvcache;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -198,7 +199,8 @@ class DiskTierPermissionsTest {
         Files.setPosixFilePermissions(cache, PRIVATE_DIR);
         Run hidden = childWith(asNobody, cp, "stats", cache.toString());
         assertEquals(3, hidden.status(), hidden.out());
-        assertTrue(hidden.out().contains("local_disk " + cache + ": cannot list: permission denied"), hidden.out());
+        assertTrue(hidden.out().contains(cache + ": cannot list: permission denied"), hidden.out());
+        assertFalse(hidden.out().contains("local_disk"), "stats names the directory it was given, not a setting: " + hidden.out());
         // not even reachable: permission denied, not "no such directory"
         Run below = childWith(asNobody, cp, "stats", cache.resolve("sub").toString());
         assertEquals(3, below.status(), below.out());
