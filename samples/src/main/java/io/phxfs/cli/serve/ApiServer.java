@@ -99,6 +99,9 @@ final class ApiServer implements AutoCloseable {
                     new Router.Route("/v1/models", false, get, InfoEndpoints.models(ctx)),
                     new Router.Route(InfoEndpoints.MODEL_PREFIX, true, get, InfoEndpoints.model(ctx)),
                     new Router.Route("/health", false, get, InfoEndpoints.health(ctx)),
+                    new Router.Route("/tokenize", false, post, TokenizerEndpoints.tokenize(ctx)),
+                    new Router.Route("/detokenize", false, post, TokenizerEndpoints.detokenize(ctx)),
+                    new Router.Route("/version", false, get, TokenizerEndpoints.version()),
                     new Router.Route("/metrics", false, get, ex -> {
                         ServeMetrics.Scrape s = metrics.scrape(ex.header(HttpHeader.ACCEPT));
                         ex.send(200, s.contentType(), s.body());

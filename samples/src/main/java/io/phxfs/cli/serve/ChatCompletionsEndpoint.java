@@ -48,19 +48,29 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
 
     private static final String DEVELOPER = "developer";
 
-    @Override
-    Job prepare(ObjectNode body) {
-        OpenAiRequests.Chat c = OpenAiRequests.chat(body);
+    /**
+     * The conversation's prompt tokens: the messages rendered by the chat template, tokenized
+     * without adding special tokens (the template writes them).
+     *
+     * @throws ApiException 400 when the model has no template or the template refuses the messages
+     */
+    static int[] promptIds(ServeContext ctx, OpenAiRequests.Chat c, boolean addGenerationPrompt) {
         ChatTemplate template = ctx.engine().chatTemplate().orElseThrow(() -> ApiException.invalid("messages",
                 "The model `" + ctx.servedName() + "` has no chat template (neither chat_template.jinja nor a"
                         + " chat_template in tokenizer_config.json); use /v1/completions with a prompt instead."));
         String text;
         try {
-            text = template.render(developerAsSystem(c.messages(), template), true, c.templateKwargs());
+            text = template.render(developerAsSystem(c.messages(), template), addGenerationPrompt, c.templateKwargs());
         } catch (ChatTemplateException e) {
             throw ApiException.invalid("messages", StreamBridge.message(e));
         }
-        int[] ids = ctx.engine().tokenizer().encode(text, false);
+        return ctx.engine().tokenizer().encode(text, false);
+    }
+
+    @Override
+    Job prepare(ObjectNode body) {
+        OpenAiRequests.Chat c = OpenAiRequests.chat(body);
+        int[] ids = promptIds(ctx, c, true);
         int context = ctx.engine().model().contextLength();
         checkContext(ids.length, c.sampling().maxTokens(), c.sampling().maxTokensField(), context, true);
         int room = context - ids.length;
