@@ -1,22 +1,107 @@
 package io.phxfs.serving.engine;
 
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
 import java.util.SplittableRandom;
 
 /**
- * Chooses a request's next token from the logits: argmax (lowest id on ties, as torch's argmax)
- * at temperature 0, else a draw from the tempered softmax restricted by top-k, then top-p.
- * One per request, so that a seed gives the same tokens whatever else is running.
+ * Chooses a request's next token from the logits: first the logits are adjusted (logit_bias, the
+ * repetition, frequency and presence penalties; before {@code min_tokens}, the tokens that would
+ * end the generation are ruled out), then argmax (lowest id on ties, as torch's argmax) at
+ * temperature 0, else a draw from the tempered softmax restricted by min-p, top-k, then top-p.
+ * One per request, so that a seed gives the same tokens whatever else is running; it keeps the
+ * request's output tokens for the penalties.
  */
 final class Sampler {
     private final SamplingParams params;
     private final SplittableRandom random;
+    /** The prompt's tokens, for the repetition penalty; empty without one. */
+    private final Set<Integer> prompt = new HashSet<>();
+    /** Each output token so far and how often it came. */
+    private final Map<Integer, Integer> counts = new HashMap<>();
+    private int generated;
 
     Sampler(SamplingParams params) {
-        this.params = params;
-        this.random = params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom();
+        this(params, new int[0]);
     }
 
+    Sampler(SamplingParams params, int[] promptIds) {
+        this.params = params;
+        this.random = params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom();
+        if (params.repetitionPenalty() != 1) {
+            for (int id : promptIds) {
+                prompt.add(id);
+            }
+        }
+    }
+
+    /** The next token; {@code logits} is changed. */
     int next(float[] logits) {
+        return next(logits, Set.of());
+    }
+
+    /**
+     * The next token.
+     *
+     * @param logits the model's, changed here
+     * @param eos the model's end-of-sequence tokens, ruled out (with the stop tokens) before min_tokens
+     */
+    int next(float[] logits, Set<Integer> eos) {
+        adjust(logits, eos);
+        int token = choose(logits);
+        generated++;
+        counts.merge(token, 1, Integer::sum);
+        return token;
+    }
+
+    private void adjust(float[] logits, Set<Integer> eos) {
+        int n = logits.length;
+        if (generated < params.minTokens()) {
+            if (!params.ignoreEos()) {
+                for (int id : eos) {
+                    if (id < n) {
+                        logits[id] = Float.NEGATIVE_INFINITY;
+                    }
+                }
+            }
+            for (int id : params.stopTokenIds()) {
+                if (id < n) {
+                    logits[id] = Float.NEGATIVE_INFINITY;
+                }
+            }
+        }
+        if (!params.adjustsLogits()) {
+            return;
+        }
+        for (Map.Entry<Integer, Double> e : params.logitBias().entrySet()) {
+            if (e.getKey() < n) {
+                logits[e.getKey()] += e.getValue().floatValue();
+            }
+        }
+        double r = params.repetitionPenalty();
+        if (r != 1) {
+            Set<Integer> seen = new HashSet<>(prompt);
+            seen.addAll(counts.keySet());
+            for (int id : seen) {
+                if (id < n) {
+                    logits[id] = (float) (logits[id] > 0 ? logits[id] / r : logits[id] * r);
+                }
+            }
+        }
+        double f = params.frequencyPenalty();
+        double p = params.presencePenalty();
+        if (f != 0 || p != 0) {
+            for (Map.Entry<Integer, Integer> e : counts.entrySet()) {
+                if (e.getKey() < n) {
+                    logits[e.getKey()] -= (float) (f * e.getValue() + p);
+                }
+            }
+        }
+    }
+
+    private int choose(float[] logits) {
         if (params.isGreedy()) {
             return argmax(logits);
         }
@@ -29,7 +114,7 @@ final class Sampler {
             double[] p = new double[n];
             double sum = 0;
             for (int i = 0; i < n; i++) {
-                p[i] = Math.exp((logits[i] - max) / t);
+                p[i] = minP(Math.exp((logits[i] - max) / t));
                 sum += p[i];
             }
             return draw(p, n, sum, null);
@@ -49,7 +134,7 @@ final class Sampler {
         double sum = 0;
         for (int i = 0; i < keep; i++) {
             order[i] = (int) keys[i];
-            p[i] = Math.exp((logits[order[i]] - max) / t);
+            p[i] = minP(Math.exp((logits[order[i]] - max) / t));
             sum += p[i];
         }
         // top-p: the smallest prefix of the sorted candidates whose probability reaches top_p
@@ -69,6 +154,14 @@ final class Sampler {
             total += p[i];
         }
         return draw(p, cut, total, order);
+    }
+
+    /**
+     * min-p: a probability relative to the most likely token's (which is 1 here, the logits being
+     * taken from their maximum), 0 below {@code min_p}.
+     */
+    private double minP(double relative) {
+        return relative < params.minP() ? 0 : relative;
     }
 
     private int draw(double[] p, int n, double total, int[] order) {

@@ -338,7 +338,7 @@ final class Scheduler implements Runnable {
             prefilling.remove(s);
             Sequence started = s;
             safely(started, () -> started.listener.onStart(prompt.length, started.cachedTokens));
-            emit(started, started.sampler.next(last));
+            emit(started, started.sampler.next(last, eos));
             // after the first token, off its path: the tiers copy the prompt's chunks out while
             // decoding goes on. Nothing to store when every whole chunk came from a tier.
             int whole = prefix == null ? 0 : prompt.length / prefix.chunkSize() * prefix.chunkSize();
@@ -390,7 +390,7 @@ final class Scheduler implements Runnable {
             float[] row = new float[vocab];
             System.arraycopy(all, r * vocab, row, 0, vocab);
             try {
-                emit(s, s.sampler.next(row));
+                emit(s, s.sampler.next(row, eos));
             } catch (RuntimeException e) {
                 fail(s, e);
             }
@@ -416,8 +416,12 @@ final class Scheduler implements Runnable {
         }
         s.lastTokenNanos = now;
         s.lastToken = token;
-        boolean end = eos.contains(token) && !s.request.sampling().ignoreEos();
-        String text = s.stops.accept(s.detokenizer.add(token));
+        SamplingParams sp = s.request.sampling();
+        boolean end = eos.contains(token) && !sp.ignoreEos() || sp.stopTokenIds().contains(token);
+        // as vLLM's: the token that ended the generation is not in the text unless asked for, and
+        // no stop string ends it before min_tokens
+        String added = end && !sp.includeStopStrInOutput() ? "" : s.detokenizer.add(token);
+        String text = s.generated < sp.minTokens() ? added : s.stops.accept(added);
         FinishReason reason = null;
         if (s.stops.stopped() || end) {
             reason = FinishReason.STOP;

@@ -31,12 +31,12 @@ final class Sequence implements GenerationHandle {
     Sequence(GenerationRequest request, GenerationListener listener) {
         this.request = request;
         this.listener = listener;
-        this.sampler = new Sampler(request.sampling());
-        this.stops = new StopStrings(request.sampling().stop());
+        this.sampler = new Sampler(request.sampling(), request.promptIds());
+        this.stops = new StopStrings(request.sampling().stop(), request.sampling().includeStopStrInOutput());
     }
 
     void startText(HfTokenizer tokenizer) {
-        detokenizer = new IncrementalDetokenizer(tokenizer, request.promptIds(), true);
+        detokenizer = new IncrementalDetokenizer(tokenizer, request.promptIds(), request.sampling().skipSpecialTokens());
     }
 
     @Override

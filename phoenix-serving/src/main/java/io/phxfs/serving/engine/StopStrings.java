@@ -5,16 +5,28 @@ import java.util.List;
 /**
  * Stop strings over streamed text: text that may be the start of a stop string is held back
  * until the next piece shows whether it is, and the text ends just before the first stop string
- * found, which is never returned (OpenAI's and vLLM's behaviour).
+ * found, which is not returned (OpenAI's and vLLM's behaviour) unless asked for.
  */
 final class StopStrings {
     private final List<String> stops;
+    private final boolean include;
     private final int longest;
     private final StringBuilder held = new StringBuilder();
     private boolean stopped;
 
     StopStrings(List<String> stops) {
+        this(stops, false);
+    }
+
+    /**
+     * Stop strings whose match is released with the text before it or not.
+     *
+     * @param stops the stop strings
+     * @param include whether the stop string found ends the text released (vLLM's include_stop_str_in_output)
+     */
+    StopStrings(List<String> stops, boolean include) {
         this.stops = stops;
+        this.include = include;
         this.longest = stops.stream().mapToInt(String::length).max().orElse(0);
     }
 
@@ -32,15 +44,17 @@ final class StopStrings {
         }
         held.append(piece);
         int first = -1;
+        int length = 0;
         for (String s : stops) {
             int at = held.indexOf(s);
             if (at >= 0 && (first < 0 || at < first)) {
                 first = at;
+                length = s.length();
             }
         }
         if (first >= 0) {
             stopped = true;
-            String out = held.substring(0, first);
+            String out = held.substring(0, include ? first + length : first);
             held.setLength(0);
             return out;
         }

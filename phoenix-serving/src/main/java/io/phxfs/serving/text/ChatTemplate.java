@@ -191,6 +191,22 @@ public final class ChatTemplate {
     }
 
     /**
+     * Whether a template names this role as a string literal ({@code 'developer'} or
+     * {@code "developer"}): a template that handles a role compares it to its name.
+     *
+     * @param role a message role
+     * @return true when any of the templates has the role's name in quotes
+     */
+    public boolean namesRole(String role) {
+        for (String src : sources.values()) {
+            if (src.contains("'" + role + "'") || src.contains("\"" + role + "\"")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * The names of the templates.
      *
      * @return the names, "default" for a single one

@@ -99,6 +99,9 @@ final class ApiServer implements AutoCloseable {
                     new Router.Route("/v1/models", false, get, InfoEndpoints.models(ctx)),
                     new Router.Route(InfoEndpoints.MODEL_PREFIX, true, get, InfoEndpoints.model(ctx)),
                     new Router.Route("/health", false, get, InfoEndpoints.health(ctx)),
+                    new Router.Route("/tokenize", false, post, TokenizerEndpoints.tokenize(ctx)),
+                    new Router.Route("/detokenize", false, post, TokenizerEndpoints.detokenize(ctx)),
+                    new Router.Route("/version", false, get, TokenizerEndpoints.version()),
                     new Router.Route("/metrics", false, get, ex -> {
                         ServeMetrics.Scrape s = metrics.scrape(ex.header(HttpHeader.ACCEPT));
                         ex.send(200, s.contentType(), s.body());
@@ -126,7 +129,8 @@ final class ApiServer implements AutoCloseable {
             server.addBean(new NetworkConnectionLimit(policy.maxConnections(), connector));
             // GracefulHandler: on stop, new requests get 503 and Jetty waits for those under way
             HeaderDeadline headers = new HeaderDeadline(connector, policy.headerTimeoutMillis());
-            server.setHandler(new GracefulHandler(headers.wrap(router)));
+            // CORS outside the router: a preflight is answered before the API key is asked for
+            server.setHandler(new GracefulHandler(headers.wrap(CorsHandler.wrap(policy.cors(), router))));
             server.setStopTimeout(DRAIN_MILLIS);
             server.setStopAtShutdown(false);
             server.setErrorHandler(new JsonErrorHandler());
@@ -227,6 +231,11 @@ final class ApiServer implements AutoCloseable {
             err.println("phoenix serve: warning: listening on " + o.bind() + " beyond this machine without an API key:"
                     + " anyone who can reach the port can generate (and time the prefix cache); set --api-key or"
                     + " PHOENIX_API_KEY, or --bind 127.0.0.1");
+            err.flush();
+        }
+        if (!policy.keyRequired() && policy.cors().origins().contains("*")) {
+            err.println("phoenix serve: warning: --allowed-origins * without an API key: any web page open in a browser"
+                    + " that can reach the port can generate; name the origins, or set --api-key");
             err.flush();
         }
         // the key itself is never printed

@@ -39,6 +39,14 @@ abstract class GenerationEndpoint implements Endpoint {
         ObjectNode body = OpenAiRequests.parse(ex.body(ctx.policy().maxBodyBytes()));
         OpenAiRequests.checkModel(body, ctx.servedName());
         Job job = prepare(body);
+        int vocab = ctx.engine().model().vocabSize();
+        for (int id : job.sampling().logitBias().keySet()) {
+            if (id >= vocab) {
+                // vLLM's answer too
+                throw ApiException.invalid("logit_bias", "logit_bias: token id " + id + " is outside the vocabulary ("
+                        + vocab + " tokens)");
+            }
+        }
         GenerationRequest request;
         try {
             request = new GenerationRequest(job.head().id(), job.promptIds(), job.sampling(),

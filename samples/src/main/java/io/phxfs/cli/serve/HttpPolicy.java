@@ -18,9 +18,10 @@ import java.util.HexFormat;
  * @param idleTimeoutMillis a connection silent this long is closed (not while its generation runs)
  * @param headerTimeoutMillis a request whose line and headers take longer than this to arrive is cut
  * @param maxHeaderBytes the largest request line plus headers (431 past it)
+ * @param cors which web pages on other origins may call the server from a browser
  */
 record HttpPolicy(byte[] keyDigest, boolean metricsPublic, String cacheSalt, int maxBodyBytes, int maxConnections,
-                  long idleTimeoutMillis, long headerTimeoutMillis, int maxHeaderBytes) {
+                  long idleTimeoutMillis, long headerTimeoutMillis, int maxHeaderBytes, CorsPolicy cors) {
     static final int DEFAULT_MAX_BODY_BYTES = 8 << 20;
     static final int DEFAULT_MAX_CONNECTIONS = 256;
     static final long DEFAULT_IDLE_MILLIS = 60_000;
@@ -31,30 +32,35 @@ record HttpPolicy(byte[] keyDigest, boolean metricsPublic, String cacheSalt, int
     static final int MAX_JSON_STRING = 4 << 20;
     static final int MAX_JSON_NUMBER = 100;
 
-    /** No key, no salt, the default limits. */
+    /** No key, no salt, the default limits, CORS off. */
     static HttpPolicy defaults() {
         return new HttpPolicy(null, false, null, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
-                DEFAULT_IDLE_MILLIS, DEFAULT_HEADER_MILLIS, DEFAULT_MAX_HEADER_BYTES);
+                DEFAULT_IDLE_MILLIS, DEFAULT_HEADER_MILLIS, DEFAULT_MAX_HEADER_BYTES, CorsPolicy.none());
+    }
+
+    HttpPolicy withCors(CorsPolicy c) {
+        return new HttpPolicy(keyDigest, metricsPublic, cacheSalt, maxBodyBytes, maxConnections, idleTimeoutMillis,
+                headerTimeoutMillis, maxHeaderBytes, c == null ? CorsPolicy.none() : c);
     }
 
     HttpPolicy withApiKey(String key) {
         return new HttpPolicy(key == null ? null : sha256(key), metricsPublic, cacheSalt, maxBodyBytes,
-                maxConnections, idleTimeoutMillis, headerTimeoutMillis, maxHeaderBytes);
+                maxConnections, idleTimeoutMillis, headerTimeoutMillis, maxHeaderBytes, cors);
     }
 
     HttpPolicy withMetricsPublic(boolean open) {
         return new HttpPolicy(keyDigest, open, cacheSalt, maxBodyBytes, maxConnections, idleTimeoutMillis,
-                headerTimeoutMillis, maxHeaderBytes);
+                headerTimeoutMillis, maxHeaderBytes, cors);
     }
 
     HttpPolicy withCacheSalt(String salt) {
         return new HttpPolicy(keyDigest, metricsPublic, salt == null || salt.isEmpty() ? null : salt, maxBodyBytes,
-                maxConnections, idleTimeoutMillis, headerTimeoutMillis, maxHeaderBytes);
+                maxConnections, idleTimeoutMillis, headerTimeoutMillis, maxHeaderBytes, cors);
     }
 
     HttpPolicy withLimits(int body, int connections, long idleMillis, long headerMillis, int headerBytes) {
         return new HttpPolicy(keyDigest, metricsPublic, cacheSalt, body, connections, idleMillis, headerMillis,
-                headerBytes);
+                headerBytes, cors);
     }
 
     boolean keyRequired() {
@@ -99,6 +105,6 @@ record HttpPolicy(byte[] keyDigest, boolean metricsPublic, String cacheSalt, int
         return "HttpPolicy[key " + (keyRequired() ? "required" : "none") + ", metricsPublic " + metricsPublic
                 + ", cacheSalt " + (cacheSalt == null ? "none" : "set") + ", maxBodyBytes " + maxBodyBytes
                 + ", maxConnections " + maxConnections + ", idleTimeoutMillis " + idleTimeoutMillis
-                + ", headerTimeoutMillis " + headerTimeoutMillis + ", maxHeaderBytes " + maxHeaderBytes + "]";
+                + ", headerTimeoutMillis " + headerTimeoutMillis + ", maxHeaderBytes " + maxHeaderBytes + ", " + cors + "]";
     }
 }

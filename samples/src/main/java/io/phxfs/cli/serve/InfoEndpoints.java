@@ -12,7 +12,8 @@ final class InfoEndpoints {
 
     /** {@code GET /v1/models}: the one model served. */
     static Endpoint models(ServeContext ctx) {
-        return ex -> ex.sendJson(200, OpenAiJson.models(ctx.servedName(), created(ctx.engine())));
+        return ex -> ex.sendJson(200, OpenAiJson.models(ctx.servedName(), created(ctx.engine()),
+                ctx.engine().model().contextLength()));
     }
 
     /** {@code GET /v1/models/NAME}: the model, or 404. */
@@ -24,7 +25,8 @@ final class InfoEndpoints {
                         + "` does not exist. This server serves `" + ctx.servedName() + "`.", "model",
                         "model_not_found");
             }
-            ex.sendJson(200, OpenAiJson.modelCard(ctx.servedName(), created(ctx.engine())));
+            ex.sendJson(200, OpenAiJson.modelCard(ctx.servedName(), created(ctx.engine()),
+                    ctx.engine().model().contextLength()));
         };
     }
 
@@ -46,6 +48,9 @@ final class InfoEndpoints {
      */
     static String modelId(Exchange ex) {
         String id = ex.path().substring(MODEL_PREFIX.length());
+        if (id.endsWith("/")) {
+            id = id.substring(0, id.length() - 1); // the router takes a trailing slash as none
+        }
         if (id.indexOf('%') < 0) {
             return id;
         }

@@ -142,27 +142,48 @@ final class OpenAiJson {
         return bytes(n);
     }
 
-    private static ObjectNode model(String name, long created) {
+    /**
+     * OpenAI's model object with vLLM's additions, which clients read for the context length
+     * ({@code max_model_len}): {@code root} (the served name), {@code parent} (null) and one
+     * {@code permission}.
+     */
+    private static ObjectNode model(String name, long created, int maxModelLen) {
         ObjectNode m = F.objectNode();
         m.put("id", name);
         m.put("object", "model");
         m.put("created", created);
         m.put("owned_by", OWNER);
+        m.put("root", name);
+        m.putNull("parent");
+        m.put("max_model_len", maxModelLen);
+        ObjectNode p = m.putArray("permission").addObject();
+        p.put("id", "modelperm-" + name.hashCode());
+        p.put("object", "model_permission");
+        p.put("created", created);
+        p.put("allow_create_engine", false);
+        p.put("allow_sampling", true);
+        p.put("allow_logprobs", false);
+        p.put("allow_search_indices", false);
+        p.put("allow_view", true);
+        p.put("allow_fine_tuning", false);
+        p.put("organization", "*");
+        p.putNull("group");
+        p.put("is_blocking", false);
         return m;
     }
 
     /** {@code GET /v1/models}. */
-    static byte[] models(String name, long created) {
+    static byte[] models(String name, long created, int maxModelLen) {
         ObjectNode n = F.objectNode();
         n.put("object", "list");
         ArrayNode data = n.putArray("data");
-        data.add(model(name, created));
+        data.add(model(name, created, maxModelLen));
         return bytes(n);
     }
 
     /** {@code GET /v1/models/NAME}. */
-    static byte[] modelCard(String name, long created) {
-        return bytes(model(name, created));
+    static byte[] modelCard(String name, long created, int maxModelLen) {
+        return bytes(model(name, created, maxModelLen));
     }
 
     /** {@code {"error": {"message", "type", "param", "code"}}}. */

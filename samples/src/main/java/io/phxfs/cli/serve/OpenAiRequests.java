@@ -18,7 +18,8 @@ import java.util.Map;
  * The bodies of {@code POST /v1/completions} and {@code POST /v1/chat/completions}, read and
  * checked as OpenAI's API does: every field's type, the values this server supports, the
  * defaults. Any fault is an {@link ApiException} naming the field ({@code param}); fields the
- * API has and this server does not need ({@code user}, {@code metadata}, ...) are ignored.
+ * API has and this server does not need ({@code user}, {@code metadata}, ...) are ignored, those
+ * it cannot honour refused ({@link RequestFields}).
  */
 final class OpenAiRequests {
     private OpenAiRequests() {
@@ -41,7 +42,7 @@ final class OpenAiRequests {
 
     /** How tokens are chosen; {@code maxTokens} null when the request left it to the server. */
     record Sampling(double temperature, double topP, int topK, Long seed, Integer maxTokens, String maxTokensField,
-                    List<String> stop, boolean ignoreEos) {
+                    List<String> stop, boolean ignoreEos, SamplingExtras extras) {
         /**
          * The engine's parameters, with {@code maxTokens} where the request had none.
          *
@@ -50,7 +51,7 @@ final class OpenAiRequests {
         SamplingParams params(int defaultMaxTokens) {
             int max = maxTokens != null ? maxTokens : defaultMaxTokens;
             try {
-                return new SamplingParams(temperature, topP, topK, seed, max, stop, ignoreEos);
+                return extras.apply(new SamplingParams(temperature, topP, topK, seed, max, stop, ignoreEos));
             } catch (IllegalArgumentException e) {
                 ApiException a = ApiException.fromEngine(e);
                 // max_completion_tokens is the chat field SamplingParams calls max_tokens
@@ -201,19 +202,28 @@ final class OpenAiRequests {
 
     /**
      * vLLM's {@code chat_template_kwargs} (what clients send for {@code enable_thinking: false},
-     * say): an object whose entries become template variables. The variables this server sets
+     * say): an object whose entries become template variables, after {@code reasoning_effort}. The variables this server sets
      * from the request itself ({@code messages}, {@code add_generation_prompt}) are not taken.
      */
     private static Map<String, Object> templateKwargs(ObjectNode body) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        // OpenAI's reasoning_effort, a variable of the templates of reasoning models (gpt-oss'), as vLLM passes it
+        JsonNode effort = body.get("reasoning_effort");
+        if (effort != null && !effort.isNull()) {
+            if (!effort.isTextual()) {
+                throw ApiException.invalid("reasoning_effort", "reasoning_effort must be a string (low, medium, high),"
+                        + " not " + kind(effort));
+            }
+            out.put("reasoning_effort", effort.textValue());
+        }
         JsonNode k = body.get("chat_template_kwargs");
         if (k == null || k.isNull()) {
-            return Map.of();
+            return out;
         }
         if (!k.isObject()) {
             throw ApiException.invalid("chat_template_kwargs", "chat_template_kwargs must be an object, not "
                     + kind(k));
         }
-        Map<String, Object> out = new LinkedHashMap<>();
         for (var e : k.properties()) {
             if (e.getKey().equals("messages") || e.getKey().equals("add_generation_prompt")) {
                 throw ApiException.invalid("chat_template_kwargs", "chat_template_kwargs." + e.getKey()
@@ -295,11 +305,7 @@ final class OpenAiRequests {
             throw ApiException.invalid(field, field + ": " + max + " must be at least 1");
         }
         rejectUnless(body, "n", n -> n.canConvertToExactIntegral() && n.asInt() == 1, "n: only 1 is supported");
-        rejectUnless(body, "presence_penalty", n -> n.isNumber() && n.doubleValue() == 0,
-                "presence_penalty: not supported; leave it out or 0");
-        rejectUnless(body, "frequency_penalty", n -> n.isNumber() && n.doubleValue() == 0,
-                "frequency_penalty: not supported; leave it out or 0");
-        rejectUnless(body, "logit_bias", n -> n.isObject() && n.isEmpty(), "logit_bias: not supported");
+        RequestFields.refuseUnsupported(body);
         JsonNode ie = body.get("ignore_eos");
         boolean ignoreEos = false;
         if (ie != null && !ie.isNull()) {
@@ -308,8 +314,10 @@ final class OpenAiRequests {
             }
             ignoreEos = ie.booleanValue();
         }
-        Sampling s = new Sampling(temperature, topP, topK == null ? 0 : topK, seed, max, field, stop(body), ignoreEos);
-        s.params(1); // SamplingParams' own checks now, before anything is tokenized
+        Sampling s = new Sampling(temperature, topP, topK == null ? 0 : topK, seed, max, field, stop(body), ignoreEos,
+                SamplingExtras.read(body));
+        // SamplingParams' own checks now, before anything is tokenized
+        s.params(Math.max(1, s.extras().minTokens()));
         return s;
     }
 

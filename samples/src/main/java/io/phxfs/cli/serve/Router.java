@@ -91,6 +91,10 @@ final class Router extends Handler.Abstract {
 
     private void route(Exchange ex) throws Exception {
         String path = ex.path() == null ? "/" : ex.path();
+        // /v1/models/ is /v1/models (vLLM redirects it; answered here, a POST too)
+        if (path.length() > 1 && path.endsWith("/")) {
+            path = path.substring(0, path.length() - 1);
+        }
         String method = ex.method();
         authorize(ex, path);
         List<String> allowed = new ArrayList<>();

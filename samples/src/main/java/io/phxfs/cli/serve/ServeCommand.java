@@ -4,6 +4,8 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -105,6 +107,25 @@ public final class ServeCommand implements Callable<Integer> {
                     + " dribble them (default: ${DEFAULT-VALUE}).")
     int headerTimeout;
 
+    @Option(names = "--allowed-origins", paramLabel = "ORIGINS",
+            description = "Web pages on these origins (https://chat.example.com; comma-separated, or vLLM's JSON list;"
+                    + " * for any) may call the server from a browser (CORS): preflights are answered without the API"
+                    + " key and answers carry Access-Control-Allow-Origin. Default: none (browsers block cross-origin"
+                    + " reads).")
+    String allowedOrigins;
+
+    @Option(names = "--allowed-methods", paramLabel = "METHODS",
+            description = "With --allowed-origins: the methods a preflight allows (default: GET,POST,HEAD,OPTIONS).")
+    String allowedMethods;
+
+    @Option(names = "--allowed-headers", paramLabel = "HEADERS",
+            description = "With --allowed-origins: the request headers a preflight allows (default: *,Authorization).")
+    String allowedHeaders;
+
+    @Option(names = "--allow-credentials",
+            description = "With --allowed-origins (not *): send Access-Control-Allow-Credentials: true.")
+    boolean allowCredentials;
+
     @Spec
     CommandSpec spec;
 
@@ -175,14 +196,49 @@ public final class ServeCommand implements Callable<Integer> {
         if (idleTimeout < 1 || headerTimeout < 1) {
             throw new IllegalArgumentException("--idle-timeout and --header-timeout: must be at least 1 second");
         }
+        List<String> origins = list("--allowed-origins", allowedOrigins);
+        if (origins.isEmpty() && (allowedMethods != null || allowedHeaders != null || allowCredentials)) {
+            throw new IllegalArgumentException("--allowed-methods, --allowed-headers and --allow-credentials take"
+                    + " effect with --allowed-origins only");
+        }
+        CorsPolicy cors = new CorsPolicy(origins, list("--allowed-methods", allowedMethods),
+                list("--allowed-headers", allowedHeaders), allowCredentials);
         HttpPolicy policy = HttpPolicy.defaults().withApiKey(key).withMetricsPublic(metricsPublic)
                 .withCacheSalt(salt).withLimits((int) body, maxConnections, idleTimeout * 1000L,
-                        headerTimeout * 1000L, HttpPolicy.DEFAULT_MAX_HEADER_BYTES);
+                        headerTimeout * 1000L, HttpPolicy.DEFAULT_MAX_HEADER_BYTES).withCors(cors);
         requireServing();
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         return ApiServer.run(new ServeOptions(dir, bind, port, name, kvConfig, device, maxRunning, maxWaiting, idlePrefixBytes,
                 policy), out, err);
+    }
+
+    /**
+     * A flag's list: comma-separated ({@code a,b}), or vLLM's JSON list of strings
+     * (<code>["a", "b"]</code>); empty for none.
+     */
+    static List<String> list(String flag, String value) {
+        if (value == null || value.isBlank()) {
+            return List.of();
+        }
+        String v = value.strip();
+        if (v.startsWith("[")) {
+            if (!v.endsWith("]")) {
+                throw new IllegalArgumentException(flag + " " + value + ": a JSON list must end with ]");
+            }
+            v = v.substring(1, v.length() - 1);
+        }
+        List<String> out = new ArrayList<>();
+        for (String part : v.split(",")) {
+            String p = part.strip();
+            if (p.length() >= 2 && p.startsWith("\"") && p.endsWith("\"")) {
+                p = p.substring(1, p.length() - 1);
+            }
+            if (!p.isEmpty()) {
+                out.add(p);
+            }
+        }
+        return out;
     }
 
     /** A CLI built without the engine (phoenix-cli-nodjl.jar) says so, instead of a NoClassDefFoundError. */

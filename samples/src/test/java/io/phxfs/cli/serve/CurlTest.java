@@ -278,7 +278,9 @@ class CurlTest {
         assertEquals("model", card.path("object").asText());
         assertEquals("phoenix", card.path("owned_by").asText());
         assertEquals(server.server().engine().model().created(), card.path("created").asLong());
-        assertEquals(4, card.size(), card.toString());
+        // OpenAI's four fields and vLLM's root, parent, max_model_len, permission
+        assertEquals(8, card.size(), card.toString());
+        assertEquals(server.server().engine().model().contextLength(), card.path("max_model_len").asInt());
 
         Http one = get(server, "/v1/models/" + FIXTURE);
         assertEquals(200, one.status());
