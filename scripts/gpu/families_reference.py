@@ -108,6 +108,100 @@ def write(name, config, root, seed):
           result["generate_8_greedy_no_cache"], "cpu/cuda", result.get("max_abs_diff_cpu_vs_cuda"), flush=True)
 
 
+# Real checkpoints' rope settings (config.json as the Hub has them, transformers 4's layout unless
+# noted), with made-up variants for the paths no published config takes: what transformers 5's rotary
+# embedding makes of each is recorded in rope_cases.json (the block's RotaryFrequencies is tested on
+# them without weights).
+ROPE_CASES = {
+    "llama-2-7b": {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
+                   "rope_theta": 10000.0, "rope_scaling": None},
+    "codellama-7b": {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 16384,
+                     "rope_theta": 1000000.0, "rope_scaling": None},
+    "llama-3.1-8b": {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 131072,
+                     "rope_theta": 500000.0, "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                               "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+    "llama-3.2-1b": {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "head_dim": 64,
+                     "max_position_embeddings": 131072, "rope_theta": 500000.0,
+                     "rope_scaling": {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                      "original_max_position_embeddings": 8192, "rope_type": "llama3"}},
+    "llama-2-linear-type-key": {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+                                "max_position_embeddings": 16384, "rope_theta": 10000.0,
+                                "rope_scaling": {"type": "linear", "factor": 4.0}},
+    "llama-2-dynamic": {"model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32, "max_position_embeddings": 4096,
+                        "rope_theta": 10000.0, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+    "mistral-7b-v0.1": {"model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+                        "max_position_embeddings": 32768, "rope_theta": 10000.0, "sliding_window": 4096},
+    "mistral-nemo": {"model_type": "mistral", "hidden_size": 5120, "num_attention_heads": 32, "num_key_value_heads": 8,
+                     "head_dim": 128, "max_position_embeddings": 1024000, "rope_theta": 1000000.0, "sliding_window": None},
+    "qwen2.5-7b": {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+                   "max_position_embeddings": 32768, "rope_theta": 1000000.0, "rope_scaling": None,
+                   "sliding_window": 131072, "use_sliding_window": False, "max_window_layers": 28},
+    "qwen2.5-7b-yarn": {"model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+                        "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+                        "rope_scaling": {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"},
+                        "sliding_window": 131072, "use_sliding_window": False, "max_window_layers": 28},
+    "qwen3-8b-yarn": {"model_type": "qwen3", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+                      "head_dim": 128, "max_position_embeddings": 40960, "rope_theta": 1000000.0,
+                      "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}},
+    "yarn-no-truncate": {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 65536,
+                         "rope_theta": 10000.0, "rope_scaling": {"rope_type": "yarn", "factor": 8.0, "truncate": False,
+                                                                  "original_max_position_embeddings": 8192,
+                                                                  "beta_fast": 16, "beta_slow": 2}},
+    "yarn-mscale": {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 65536,
+                    "rope_theta": 10000.0, "rope_scaling": {"rope_type": "yarn", "factor": 16.0, "mscale": 0.707,
+                                                             "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096}},
+    "yarn-mscale-differ": {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 65536,
+                           "rope_theta": 10000.0, "rope_scaling": {"rope_type": "yarn", "factor": 16.0, "mscale": 1.0,
+                                                                    "mscale_all_dim": 0.5, "original_max_position_embeddings": 4096}},
+    "yarn-attention-factor": {"model_type": "qwen3", "hidden_size": 1024, "num_attention_heads": 8, "head_dim": 128,
+                              "max_position_embeddings": 65536, "rope_theta": 1000000.0,
+                              "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "attention_factor": 1.5,
+                                               "original_max_position_embeddings": 32768}},
+    "yarn-no-original": {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 8192,
+                         "rope_theta": 10000.0, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
+    "transformers5-layout-llama3": {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "head_dim": 64,
+                                    "max_position_embeddings": 131072,
+                                    "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
+                                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                        "original_max_position_embeddings": 8192}},
+}
+ROTARY = {"llama": "llama.modeling_llama.LlamaRotaryEmbedding", "mistral": "mistral.modeling_mistral.MistralRotaryEmbedding",
+          "qwen2": "qwen2.modeling_qwen2.Qwen2RotaryEmbedding", "qwen3": "qwen3.modeling_qwen3.Qwen3RotaryEmbedding"}
+
+
+def rope_cases(root):
+    import importlib
+    import tempfile
+    from transformers import AutoConfig
+    out = {}
+    for name, fields in ROPE_CASES.items():
+        d = dict(fields, num_hidden_layers=1, intermediate_size=64, vocab_size=32)
+        with tempfile.TemporaryDirectory() as t:
+            with open(os.path.join(t, "config.json"), "w") as f:
+                json.dump(d, f)
+            config = AutoConfig.from_pretrained(t)  # as a checkpoint's config.json is read
+        module, cls = ROTARY[d["model_type"]].rsplit(".", 1)
+        rotary = getattr(importlib.import_module("transformers.models." + module), cls)(config=config)
+        out[name] = {"config": d, "inv_freq": rotary.inv_freq.tolist(), "attention_scaling": float(rotary.attention_scaling)}
+        print("rope", name, config.rope_parameters, "scaling", out[name]["attention_scaling"], flush=True)
+    with open(os.path.join(root, "rope_cases.json"), "w") as f:
+        json.dump(out, f, indent=1)
+
+
+def long_logits(root, name, length, seed):
+    """Last-position logits of a LENGTH-token random sequence: the frequencies at positions the
+    16-token input never reaches."""
+    d = os.path.join(root, name)
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, model.config.vocab_size, (1, length), generator=g)
+    with torch.no_grad():
+        last = model(ids, attention_mask=torch.ones_like(ids)).logits[0, -1]
+    with open(os.path.join(d, "expected_long.json"), "w") as f:
+        json.dump({"input_ids": ids[0].tolist(), "last_logits": last.tolist()}, f)
+    print(name, "long", length, "argmax", int(last.argmax()), flush=True)
+
+
 def main():
     root = sys.argv[1]
     only = sys.argv[2:]  # names: those only (each keeps its seed)
@@ -121,6 +215,11 @@ def main():
         except Exception as e:  # the others are still worth having
             print(name, "FAILED", type(e).__name__, e, flush=True)
             failed += 1
+    if not only:
+        rope_cases(root)
+        long_logits(root, "tiny-llama3", 2000, 7)
+        long_logits(root, "tiny-qwen2-yarn", 2000, 8)
+        long_logits(root, "tiny-qwen3", 1000, 9)
     sys.exit(1 if failed else 0)
 
 

@@ -62,6 +62,12 @@ public abstract class CausalLmBlock extends AbstractBlock {
         if (!Precision.supported(dtype)) {
             throw new IllegalArgumentException(config.file() + ": compute dtype " + dtype + " (float32, float16 or bfloat16)");
         }
+        if (config.value("quantization_config") != null) {
+            // the weights are stored quantized (FP8 with scales, GPTQ, AWQ, bitsandbytes...): read
+            // as plain floats they would give wrong logits, so none of them is computed
+            throw new IllegalArgumentException(config.file() + ": \"quantization_config\" is set: quantized checkpoints"
+                    + " are not supported (the blocks compute from float32, float16 or bfloat16 weights)");
+        }
         this.dtype = dtype;
         this.weights = weights;
         this.config = config;
@@ -82,6 +88,12 @@ public abstract class CausalLmBlock extends AbstractBlock {
      */
     protected NDArray weight(String name, Parameter.Type type) {
         NDArray a = weights.get(name);
+        String stored = TensorViews.torchDtype(a);
+        if (Precision.fromName(stored) == null) {
+            // an integer or FP8 weight is a quantized one whose scales live elsewhere: cast, it would be wrong
+            throw new IllegalArgumentException("tensor \"" + name + "\" is " + stored
+                    + ": the blocks compute from float32, float16 or bfloat16 weights (a quantized checkpoint?)");
+        }
         NDArray f = a;
         if (!Precision.is(a, dtype)) {
             f = convert(a);

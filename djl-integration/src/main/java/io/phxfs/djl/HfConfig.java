@@ -198,6 +198,16 @@ public final class HfConfig {
     }
 
     /**
+     * Whether the field is present, null or not (some defaults differ for an absent field and a null one).
+     *
+     * @param name the field
+     * @return whether config.json names it
+     */
+    public boolean has(String name) {
+        return root.containsKey(name);
+    }
+
+    /**
      * A field as parsed, for shapes the typed getters do not cover (lists, say).
      *
      * @param name the field

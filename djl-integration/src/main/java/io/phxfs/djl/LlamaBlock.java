@@ -86,10 +86,9 @@ public final class LlamaBlock extends CausalLmBlock {
         super(weights, config, manager, config.integer("num_hidden_layers"), config.integer("vocab_size"), dtype);
         family = LlamaFamily.of(config);
         heads = config.integer("num_attention_heads");
-        kvHeads = config.optInteger("num_key_value_heads").orElse(heads);
+        kvHeads = family.kvHeads(config, heads);
         width = config.integer("hidden_size");
-        headDim = config.optInteger("head_dim").orElse(width / heads);
-        positions = family.contextLength(config.integer("max_position_embeddings"));
+        headDim = family.headDim(config, width, heads);
         eps = config.number("rms_norm_eps", 1e-6);
         if (heads % kvHeads != 0) {
             throw new IllegalArgumentException(config.file() + ": num_attention_heads " + heads
@@ -105,6 +104,7 @@ public final class LlamaBlock extends CausalLmBlock {
         RotaryFrequencies rope = RotaryFrequencies.of(config, headDim, bf16RopeFrequencies);
         invFreq = rope.invFreq();
         ropeScaling = rope.scaling();
+        positions = Math.min(family.contextLength(config.integer("max_position_embeddings")), rope.maxPositions());
         embed = weight("model.embed_tokens.weight", Parameter.Type.WEIGHT);
         layer = new Layer[layers()];
         for (int i = 0; i < layer.length; i++) {
@@ -155,9 +155,14 @@ public final class LlamaBlock extends CausalLmBlock {
     }
 
     private String contextLimit() {
-        return config.file() + (family.window() > 0 && family.window() == positions
-                ? " has sliding_window " + positions + " (computed as full attention, so up to the window)"
-                : " has max_position_embeddings " + positions);
+        if (family.window() > 0 && family.window() == positions) {
+            return config.file() + " has sliding_window " + positions + " (computed as full attention, so up to the window)";
+        }
+        if (positions < config.integer("max_position_embeddings")) {
+            return config.file() + " has rope type dynamic with original_max_position_embeddings " + positions
+                    + " (its frequencies change past it; computed up to it)";
+        }
+        return config.file() + " has max_position_embeddings " + positions;
     }
 
     /** Qwen3's per-head RMSNorm of {@code x [.., heads, headDim]}, or x itself for the others. */

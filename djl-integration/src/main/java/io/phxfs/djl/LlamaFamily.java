@@ -54,10 +54,51 @@ record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean m
         if (types instanceof List<?> l) {
             sliding = l.contains("sliding_attention");
         }
-        if (!sliding || c.string("sliding_window").isEmpty()) {
+        if (!sliding) {
             return 0;
         }
-        return c.integer("sliding_window");
+        // transformers' configs default an absent sliding_window to 4096; only null turns it off
+        if (!c.has("sliding_window")) {
+            return DEFAULT_WINDOW;
+        }
+        return c.string("sliding_window").isEmpty() ? 0 : c.integer("sliding_window");
+    }
+
+    /** transformers' default {@code sliding_window} for Mistral, Qwen2 and Qwen3 configs. */
+    private static final int DEFAULT_WINDOW = 4096;
+
+    /**
+     * {@code num_key_value_heads}, or its default for the model type as transformers' config
+     * classes have it (Llama: the head count; Mistral 8; Qwen2 and Qwen3 32).
+     *
+     * @param c the config
+     * @param heads {@code num_attention_heads}
+     * @return the key/value head count
+     */
+    int kvHeads(HfConfig c, int heads) {
+        if (c.value("num_key_value_heads") != null) {
+            return c.integer("num_key_value_heads");
+        }
+        return switch (modelType) {
+            case "mistral" -> 8;
+            case "qwen2", "qwen3" -> 32;
+            default -> heads;
+        };
+    }
+
+    /**
+     * {@code head_dim}, or its default for the model type (Qwen3: 128; the others: hidden / heads).
+     *
+     * @param c the config
+     * @param width {@code hidden_size}
+     * @param heads {@code num_attention_heads}
+     * @return the head dimension
+     */
+    int headDim(HfConfig c, int width, int heads) {
+        if (c.value("head_dim") != null) {
+            return c.integer("head_dim");
+        }
+        return modelType.equals("qwen3") ? 128 : width / heads;
     }
 
     /**

@@ -3,50 +3,57 @@ package io.phxfs.djl;
 import java.util.Map;
 
 /**
- * The rotary embedding of a Llama-family config.json, as transformers' rope initialisers compute
- * it: the inverse frequencies and the factor cos and sin are scaled by. Types: {@code default},
- * {@code linear} (positions divided by {@code factor}), {@code llama3} (Llama 3.1 and 3.2: low
- * frequencies divided by {@code factor}, high ones kept, the band between interpolated) and
- * {@code yarn} (Qwen2.5's long-context setting: the same idea with YaRN's ramp, and cos and sin
- * scaled). The settings are read from {@code rope_parameters} (transformers 5) or
- * {@code rope_scaling} plus a top-level {@code rope_theta} (the layout of checkpoints written by
- * transformers 4). Types whose angles depend on the sequence's length ({@code dynamic},
- * {@code longrope}) are refused: computed as another type they would give other logits.
+ * The rotary embedding of a Llama-family config.json, as transformers 5's rope initialisers
+ * compute it: the inverse frequencies, the factor cos and sin are scaled by, and the longest
+ * sequence it holds for. Types: {@code default}; {@code linear} (positions divided by
+ * {@code factor}); {@code dynamic} (NTK scaling, which keeps the default frequencies up to the
+ * original context, so the block stops there); {@code llama3} (Llama 3.1 to 3.3: low frequencies
+ * divided by {@code factor}, high ones kept, the band between interpolated); {@code yarn}
+ * (Qwen2.5's and Qwen3's long-context setting: the same idea with YaRN's ramp, and cos and sin
+ * scaled). The settings are read as transformers 5 reads them: {@code rope_scaling} (checkpoints
+ * written by transformers 4) or else {@code rope_parameters} (5), {@code rope_theta} from that
+ * object or else the top level, and a top-level {@code original_max_position_embeddings} over the
+ * object's. {@code longrope} (whose frequencies switch past the original context), per-layer-type
+ * settings and a {@code partial_rotary_factor} are refused, naming the field.
  *
  * @param invFreq the inverse frequency of each of the head's {@code headDim / 2} pairs
  * @param scaling what cos and sin are multiplied by (YaRN's attention factor; 1 for the others)
+ * @param maxPositions the longest sequence these frequencies hold for ({@code Integer.MAX_VALUE}: any)
  */
-record RotaryFrequencies(float[] invFreq, float scaling) {
-
+record RotaryFrequencies(float[] invFreq, float scaling, int maxPositions) {
     /**
      * The rotary embedding a config describes.
      *
      * @param config the model's config
      * @param headDim the rotated dimension (even)
      * @param bf16 round each frequency to bf16, as transformers' buffer is when the model runs in bf16
-     * @return the inverse frequencies in float32 and the scale of cos and sin
+     * @return the inverse frequencies in float32, the scale of cos and sin, and the positions they hold for
      */
     static RotaryFrequencies of(HfConfig config, int headDim, boolean bf16) {
-        double partial = config.number("partial_rotary_factor", 1.0);
-        if (partial != 1.0) {
-            throw new IllegalArgumentException(config.file() + ": partial_rotary_factor " + partial
-                    + " is not supported (1: every dimension of the head rotates)");
-        }
-        Map<String, Object> rope = config.object("rope_parameters");
-        String where = "rope_parameters";
+        Map<String, Object> rope = config.object("rope_scaling");
+        String where = "rope_scaling";
         if (rope.isEmpty()) {
-            rope = config.object("rope_scaling");
-            where = "rope_scaling";
+            rope = config.object("rope_parameters");
+            where = "rope_parameters";
+        }
+        for (Map.Entry<String, Object> e : rope.entrySet()) {
+            if (e.getValue() instanceof Map) {
+                throw new IllegalArgumentException(config.file() + ": " + where + "." + e.getKey()
+                        + ": rope settings per layer type are not supported (one set for every layer)");
+            }
+        }
+        Object partialHere = rope.get("partial_rotary_factor");
+        double partial = partialHere instanceof Number n ? n.doubleValue() : config.number("partial_rotary_factor", 1.0);
+        if (partial != 1.0) {
+            throw new IllegalArgumentException(config.file() + ": " + (partialHere != null ? where + "." : "")
+                    + "partial_rotary_factor " + partial + " is not supported (1: every dimension of the head rotates)");
         }
         Object type = rope.getOrDefault("rope_type", rope.getOrDefault("type", "default"));
         double theta = rope.get("rope_theta") instanceof Number n ? n.doubleValue() : config.number("rope_theta", 10000.0);
-        float[] inv = new float[headDim / 2];
-        for (int i = 0; i < inv.length; i++) {
-            // as transformers computes it: float32 of theta^(2i/d)
-            inv[i] = (float) (1.0 / Math.pow(theta, (2.0 * i) / headDim));
-        }
+        float[] inv = defaults(theta, headDim);
         String t = type == null ? "default" : String.valueOf(type);
         float scaling = 1;
+        int max = Integer.MAX_VALUE;
         switch (t) {
             case "default" -> {
             }
@@ -56,10 +63,17 @@ record RotaryFrequencies(float[] invFreq, float scaling) {
                     inv[i] /= factor;
                 }
             }
+            case "dynamic" -> {
+                positive(config, rope, where, "factor");
+                // transformers recomputes the frequencies only past the original context: up to it they are the default ones
+                if (original(config, rope) != null) {
+                    max = (int) Math.min(Integer.MAX_VALUE, originalContext(config, rope, where));
+                }
+            }
             case "llama3" -> llama3(config, rope, where, inv);
             case "yarn" -> scaling = yarn(config, rope, where, theta, headDim, inv);
             default -> throw new IllegalArgumentException(config.file() + ": " + where + ".rope_type \"" + t
-                    + "\" is not supported (default, linear, llama3, yarn)");
+                    + "\" is not supported (default, linear, dynamic, llama3, yarn)");
         }
         if (bf16) {
             for (int i = 0; i < inv.length; i++) {
@@ -67,23 +81,73 @@ record RotaryFrequencies(float[] invFreq, float scaling) {
                 inv[i] = Float.intBitsToFloat((bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000); // round to nearest even
             }
         }
-        return new RotaryFrequencies(inv, scaling);
+        return new RotaryFrequencies(inv, scaling, max);
     }
 
     /**
-     * transformers' {@code _compute_yarn_parameters}, in its float32 operation order: each
+     * transformers' default frequencies in its float32 operations: {@code 1 / theta ** (2i / d)},
+     * the exponent a float32 quotient, the power rounded to float32, then the float32 reciprocal
+     * (computed in double and rounded once, they differ by an ulp, which a position of 100,000
+     * turns into a visible angle).
+     */
+    private static float[] defaults(double theta, int dim) {
+        float[] inv = new float[dim / 2];
+        float base = (float) theta;
+        for (int i = 0; i < inv.length; i++) {
+            inv[i] = 1.0f / power(base, (float) (2 * i) / dim);
+        }
+        return inv;
+    }
+
+    /** A float32 power as libm's powf gives it: the exact power rounded once. */
+    private static float power(float base, float exponent) {
+        return (float) Math.pow(base, exponent);
+    }
+
+    /** The original context: the top level's over the rope object's, as transformers 5 standardises them. */
+    private static Object original(HfConfig config, Map<String, Object> rope) {
+        Object top = config.value("original_max_position_embeddings");
+        return top != null ? top : rope.get("original_max_position_embeddings");
+    }
+
+    /** transformers' {@code _compute_llama3_parameters}, in its float32 operation order. */
+    private static void llama3(HfConfig config, Map<String, Object> rope, String where, float[] inv) {
+        float factor = (float) positive(config, rope, where, "factor");
+        float low = (float) positive(config, rope, where, "low_freq_factor");
+        float high = (float) positive(config, rope, where, "high_freq_factor");
+        float context = (float) originalContext(config, rope, where);
+        if (high <= low) {
+            throw new IllegalArgumentException(config.file() + ": " + where + ".high_freq_factor " + high
+                    + " must be above low_freq_factor " + low);
+        }
+        float lowWavelen = context / low;
+        float highWavelen = context / high;
+        float twoPi = (float) (2 * Math.PI);
+        for (int i = 0; i < inv.length; i++) {
+            float wavelen = twoPi / inv[i];
+            float scaled = wavelen > lowWavelen ? inv[i] / factor : inv[i];
+            if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
+                float smooth = (context / wavelen - low) / (high - low);
+                scaled = (1 - smooth) * scaled / factor + smooth * scaled;
+            }
+            inv[i] = scaled;
+        }
+    }
+
+    /**
+     * transformers 5's {@code _compute_yarn_parameters}, in its float32 operation order: each
      * frequency between its extrapolated (kept) and interpolated (divided by {@code factor}) value
      * by a linear ramp over the pairs whose wavelengths fall between {@code beta_fast} and
-     * {@code beta_slow} rotations of the original context. transformers takes the explicit
-     * {@code factor}, not {@code max_position_embeddings / original_max_position_embeddings}.
+     * {@code beta_slow} rotations of the original context. transformers 5 takes the explicit
+     * {@code factor} (4.x replaced it by {@code max_position_embeddings / original_max_position_embeddings}
+     * when the latter was given, so the two versions differ on such configs; vLLM takes the explicit one too).
      *
      * @return the attention factor cos and sin are scaled by
      */
     private static float yarn(HfConfig config, Map<String, Object> rope, String where, double theta, int dim, float[] inv) {
         double factor = positive(config, rope, where, "factor");
-        double original = rope.get("original_max_position_embeddings") == null
-                ? config.integer("max_position_embeddings")
-                : positive(config, rope, where, "original_max_position_embeddings");
+        double original = original(config, rope) == null ? config.integer("max_position_embeddings")
+                : originalContext(config, rope, where);
         double betaFast = rope.get("beta_fast") == null ? 32 : positive(config, rope, where, "beta_fast");
         double betaSlow = rope.get("beta_slow") == null ? 1 : positive(config, rope, where, "beta_slow");
         boolean truncate = !(rope.get("truncate") instanceof Boolean b) || b;
@@ -101,16 +165,16 @@ record RotaryFrequencies(float[] invFreq, float scaling) {
         float fl = (float) low;
         float span = (float) (high - low);
         float ff = (float) factor;
+        float base = (float) theta;
         for (int i = 0; i < inv.length; i++) {
-            float pos = (float) Math.pow((float) theta, (float) (2 * i) / dim);
+            float pos = power(base, (float) (2 * i) / dim);
             float extrapolated = 1.0f / pos;
             float interpolated = 1.0f / (ff * pos);
             float ramp = Math.min(1f, Math.max(0f, ((float) i - fl) / span));
             float keep = 1 - ramp;
             inv[i] = interpolated * (1 - keep) + extrapolated * keep;
         }
-        Object given = rope.get("attention_factor");
-        if (given != null) {
+        if (rope.get("attention_factor") != null) {
             return (float) positive(config, rope, where, "attention_factor");
         }
         Object mscale = rope.get("mscale");
@@ -121,6 +185,13 @@ record RotaryFrequencies(float[] invFreq, float scaling) {
         return (float) yarnScale(factor, 1);
     }
 
+    private static double originalContext(HfConfig config, Map<String, Object> rope, String where) {
+        if (config.value("original_max_position_embeddings") != null) {
+            return config.integer("original_max_position_embeddings");
+        }
+        return positive(config, rope, where, "original_max_position_embeddings");
+    }
+
     /** The pair whose wavelength turns {@code rotations} times over {@code context} positions. */
     private static double correctionDim(double rotations, int dim, double theta, double context) {
         return dim * Math.log(context / (rotations * 2 * Math.PI)) / (2 * Math.log(theta));
@@ -128,30 +199,6 @@ record RotaryFrequencies(float[] invFreq, float scaling) {
 
     private static double yarnScale(double factor, double mscale) {
         return factor <= 1 ? 1.0 : 0.1 * mscale * Math.log(factor) + 1.0;
-    }
-
-    /** transformers' {@code _compute_llama3_parameters}, in its float32 operation order. */
-    private static void llama3(HfConfig config, Map<String, Object> rope, String where, float[] inv) {
-        float factor = (float) positive(config, rope, where, "factor");
-        float low = (float) positive(config, rope, where, "low_freq_factor");
-        float high = (float) positive(config, rope, where, "high_freq_factor");
-        float context = (float) positive(config, rope, where, "original_max_position_embeddings");
-        if (high <= low) {
-            throw new IllegalArgumentException(config.file() + ": " + where + ".high_freq_factor " + high
-                    + " must be above low_freq_factor " + low);
-        }
-        float lowWavelen = context / low;
-        float highWavelen = context / high;
-        float twoPi = (float) (2 * Math.PI);
-        for (int i = 0; i < inv.length; i++) {
-            float wavelen = twoPi / inv[i];
-            float scaled = wavelen > lowWavelen ? inv[i] / factor : inv[i];
-            if (!(wavelen < highWavelen) && !(wavelen > lowWavelen)) {
-                float smooth = (context / wavelen - low) / (high - low);
-                scaled = (1 - smooth) * scaled / factor + smooth * scaled;
-            }
-            inv[i] = scaled;
-        }
     }
 
     private static double positive(HfConfig config, Map<String, Object> rope, String where, String key) {

@@ -55,9 +55,73 @@ class LlamaFamilyTest {
         assertEquals(want.size(), rope.invFreq().length);
         for (int i = 0; i < want.size(); i++) {
             float w = want.get(i).floatValue();
-            assertEquals(w, rope.invFreq()[i], Math.abs(w) * 2e-7, fixture + " inv_freq[" + i + "]");
+            assertEquals(w, rope.invFreq()[i], Math.ulp(w), fixture + " inv_freq[" + i + "]: within an ulp");
         }
         assertEquals(ref.get("attention_scaling").doubleValue(), rope.scaling(), 1e-6, fixture + " attention_scaling");
+    }
+
+    /**
+     * Published checkpoints' rope settings (Llama 2, CodeLlama, Llama 3.1 and 3.2, Mistral v0.1 and
+     * Nemo, Qwen2.5 with and without Qwen's yarn, Qwen3 with yarn) and made-up variants of the
+     * paths no published config takes (yarn without truncation, with mscale, with an attention
+     * factor, without an original context; transformers 5's layout): the frequencies bit for bit
+     * and the scale of cos and sin as transformers 5's rotary embedding computed them from the
+     * same config.json (testdata/fixtures/rope/rope_cases.json, scripts/gpu/families_reference.py).
+     */
+    @Test
+    void publishedRopeSettingsGiveTransformersFrequencies(@TempDir Path tmp) throws Exception {
+        JsonNode cases = TestFixtures.json("rope/rope_cases.json");
+        int n = 0;
+        int off = 0;
+        int all = 0;
+        for (var it = cases.properties().iterator(); it.hasNext(); n++) {
+            var c = it.next();
+            Path dir = Files.createDirectories(tmp.resolve(c.getKey()));
+            JSON.writeValue(dir.resolve("config.json").toFile(), c.getValue().get("config"));
+            HfConfig config = HfConfig.read(dir);
+            LlamaFamily family = LlamaFamily.of(config);
+            int headDim = family.headDim(config, config.integer("hidden_size"), config.integer("num_attention_heads"));
+            RotaryFrequencies rope = RotaryFrequencies.of(config, headDim, false);
+            JsonNode want = c.getValue().get("inv_freq");
+            assertEquals(want.size(), rope.invFreq().length, c.getKey());
+            for (int i = 0; i < want.size(); i++) {
+                float w = want.get(i).floatValue();
+                // torch's vectorised float32 pow is not always correctly rounded: a few ulps either way
+                assertEquals(w, rope.invFreq()[i], 4 * Math.ulp(w), c.getKey() + " inv_freq[" + i + "]");
+                off += w == rope.invFreq()[i] ? 0 : 1;
+                all++;
+            }
+            assertEquals(c.getValue().get("attention_scaling").doubleValue(), rope.scaling(), 1e-6, c.getKey());
+        }
+        System.out.printf("rope cases: %d of %d frequencies within 4 ulps of transformers', the rest equal%n", off, all);
+        assertTrue(n >= 17, n + " cases");
+    }
+
+    /**
+     * The last position's logits of a long random sequence (1,000-2,000 tokens), where the scaled
+     * frequencies turn through many cycles: a frequency off by an ulp, or a band edge misplaced,
+     * shows here and not in 16 positions.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tiny-llama3", "tiny-qwen2-yarn", "tiny-qwen3"})
+    void longSequencesLastLogitsMatchTransformers(String fixture) throws Exception {
+        JsonNode ref = TestFixtures.json(fixture + "/expected_long.json");
+        long[] ids = TestFixtures.longs(ref.get("input_ids"));
+        float[] want = new float[ref.get("last_logits").size()];
+        for (int i = 0; i < want.length; i++) {
+            want[i] = ref.get("last_logits").get(i).floatValue();
+        }
+        try (ZooModel<long[], float[][]> model = load(TestFixtures.file(fixture)); NDManager m = model.getNDManager().newSubManager()) {
+            CausalLmBlock block = (CausalLmBlock) model.getBlock();
+            float[] all = block.logits(m.create(ids), null).toFloatArray();
+            float[] last = java.util.Arrays.copyOfRange(all, all.length - want.length, all.length);
+            double err = 0;
+            for (int i = 0; i < want.length; i++) {
+                err = Math.max(err, Math.abs(want[i] - last[i]));
+            }
+            System.out.printf("%s, %d tokens: last logits max abs error %.3g vs transformers%n", fixture, ids.length, err);
+            assertTrue(err <= 1e-3, fixture + ": " + err);
+        }
     }
 
     private static void assertLogitsMatch(Path dir, JsonNode ref, String what) throws Exception {
@@ -117,7 +181,7 @@ class LlamaFamilyTest {
 
     /** Rope types whose angles depend on the sequence would give other logits if computed as another type. */
     @ParameterizedTest
-    @ValueSource(strings = {"dynamic", "longrope", "su"})
+    @ValueSource(strings = {"longrope", "su", "mrope"})
     void anUnsupportedRopeTypeIsRefusedNamingTheField(String type, @TempDir Path tmp) throws Exception {
         Path dir = copy("tiny-llama-linear", tmp);
         ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
@@ -147,6 +211,113 @@ class LlamaFamilyTest {
         JSON.writeValue(dir.resolve("config.json").toFile(), c);
         String msg = rootMessage(assertThrows(Exception.class, () -> load(dir).close()));
         assertTrue(msg.contains("model_type \"gemma2\" is not supported (gpt2, llama, mistral, qwen2, qwen3)"), msg);
+    }
+
+    /** Dynamic NTK keeps the default frequencies up to the original context, so the block computes up to there. */
+    @Test
+    void dynamicRopeIsTheDefaultOneUpToItsOriginalContext(@TempDir Path tmp) throws Exception {
+        Path dir = copy("tiny-llama-linear", tmp);
+        ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
+        ((ObjectNode) c.get("rope_parameters")).put("rope_type", "dynamic").put("original_max_position_embeddings", 40);
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        try (ZooModel<long[], float[][]> model = load(dir); NDManager m = model.getNDManager().newSubManager()) {
+            LlamaBlock block = (LlamaBlock) model.getBlock();
+            assertEquals(40, block.contextLength());
+            String msg = assertThrows(IllegalArgumentException.class, () -> block.logits(m.create(new long[41]), null)).getMessage();
+            assertTrue(msg.contains("rope type dynamic with original_max_position_embeddings 40"), msg);
+        }
+    }
+
+    @Test
+    void ropeSettingsTheBlockDoesNotComputeAreRefusedNamingTheField(@TempDir Path tmp) throws Exception {
+        String[][] cases = {
+            {"{\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}}",
+                "rope_parameters.full_attention: rope settings per layer type are not supported"},
+            {"{\"rope_type\": \"default\", \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.5}",
+                "rope_parameters.partial_rotary_factor 0.5 is not supported"},
+        };
+        for (String[] k : cases) {
+            Path dir = copy("tiny-llama-linear", tmp.resolve("c" + k[1].hashCode()));
+            ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
+            c.set("rope_parameters", JSON.readTree(k[0]));
+            JSON.writeValue(dir.resolve("config.json").toFile(), c);
+            String msg = rootMessage(assertThrows(Exception.class, () -> load(dir).close()));
+            assertTrue(msg.contains(k[1]), msg);
+        }
+    }
+
+    /** transformers 5 lets a top-level original_max_position_embeddings override the rope object's. */
+    @Test
+    void aTopLevelOriginalContextOverridesTheRopeObjects(@TempDir Path tmp) throws Exception {
+        JsonNode llama31 = TestFixtures.json("rope/rope_cases.json").get("llama-3.1-8b");
+        ObjectNode c = llama31.get("config").deepCopy();
+        ((ObjectNode) c.get("rope_scaling")).put("original_max_position_embeddings", 1234);
+        c.put("original_max_position_embeddings", 8192);
+        JSON.writeValue(tmp.resolve("config.json").toFile(), c);
+        float[] inv = RotaryFrequencies.of(HfConfig.read(tmp), 128, false).invFreq();
+        for (int i = 0; i < inv.length; i++) {
+            assertEquals(llama31.get("inv_freq").get(i).floatValue(), inv[i], 0f, "inv_freq[" + i + "]");
+        }
+    }
+
+    /** Defaults of an absent field as transformers' config classes have them, where they differ by model type. */
+    @Test
+    void absentFieldsTakeTheirModelTypesDefaults(@TempDir Path tmp) throws Exception {
+        Path dir = copy("tiny-mistral", tmp);
+        ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
+        c.put("max_position_embeddings", 8192);
+        c.remove("sliding_window");
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        try (ZooModel<long[], float[][]> model = load(dir)) {
+            assertEquals(4096, ((LlamaBlock) model.getBlock()).contextLength(), "MistralConfig's sliding_window defaults to 4096");
+        }
+        c.putNull("sliding_window");
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        try (ZooModel<long[], float[][]> model = load(dir)) {
+            assertEquals(8192, ((LlamaBlock) model.getBlock()).contextLength(), "null turns the window off");
+        }
+        ObjectNode q = JSON.createObjectNode().put("model_type", "qwen3").put("hidden_size", 1024).put("num_attention_heads", 16);
+        JSON.writeValue(tmp.resolve("config.json").toFile(), q);
+        HfConfig qc = HfConfig.read(tmp);
+        LlamaFamily qwen3 = LlamaFamily.of(qc);
+        assertEquals(128, qwen3.headDim(qc, 1024, 16), "Qwen3Config's head_dim defaults to 128, not hidden / heads");
+        assertEquals(32, qwen3.kvHeads(qc, 16), "Qwen3Config's num_key_value_heads defaults to 32");
+        q.put("model_type", "mistral");
+        JSON.writeValue(tmp.resolve("config.json").toFile(), q);
+        HfConfig mc = HfConfig.read(tmp);
+        assertEquals(8, LlamaFamily.of(mc).kvHeads(mc, 16));
+        assertEquals(64, LlamaFamily.of(mc).headDim(mc, 1024, 16));
+    }
+
+    /** Quantized weights read as plain floats would give wrong logits: refused, naming the field or the tensor. */
+    @Test
+    void quantizedCheckpointsAreRefused(@TempDir Path tmp) throws Exception {
+        Path dir = copy("tiny-qwen2", tmp.resolve("config"));
+        ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
+        c.set("quantization_config", JSON.readTree("{\"quant_method\": \"fp8\", \"weight_block_size\": [128, 128]}"));
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        String msg = rootMessage(assertThrows(Exception.class, () -> load(dir).close()));
+        assertTrue(msg.contains("\"quantization_config\" is set: quantized checkpoints are not supported"), msg);
+        // an integer weight without a config saying so: the tensor's dtype refuses it
+        Path ints = copy("tiny-qwen2", tmp.resolve("tensor"));
+        retype(ints.resolve("model.safetensors"), "model.layers.0.mlp.up_proj.weight", "I16");
+        msg = rootMessage(assertThrows(Exception.class, () -> load(ints).close()));
+        assertTrue(msg.contains("tensor \"model.layers.0.mlp.up_proj.weight\" is int16"), msg);
+    }
+
+    /** Rewrites one tensor's dtype in a safetensors header to another of the same width, the header padded to its length. */
+    private static void retype(Path file, String tensor, String dtype) throws Exception {
+        byte[] b = Files.readAllBytes(file);
+        int n = (int) java.nio.ByteBuffer.wrap(b, 0, 8).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong();
+        ObjectNode h = (ObjectNode) JSON.readTree(new String(b, 8, n, java.nio.charset.StandardCharsets.UTF_8));
+        ((ObjectNode) h.get(tensor)).put("dtype", dtype);
+        byte[] json = JSON.writeValueAsBytes(h);
+        assertTrue(json.length <= n);
+        byte[] padded = new byte[n];
+        java.util.Arrays.fill(padded, (byte) ' ');
+        System.arraycopy(json, 0, padded, 0, json.length);
+        System.arraycopy(padded, 0, b, 8, n);
+        Files.write(file, b);
     }
 
     private static String rootMessage(Throwable e) {
