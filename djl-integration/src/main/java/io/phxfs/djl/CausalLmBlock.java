@@ -89,10 +89,10 @@ public abstract class CausalLmBlock extends AbstractBlock {
     protected NDArray weight(String name, Parameter.Type type) {
         NDArray a = weights.get(name);
         String stored = TensorViews.torchDtype(a);
-        if (Precision.fromName(stored) == null) {
+        if (Precision.fromName(stored) == null && !stored.equals("float64")) {
             // an integer or FP8 weight is a quantized one whose scales live elsewhere: cast, it would be wrong
             throw new IllegalArgumentException("tensor \"" + name + "\" is " + stored
-                    + ": the blocks compute from float32, float16 or bfloat16 weights (a quantized checkpoint?)");
+                    + ": the blocks compute from float weights (float64, float32, float16, bfloat16); a quantized checkpoint?");
         }
         NDArray f = a;
         if (!Precision.is(a, dtype)) {
