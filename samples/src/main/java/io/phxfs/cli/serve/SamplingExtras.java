@@ -22,38 +22,16 @@ record SamplingExtras(double minP, double presencePenalty, double frequencyPenal
                       Map<Integer, Double> logitBias, int minTokens, List<Integer> stopTokenIds,
                       boolean includeStopStrInOutput, boolean skipSpecialTokens) {
     static SamplingExtras read(ObjectNode body) {
-        return new SamplingExtras(number(body, "min_p", 0), number(body, "presence_penalty", 0),
-                number(body, "frequency_penalty", 0), number(body, "repetition_penalty", 1), logitBias(body),
-                minTokens(body), stopTokenIds(body), bool(body, "include_stop_str_in_output", false),
-                bool(body, "skip_special_tokens", true));
+        return new SamplingExtras(BodyFields.number(body, "min_p", 0), BodyFields.number(body, "presence_penalty", 0),
+                BodyFields.number(body, "frequency_penalty", 0), BodyFields.number(body, "repetition_penalty", 1), logitBias(body),
+                minTokens(body), stopTokenIds(body), BodyFields.bool(body, "include_stop_str_in_output", false),
+                BodyFields.bool(body, "skip_special_tokens", true));
     }
 
     /** {@code base} with these fields. */
     SamplingParams apply(SamplingParams base) {
         return base.withMinP(minP).withPenalties(presencePenalty, frequencyPenalty, repetitionPenalty, logitBias)
                 .withStopping(minTokens, stopTokenIds, includeStopStrInOutput, skipSpecialTokens);
-    }
-
-    private static double number(ObjectNode body, String field, double dflt) {
-        JsonNode n = body.get(field);
-        if (n == null || n.isNull()) {
-            return dflt;
-        }
-        if (!n.isNumber()) {
-            throw ApiException.invalid(field, field + " must be a number, not " + OpenAiRequests.kind(n));
-        }
-        return n.doubleValue();
-    }
-
-    private static boolean bool(ObjectNode body, String field, boolean dflt) {
-        JsonNode n = body.get(field);
-        if (n == null || n.isNull()) {
-            return dflt;
-        }
-        if (!n.isBoolean()) {
-            throw ApiException.invalid(field, field + " must be a boolean, not " + OpenAiRequests.kind(n));
-        }
-        return n.booleanValue();
     }
 
     private static int minTokens(ObjectNode body) {

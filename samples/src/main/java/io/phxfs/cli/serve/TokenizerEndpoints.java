@@ -29,13 +29,13 @@ final class TokenizerEndpoints {
             int[] ids;
             if (body.has("messages")) {
                 ids = ChatCompletionsEndpoint.promptIds(ctx, OpenAiRequests.chat(body),
-                        flag(body, "add_generation_prompt", true));
+                        BodyFields.bool(body, "add_generation_prompt", true));
             } else {
                 JsonNode p = body.get("prompt");
                 if (p == null || !p.isTextual()) {
                     throw ApiException.invalid("prompt", "prompt: required, a string (or give messages)");
                 }
-                ids = ctx.engine().tokenizer().encode(p.textValue(), flag(body, "add_special_tokens", true));
+                ids = ctx.engine().tokenizer().encode(p.textValue(), BodyFields.bool(body, "add_special_tokens", true));
             }
             ObjectNode n = F.objectNode();
             n.put("count", ids.length);
@@ -89,16 +89,5 @@ final class TokenizerEndpoints {
             OpenAiRequests.checkModel(body, ctx.servedName());
         }
         return body;
-    }
-
-    private static boolean flag(ObjectNode body, String field, boolean dflt) {
-        JsonNode n = body.get(field);
-        if (n == null || n.isNull()) {
-            return dflt;
-        }
-        if (!n.isBoolean()) {
-            throw ApiException.invalid(field, field + " must be a boolean, not " + OpenAiRequests.kind(n));
-        }
-        return n.booleanValue();
     }
 }
