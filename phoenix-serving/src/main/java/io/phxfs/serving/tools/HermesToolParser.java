@@ -35,7 +35,11 @@ public final class HermesToolParser implements ToolCallParser {
         return "hermes";
     }
 
-    /** {@code <tool_call>} is a special token in Hermes 2 Pro's vocabulary. */
+    /**
+     * {@code <tool_call>} is a special token in Hermes 2 Pro's vocabulary.
+     *
+     * @return true
+     */
     @Override
     public boolean needsSpecialTokens() {
         return true;

@@ -39,6 +39,8 @@ public final class Llama3JsonToolParser implements ToolCallParser {
     /**
      * No: the JSON is plain text; {@code <|python_tag|>}, a special token, is skipped like the
      * others (as in vLLM), and taken when a tokenizer marks it as ordinary text.
+     *
+     * @return false
      */
     @Override
     public boolean needsSpecialTokens() {

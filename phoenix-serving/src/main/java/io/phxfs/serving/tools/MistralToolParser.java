@@ -41,7 +41,11 @@ public final class MistralToolParser implements ToolCallParser {
         return "mistral";
     }
 
-    /** {@code [TOOL_CALLS]} is a control token, which decoding skips by default. */
+    /**
+     * {@code [TOOL_CALLS]} is a control token, which decoding skips by default.
+     *
+     * @return true
+     */
     @Override
     public boolean needsSpecialTokens() {
         return true;

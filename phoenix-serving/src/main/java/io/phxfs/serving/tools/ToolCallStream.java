@@ -66,7 +66,11 @@ public abstract class ToolCallStream {
         return drain();
     }
 
-    /** How many calls have been released. */
+    /**
+     * How many calls have been released.
+     *
+     * @return the count
+     */
     public final int callCount() {
         return calls;
     }

@@ -230,7 +230,7 @@ final class ToolRequests {
                     function.put("arguments", JSON.readValue(args.textValue(), Object.class));
                 } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
                     throw ApiException.invalid("messages", cw + ".function.arguments is not valid JSON: "
-                            + e.getOriginalMessage().lines().findFirst().orElse(""));
+                            + String.valueOf(e.getOriginalMessage()).lines().findFirst().orElse(""));
                 }
             } else if (!args.isObject()) {
                 throw ApiException.invalid("messages", cw + ".function.arguments must be a JSON string, not "
