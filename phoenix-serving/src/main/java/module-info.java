@@ -14,4 +14,5 @@ module io.phxfs.serving {
 
     exports io.phxfs.serving.engine;
     exports io.phxfs.serving.text;
+    exports io.phxfs.serving.tools;
 }

@@ -149,8 +149,13 @@ public final class ChatTemplate {
                 Clock.systemDefaultZone());
     }
 
-    /** The same template with strftime_now reading {@code clock}, for reproducible renders. */
-    ChatTemplate withClock(Clock clock) {
+    /**
+     * The same template with strftime_now reading {@code clock}, for reproducible renders.
+     *
+     * @param clock the clock strftime_now reads
+     * @return the template
+     */
+    public ChatTemplate withClock(Clock clock) {
         return new ChatTemplate(name, sources, specialTokens, clock);
     }
 

@@ -3,6 +3,9 @@ package io.phxfs.cli.serve;
 import io.phxfs.kvcache.KvCacheConfig;
 import io.phxfs.serving.engine.EngineConfig;
 import io.phxfs.serving.engine.GenerationEngine;
+import io.phxfs.serving.engine.GenerationListener;
+import io.phxfs.serving.tools.ToolCallParser;
+import io.phxfs.serving.tools.ToolParsers;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.net.InetAddress;
@@ -21,6 +24,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.UriCompliance;
 import org.eclipse.jetty.io.Connection;
@@ -86,11 +90,24 @@ final class ApiServer implements AutoCloseable {
      */
     static ApiServer start(EngineConfig config, String servedName, String host, int port, HttpPolicy policy,
                            PrintWriter log) throws Exception {
+        return start(config, servedName, host, port, policy, null, UnaryOperator.identity(), log);
+    }
+
+    /**
+     * Opens the engine and starts listening, with tool calling.
+     *
+     * @param toolParser the parser for {@code tool_choice: "auto"}, or null when it is off
+     * @param listenerTap wraps each request's listener (the identity but in tests, see {@link ServeContext})
+     * @see #start(EngineConfig, String, String, int, HttpPolicy, PrintWriter)
+     */
+    static ApiServer start(EngineConfig config, String servedName, String host, int port, HttpPolicy policy,
+                           ToolCallParser toolParser, UnaryOperator<GenerationListener> listenerTap, PrintWriter log)
+            throws Exception {
         ServeMetrics metrics = new ServeMetrics(servedName);
         GenerationEngine engine = GenerationEngine.open(config.withObserver(metrics));
         try {
             metrics.bind(engine);
-            ServeContext ctx = new ServeContext(engine, servedName, log, policy);
+            ServeContext ctx = new ServeContext(engine, servedName, log, policy, toolParser, listenerTap);
             Set<String> post = Set.of("POST");
             Set<String> get = Set.of("GET");
             Router router = new Router(List.of(
@@ -202,10 +219,37 @@ final class ApiServer implements AutoCloseable {
     }
 
     /**
+     * The parser for {@code tool_choice: "auto"}, or null when {@code --enable-auto-tool-choice}
+     * is off. As in vLLM, auto tool choice needs both flags; a parser alone would never be used,
+     * so it is refused rather than silently ignored.
+     *
+     * @throws IllegalArgumentException for one flag without the other or an unknown parser name
+     */
+    static ToolCallParser toolParser(ServeOptions o) {
+        if (o.autoToolChoice() && o.toolCallParser() == null) {
+            throw new IllegalArgumentException("--enable-auto-tool-choice requires --tool-call-parser ("
+                    + String.join(", ", ToolParsers.names()) + ")");
+        }
+        if (o.toolCallParser() == null) {
+            return null;
+        }
+        if (!o.autoToolChoice()) {
+            throw new IllegalArgumentException("--tool-call-parser " + o.toolCallParser() + ": also give"
+                    + " --enable-auto-tool-choice (the parser serves tool_choice \"auto\" only, as in vLLM)");
+        }
+        try {
+            return ToolParsers.byName(o.toolCallParser());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--tool-call-parser " + o.toolCallParser() + ": " + e.getMessage());
+        }
+    }
+
+    /**
      * {@code phoenix serve}: opens, prints the URL, serves until SIGTERM or SIGINT, drains, and
      * returns 0. A second signal during the drain exits at once (status 130 or 143).
      */
     static int run(ServeOptions o, PrintWriter out, PrintWriter err) throws Exception {
+        ToolCallParser toolParser = toolParser(o);
         EngineConfig config = EngineConfig.of(o.modelDir()).withDevice(o.device())
                 .withLimits(o.maxRunning(), o.maxWaiting()).withIdlePrefixBytes(o.idlePrefixBytes());
         if (o.kvConfig() != null) {
@@ -226,7 +270,8 @@ final class ApiServer implements AutoCloseable {
         Signal.handle(new Signal("INT"), onSignal);
         Signal.handle(new Signal("TERM"), onSignal);
         HttpPolicy policy = o.policy() == null ? HttpPolicy.defaults() : o.policy();
-        ApiServer s = start(config, o.servedName(), o.bind(), o.port(), policy, err);
+        ApiServer s = start(config, o.servedName(), o.bind(), o.port(), policy, toolParser, UnaryOperator.identity(),
+                err);
         if (!policy.keyRequired() && !loopback(o.bind())) {
             err.println("phoenix serve: warning: listening on " + o.bind() + " beyond this machine without an API key:"
                     + " anyone who can reach the port can generate (and time the prefix cache); set --api-key or"

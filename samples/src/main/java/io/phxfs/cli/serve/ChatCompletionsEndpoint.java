@@ -2,9 +2,13 @@ package io.phxfs.cli.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.phxfs.serving.engine.FinishReason;
+import io.phxfs.serving.engine.SamplingParams;
 import io.phxfs.serving.engine.Usage;
 import io.phxfs.serving.text.ChatTemplate;
 import io.phxfs.serving.text.ChatTemplateException;
+import io.phxfs.serving.tools.ParsedOutput;
+import io.phxfs.serving.tools.ToolCallParser;
+import io.phxfs.serving.tools.ToolParsers;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -16,6 +20,11 @@ import java.util.Map;
  * transformers' {@code apply_chat_template} does; a template's {@code raise_exception} is a 400
  * with its message. Without {@code max_tokens} (or {@code max_completion_tokens}) the
  * completion may fill the context, as vLLM's.
+ *
+ * <p>Tools, as vLLM serves them: the request's {@code tools} are the template's {@code tools}
+ * whatever the {@code tool_choice}; with {@code tool_choice: "auto"} (the default when there
+ * are tools) the output is parsed for calls by the server's {@code --tool-call-parser}, and a
+ * server started without {@code --enable-auto-tool-choice} refuses it with vLLM's 400.
  */
 final class ChatCompletionsEndpoint extends GenerationEndpoint {
     static final String OBJECT = "chat.completion.chunk";
@@ -60,36 +69,86 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
                         + " chat_template in tokenizer_config.json); use /v1/completions with a prompt instead."));
         String text;
         try {
-            text = template.render(developerAsSystem(c.messages(), template), addGenerationPrompt, c.templateKwargs());
+            text = template.render(developerAsSystem(c.messages(), template), addGenerationPrompt,
+                    templateVariables(c));
         } catch (ChatTemplateException e) {
             throw ApiException.invalid("messages", StreamBridge.message(e));
         }
         return ctx.engine().tokenizer().encode(text, false);
     }
 
+    /** The template's variables besides messages: {@code tools} when given, then chat_template_kwargs over them, as vLLM. */
+    static Map<String, Object> templateVariables(OpenAiRequests.Chat c) {
+        Map<String, Object> variables = new LinkedHashMap<>();
+        if (c.tools().tools() != null) {
+            variables.put("tools", c.tools().tools());
+        }
+        variables.putAll(c.templateKwargs());
+        return variables;
+    }
+
+    /**
+     * The parser for this request's output, or null when it is not parsed for calls.
+     *
+     * @throws ApiException vLLM's 400 for tool_choice "auto" on a server without auto tool choice
+     */
+    private ToolCallParser toolParser(ObjectNode body, ToolRequests.Tools tools) {
+        if (!tools.parse()) {
+            return null;
+        }
+        ToolCallParser parser = ctx.toolParser();
+        if (parser == null) {
+            // vLLM's words, then what to do about them
+            throw ApiException.invalid("tool_choice", "\"auto\" tool choice requires --enable-auto-tool-choice and"
+                    + " --tool-call-parser to be set: start phoenix serve with --enable-auto-tool-choice"
+                    + " --tool-call-parser NAME (" + String.join(", ", ToolParsers.names()) + "), or send"
+                    + " tool_choice \"none\"" + (body.hasNonNull("tool_choice") ? ""
+                    : " (tool_choice is \"auto\" when a request has tools and no tool_choice)"));
+        }
+        return parser;
+    }
+
     @Override
     Job prepare(ObjectNode body) {
         OpenAiRequests.Chat c = OpenAiRequests.chat(body);
+        ToolCallParser parser = toolParser(body, c.tools());
         int[] ids = promptIds(ctx, c, true);
         int context = ctx.engine().model().contextLength();
         checkContext(ids.length, c.sampling().maxTokens(), c.sampling().maxTokensField(), context, true);
         int room = context - ids.length;
         OpenAiJson.Head head = new OpenAiJson.Head(newId("chatcmpl-"), now(), ctx.servedName());
         boolean usage = c.includeUsage();
+        SamplingParams sampling = c.sampling().params(room);
+        if (parser != null) {
+            if (parser.needsSpecialTokens()) {
+                // markers that are special tokens must reach the parser (vLLM's adjust_request)
+                sampling = sampling.withStopping(sampling.minTokens(), sampling.stopTokenIds(),
+                        sampling.includeStopStrInOutput(), false);
+            }
+            ToolCallParser p = parser;
+            boolean parallel = c.tools().parallel();
+            return new Job(head, ids, sampling, c.cacheSalt(), c.stream(),
+                    new ToolCallChunks(head, usage, p.open(), parallel), o -> {
+                        ParsedOutput parsed = p.parse(o.text());
+                        var calls = ToolCallChunks.calls(parsed, parallel);
+                        return OpenAiJson.chatCompletion(head, parsed.content(), calls,
+                                ToolCallChunks.finishReason(!calls.isEmpty(), o.reason()), o.usage());
+                    });
+        }
         StreamBridge.Chunks chunks = new StreamBridge.Chunks() {
             @Override
             public byte[] first() {
-                return OpenAiJson.chatChunk(head, "assistant", "", null, usage);
+                return OpenAiJson.chatChunk(head, "assistant", "", (FinishReason) null, usage);
             }
 
             @Override
-            public byte[] text(String piece) {
-                return OpenAiJson.chatChunk(head, null, piece, null, usage);
+            public List<byte[]> text(String piece) {
+                return List.of(OpenAiJson.chatChunk(head, null, piece, (FinishReason) null, usage));
             }
 
             @Override
-            public byte[] last(FinishReason reason) {
-                return OpenAiJson.chatChunk(head, null, null, reason, usage);
+            public List<byte[]> last(FinishReason reason) {
+                return List.of(OpenAiJson.chatChunk(head, null, null, reason, usage));
             }
 
             @Override
@@ -97,7 +156,7 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
                 return usage ? OpenAiJson.usageChunk(head, OBJECT, u) : null;
             }
         };
-        return new Job(head, ids, c.sampling().params(room), c.cacheSalt(), c.stream(), chunks,
+        return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), chunks,
                 o -> OpenAiJson.chatCompletion(head, o.text(), o.reason(), o.usage()));
     }
 }

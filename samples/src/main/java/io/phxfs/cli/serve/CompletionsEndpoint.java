@@ -3,6 +3,7 @@ package io.phxfs.cli.serve;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.phxfs.serving.engine.FinishReason;
 import io.phxfs.serving.engine.Usage;
+import java.util.List;
 
 /**
  * {@code POST /v1/completions}: a prompt as text (tokenized with the model's special tokens, a
@@ -32,13 +33,13 @@ final class CompletionsEndpoint extends GenerationEndpoint {
             }
 
             @Override
-            public byte[] text(String piece) {
-                return OpenAiJson.completionChunk(head, piece, null, usage);
+            public List<byte[]> text(String piece) {
+                return List.of(OpenAiJson.completionChunk(head, piece, null, usage));
             }
 
             @Override
-            public byte[] last(FinishReason reason) {
-                return OpenAiJson.completionChunk(head, "", reason, usage);
+            public List<byte[]> last(FinishReason reason) {
+                return List.of(OpenAiJson.completionChunk(head, "", reason, usage));
             }
 
             @Override

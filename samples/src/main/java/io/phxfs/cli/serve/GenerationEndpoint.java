@@ -64,7 +64,7 @@ abstract class GenerationEndpoint implements Endpoint {
         ex.watchClose(bridge::clientGone);
         GenerationHandle handle;
         try {
-            handle = ctx.engine().submit(request, bridge);
+            handle = ctx.engine().submit(request, ctx.listenerTap().apply(bridge));
         } catch (QueueFullException e) {
             String m = StreamBridge.message(e);
             // the engine's words say when to retry; Retry-After says it to the SDKs

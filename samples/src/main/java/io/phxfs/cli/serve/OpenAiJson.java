@@ -7,8 +7,10 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.phxfs.serving.engine.FinishReason;
 import io.phxfs.serving.engine.Usage;
+import io.phxfs.serving.tools.ToolCall;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 /**
  * The JSON this server answers, in OpenAI's exact shapes: completions and chat completions,
@@ -69,15 +71,77 @@ final class OpenAiJson {
 
     /** A whole {@code chat.completion}. */
     static byte[] chatCompletion(Head h, String content, FinishReason reason, Usage u) {
+        return chatCompletion(h, content, List.of(), reason.wire(), u);
+    }
+
+    /**
+     * A whole {@code chat.completion} with the tool calls found in its text.
+     *
+     * @param content the text outside the calls, or null for none
+     * @param calls the calls, empty for none (then {@code message.tool_calls} is left out)
+     * @param reason the finish reason's wire value ("tool_calls" when there are calls)
+     */
+    static byte[] chatCompletion(Head h, String content, List<ToolCall> calls, String reason, Usage u) {
         ObjectNode n = head(h, "chat.completion");
         ObjectNode c = n.putArray("choices").addObject();
         c.put("index", 0);
         ObjectNode m = c.putObject("message");
         m.put("role", "assistant");
         m.put("content", content);
+        if (!calls.isEmpty()) {
+            ArrayNode a = m.putArray("tool_calls");
+            calls.forEach(call -> a.add(toolCall(call)));
+        }
         c.putNull("logprobs");
-        c.put("finish_reason", reason.wire());
+        c.put("finish_reason", reason);
         n.set("usage", usage(u));
+        return bytes(n);
+    }
+
+    /** <code>{"id", "type": "function", "function": {"name", "arguments"}}</code>. */
+    private static ObjectNode toolCall(ToolCall call) {
+        ObjectNode t = F.objectNode();
+        t.put("id", call.id());
+        t.put("type", "function");
+        ObjectNode f = t.putObject("function");
+        f.put("name", call.name());
+        f.put("arguments", call.arguments());
+        return t;
+    }
+
+    /**
+     * The chunk that opens a streamed tool call, as OpenAI streams it: index, id, type and
+     * name, with empty arguments that {@link #toolArgumentsChunk} chunks then extend.
+     */
+    static byte[] toolCallChunk(Head h, int index, ToolCall call, boolean usageNull) {
+        ObjectNode t = F.objectNode();
+        t.put("index", index);
+        t.put("id", call.id());
+        t.put("type", "function");
+        ObjectNode f = t.putObject("function");
+        f.put("name", call.name());
+        f.put("arguments", "");
+        return toolChunk(h, t, usageNull);
+    }
+
+    /** A piece of a streamed call's arguments: index and {@code function.arguments} only. */
+    static byte[] toolArgumentsChunk(Head h, int index, String fragment, boolean usageNull) {
+        ObjectNode t = F.objectNode();
+        t.put("index", index);
+        t.putObject("function").put("arguments", fragment);
+        return toolChunk(h, t, usageNull);
+    }
+
+    private static byte[] toolChunk(Head h, ObjectNode toolCall, boolean usageNull) {
+        ObjectNode n = head(h, "chat.completion.chunk");
+        ObjectNode c = n.putArray("choices").addObject();
+        c.put("index", 0);
+        c.putObject("delta").putArray("tool_calls").add(toolCall);
+        c.putNull("logprobs");
+        c.putNull("finish_reason");
+        if (usageNull) {
+            n.putNull("usage");
+        }
         return bytes(n);
     }
 
@@ -108,6 +172,11 @@ final class OpenAiJson {
      * @param reason null but in the last chunk
      */
     static byte[] chatChunk(Head h, String role, String content, FinishReason reason, boolean usageNull) {
+        return chatChunk(h, role, content, reason == null ? null : reason.wire(), usageNull);
+    }
+
+    /** {@link #chatChunk(Head, String, String, FinishReason, boolean)} with the finish reason's wire value. */
+    static byte[] chatChunk(Head h, String role, String content, String reason, boolean usageNull) {
         ObjectNode n = head(h, "chat.completion.chunk");
         ObjectNode c = n.putArray("choices").addObject();
         c.put("index", 0);
@@ -119,7 +188,11 @@ final class OpenAiJson {
             d.put("content", content);
         }
         c.putNull("logprobs");
-        finish(c, reason);
+        if (reason == null) {
+            c.putNull("finish_reason");
+        } else {
+            c.put("finish_reason", reason);
+        }
         if (usageNull) {
             n.putNull("usage");
         }

@@ -74,12 +74,14 @@ final class OpenAiRequests {
      * A chat completion request.
      *
      * @param messages the conversation as the chat template takes it: maps of role, content (text)
-     *        and whatever else the client sent (name, tool_calls) as plain Java values
+     *        and whatever else the client sent (name, tool_call_id) as plain Java values, an
+     *        assistant's tool_calls with their arguments parsed (see {@link ToolRequests})
      * @param templateKwargs vLLM's {@code chat_template_kwargs}: more variables for the template
      *        ({@code enable_thinking}, ...), empty when none
+     * @param tools {@code tools}, {@code tool_choice} and {@code parallel_tool_calls}
      */
     record Chat(List<Map<String, Object>> messages, Sampling sampling, boolean stream, boolean includeUsage,
-                String cacheSalt, Map<String, Object> templateKwargs) {
+                String cacheSalt, Map<String, Object> templateKwargs, ToolRequests.Tools tools) {
     }
 
     /**
@@ -191,13 +193,11 @@ final class OpenAiRequests {
         Sampling s = sampling(body, true);
         rejectUnless(body, "logprobs", n -> n.isBoolean() && !n.booleanValue(), "logprobs: not supported; leave it out or false");
         rejectUnless(body, "top_logprobs", n -> false, "top_logprobs: not supported");
-        rejectUnless(body, "tools", n -> n.isArray() && n.isEmpty(), "tools: not supported");
-        rejectUnless(body, "tool_choice", n -> n.isTextual() && n.textValue().equals("none"),
-                "tool_choice: only \"none\" is supported");
+        ToolRequests.Tools tools = ToolRequests.read(body);
         rejectUnless(body, "response_format", n -> n.isObject() && "text".equals(n.path("type").asText()),
                 "response_format: only {\"type\": \"text\"} is supported");
         boolean stream = stream(body);
-        return new Chat(messages, s, stream, includeUsage(body, stream), cacheSalt(body), templateKwargs(body));
+        return new Chat(messages, s, stream, includeUsage(body, stream), cacheSalt(body), templateKwargs(body), tools);
     }
 
     /**
@@ -281,6 +281,10 @@ final class OpenAiRequests {
                     + kind(c));
         }
         out.put("content", content);
+        JsonNode calls = m.get("tool_calls");
+        if (calls != null && !calls.isNull() && role.textValue().equals("assistant")) {
+            out.put("tool_calls", ToolRequests.assistantCalls(calls, where));
+        }
         return out;
     }
 

@@ -126,6 +126,18 @@ public final class ServeCommand implements Callable<Integer> {
             description = "With --allowed-origins (not *): send Access-Control-Allow-Credentials: true.")
     boolean allowCredentials;
 
+    @Option(names = "--enable-auto-tool-choice",
+            description = "Serve tool_choice \"auto\" (OpenAI's default when a chat request has tools): the output is"
+                    + " parsed for tool calls with --tool-call-parser, as vLLM's flag of that name. Without it a"
+                    + " request with tools gets 400 unless its tool_choice is \"none\".")
+    boolean autoToolChoice;
+
+    @Option(names = "--tool-call-parser", paramLabel = "NAME",
+            description = "The model's tool-call format, with --enable-auto-tool-choice: hermes (<tool_call> blocks:"
+                    + " Hermes 2 Pro and 3, Qwen2.5, Qwen3), llama3_json (Llama 3.1 to 3.3 JSON calls), mistral"
+                    + " ([TOOL_CALLS]).")
+    String toolCallParser;
+
     @Spec
     CommandSpec spec;
 
@@ -210,7 +222,7 @@ public final class ServeCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         return ApiServer.run(new ServeOptions(dir, bind, port, name, kvConfig, device, maxRunning, maxWaiting, idlePrefixBytes,
-                policy), out, err);
+                policy, toolCallParser, autoToolChoice), out, err);
     }
 
     /**

@@ -16,7 +16,10 @@ import java.nio.file.Path;
  * @param maxWaiting requests queued beyond those before 429
  * @param idlePrefixBytes bytes of idle prefix blocks kept resident, -1 for the engine's choice
  * @param policy the API key, salts and limits of the HTTP side
+ * @param toolCallParser the tool-call parser's name ({@code --tool-call-parser}), or null
+ * @param autoToolChoice whether {@code tool_choice: "auto"} is served ({@code --enable-auto-tool-choice})
  */
 record ServeOptions(Path modelDir, String bind, int port, String servedName, Path kvConfig, Integer device,
-                    int maxRunning, int maxWaiting, long idlePrefixBytes, HttpPolicy policy) {
+                    int maxRunning, int maxWaiting, long idlePrefixBytes, HttpPolicy policy, String toolCallParser,
+                    boolean autoToolChoice) {
 }

@@ -42,10 +42,14 @@ final class StreamBridge implements GenerationListener {
         /** The chunk sent before any text (chat's role), or null for none. */
         byte[] first();
 
-        byte[] text(String piece);
+        /**
+         * The chunks for one token's text: one, its text possibly empty, for plain text; none
+         * or several when tool calls are parsed out of it (text held back, a whole call).
+         */
+        List<byte[]> text(String piece);
 
-        /** The chunk with the finish reason. */
-        byte[] last(FinishReason reason);
+        /** The chunks that end the choice: what was held back, then the one with the finish reason. */
+        List<byte[]> last(FinishReason reason);
 
         /** The usage chunk, or null when the client did not ask for it. */
         byte[] usage(Usage usage);
@@ -149,9 +153,9 @@ final class StreamBridge implements GenerationListener {
                         // character or word yet, a special token, text held back for a stop
                         // string), as vLLM streams token deltas: a client sees each token when it
                         // is made, and its time to first token is the engine's
-                        case Text t -> buf.writeBytes(OpenAiJson.event(chunks.text(t.piece())));
+                        case Text t -> chunks.text(t.piece()).forEach(c -> buf.writeBytes(OpenAiJson.event(c)));
                         case Finished f -> {
-                            buf.writeBytes(OpenAiJson.event(chunks.last(f.reason())));
+                            chunks.last(f.reason()).forEach(c -> buf.writeBytes(OpenAiJson.event(c)));
                             byte[] u = chunks.usage(f.usage());
                             if (u != null) {
                                 buf.writeBytes(OpenAiJson.event(u));

@@ -61,6 +61,26 @@ class BadRequestsTest {
         return b;
     }
 
+    /** A function tool as the SDKs send it. */
+    private static java.util.Map<String, Object> tool(String name) {
+        return java.util.Map.of("type", "function", "function", java.util.Map.of("name", name, "description", "d",
+                "parameters", java.util.Map.of("type", "object", "properties", java.util.Map.of())));
+    }
+
+    @Test
+    void toolsWithToolChoiceNoneAreAnsweredAsText() throws IOException {
+        // the fixture's template ignores tools: the same prompt, so the same greedy answer as without them
+        ObjectNode plain = with(chat(), "temperature", 0);
+        CurlTest.Http without = CurlTest.post(server, CHAT, plain.toString());
+        CurlTest.Http with = CurlTest.post(server, CHAT, with(with(plain.deepCopy(), "tools", List.of(tool("a"))),
+                "tool_choice", "none").toString());
+        assertEquals(200, with.status(), with.body());
+        JsonNode m = with.json().path("choices").get(0).path("message");
+        assertEquals(without.json().path("choices").get(0).path("message").path("content"), m.path("content"));
+        assertTrue(!m.has("tool_calls"), m.toString());
+        assertEquals(without.json().path("usage").path("prompt_tokens"), with.json().path("usage").path("prompt_tokens"));
+    }
+
     private static ObjectNode with(ObjectNode b, String field, Object value) {
         b.set(field, JSON.valueToTree(value));
         return b;
@@ -111,6 +131,44 @@ class BadRequestsTest {
                 // the template's raise_exception, word for word (transformers' message in reference.json)
                 Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "messages", List.of(java.util.Map.of("role", "tool",
                         "content", "42"))).toString(), 400, bad, "messages", null, "Unsupported role: tool"),
+                // tools, checked field by field, the field as the param (OpenAI's way)
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "tools", "get_weather").toString(), 400, bad, "tools",
+                        null, "tools must be a list"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(with(chat(), "tools", List.of(tool("a"), java.util.Map.of(
+                        "type", "function", "function", java.util.Map.of("description", "no name")))), "tool_choice",
+                        "none").toString(), 400, bad, "tools[1].function.name", null, "tools[1].function.name: required"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "tools", List.of(java.util.Map.of("type", "custom",
+                        "function", java.util.Map.of("name", "a")))).toString(), 400, bad, "tools[0].type", null,
+                        "only \"function\""),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "tools", List.of(java.util.Map.of("type", "function",
+                        "function", java.util.Map.of("name", "a", "parameters", "{}"))))
+                        .toString(), 400, bad, "tools[0].function.parameters", null, "JSON Schema object"),
+                // a server without --enable-auto-tool-choice: vLLM's words, and the way out
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "tools", List.of(tool("a"))).toString(), 400, bad,
+                        "tool_choice", null, "\"auto\" tool choice requires --enable-auto-tool-choice and"
+                                + " --tool-call-parser to be set: start phoenix serve with"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(with(chat(), "tools", List.of(tool("a"))), "tool_choice",
+                        "auto").toString(), 400, bad, "tool_choice", null, "requires --enable-auto-tool-choice"),
+                // what needs guided decoding is refused, not pretended
+                Arguments.of("POST", CHAT, JSON_TYPE, with(with(chat(), "tools", List.of(tool("a"))), "tool_choice",
+                        "required").toString(), 400, bad, "tool_choice", null, "\"required\" is not supported"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(with(chat(), "tools", List.of(tool("a"))), "tool_choice",
+                        java.util.Map.of("type", "function", "function", java.util.Map.of("name", "a"))).toString(), 400,
+                        bad, "tool_choice", null, "a named function is not supported"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(with(chat(), "tools", List.of(tool("a"))), "tool_choice",
+                        java.util.Map.of("type", "function", "function", java.util.Map.of("name", "b"))).toString(), 400,
+                        bad, "tool_choice.function.name", null, "\"b\" is not among the tools"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "tool_choice", "auto").toString(), 400, bad,
+                        "tool_choice", null, "tools must be set"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(with(chat(), "tools", List.of(tool("a"))), "tool_choice",
+                        "sometimes").toString(), 400, bad, "tool_choice", null, "tool_choice must be"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "parallel_tool_calls", "yes").toString(), 400, bad,
+                        "parallel_tool_calls", null, "must be a boolean"),
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "messages", List.of(java.util.Map.of("role", "user",
+                        "content", "hi"), java.util.Map.of("role", "assistant", "tool_calls", List.of(java.util.Map.of(
+                        "id", "c1", "type", "function", "function", java.util.Map.of("name", "a", "arguments",
+                        "{\"x\": ")))))).toString(), 400, bad, "messages", null,
+                        "messages[1].tool_calls[0].function.arguments is not valid JSON"),
                 Arguments.of("POST", C, JSON_TYPE, without(completion(), "model").toString(), 400, bad, "model", null,
                         "you must provide a model parameter"),
                 Arguments.of("POST", C, JSON_TYPE, with(completion(), "model", "gpt-4o").toString(), 404, bad, "model",

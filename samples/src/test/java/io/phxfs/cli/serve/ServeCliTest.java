@@ -111,10 +111,22 @@ class ServeCliTest {
         assertEquals(2, badIdle.exit(), badIdle.toString());
         assertTrue(badIdle.err().contains("--idle-prefix-bytes 4GB") && badIdle.err().contains("ambiguous"), badIdle.toString());
 
+        // vLLM's pair of tool flags: one without the other, or a parser this server lacks, before the model loads
+        ServeTesting.Proc autoAlone = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                "--enable-auto-tool-choice", "--port", "0"), null, Duration.ofMinutes(1));
+        assertEquals(2, autoAlone.exit(), autoAlone.toString());
+        assertTrue(autoAlone.err().contains("--enable-auto-tool-choice requires --tool-call-parser (hermes, llama3_json,"
+                + " mistral)"), autoAlone.toString());
+        ServeTesting.Proc badParser = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                "--enable-auto-tool-choice", "--tool-call-parser", "pythonic", "--port", "0"), null, Duration.ofMinutes(1));
+        assertEquals(2, badParser.exit(), badParser.toString());
+        assertTrue(badParser.err().contains("--tool-call-parser pythonic: unknown tool call parser"), badParser.toString());
+
         ServeTesting.Proc help = ServeTesting.run(cli("serve", "--help"), null, Duration.ofMinutes(1));
         assertEquals(0, help.exit(), help.toString());
         for (String option : List.of("--bind", "--port", "--served-model-name", "--kv-config", "--device",
-                "--max-running", "--max-waiting", "--idle-prefix-bytes")) {
+                "--max-running", "--max-waiting", "--idle-prefix-bytes", "--enable-auto-tool-choice",
+                "--tool-call-parser")) {
             assertTrue(help.out().contains(option), option + " in\n" + help.out());
         }
     }
