@@ -289,8 +289,8 @@ final class OpenAiRequests {
     }
 
     private static Sampling sampling(ObjectNode body, boolean chat) {
-        double temperature = number(body, "temperature", 1.0);
-        double topP = number(body, "top_p", 1.0);
+        double temperature = BodyFields.number(body, "temperature", 1.0);
+        double topP = BodyFields.number(body, "top_p", 1.0);
         Integer topK = integer(body, "top_k");
         if (topK != null && topK == -1) {
             topK = 0; // vLLM's "no limit"
@@ -407,17 +407,6 @@ final class OpenAiRequests {
             throw ApiException.invalid("prompt", field + ": an empty list of token ids");
         }
         return ids;
-    }
-
-    private static double number(ObjectNode body, String field, double dflt) {
-        JsonNode n = body.get(field);
-        if (n == null || n.isNull()) {
-            return dflt;
-        }
-        if (!n.isNumber()) {
-            throw ApiException.invalid(field, field + " must be a number, not " + kind(n));
-        }
-        return n.doubleValue();
     }
 
     private static Integer integer(ObjectNode body, String field) {
