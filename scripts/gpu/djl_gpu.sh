@@ -48,7 +48,7 @@ if [[ " $modes " == *" correctness "* ]]; then
   cases="tiny-llama:bfloat16 tiny-gpt2:bfloat16 tiny-gpt2-sharded:bfloat16 tiny-chat-llama:bfloat16 tiny-chat-gpt2:bfloat16
          tiny-llama:float32 tiny-gpt2-sharded:float32 tiny-chat-llama:float16
          tiny-llama3:bfloat16 tiny-llama-bias:bfloat16 tiny-llama-linear:bfloat16 tiny-qwen2:bfloat16 tiny-qwen3:bfloat16
-         tiny-mistral:bfloat16 tiny-qwen2-yarn:bfloat16 tiny-qwen3:float32"
+         tiny-mistral:bfloat16 tiny-qwen2-yarn:bfloat16 tiny-phi3:bfloat16 tiny-phi3-longrope:bfloat16 tiny-qwen3:float32"
   # CASES=... runs those only (the Llama family's members, say)
   cases=${CASES:-$cases}
   timeout 400 python3 $ref references $fixtures $ids 16 "$work" $cases > "$work/references.log" 2>&1 \

@@ -13,6 +13,9 @@ initialises to 0 and 1, are not neutral and a block that skipped them would be s
   tiny-qwen2         Qwen2/Qwen2.5: q/k/v biases, rope_theta 1e6, tied embeddings, no sliding window
   tiny-qwen3         Qwen3: per-head RMSNorm of queries and keys, head_dim 32 (not hidden/heads)
   tiny-mistral       Mistral: sliding_window 32 (a context of at most 32 is exactly full attention)
+  tiny-phi3          Phi-3/Phi-4 (model_type phi3): fused qkv_proj and gate_up_proj
+  tiny-phi3-longrope Phi-3.5/Phi-4-mini's settings: rope_type longrope (short and long factors,
+                     original context 64 of 256) and partial_rotary_factor 0.75
   tiny-qwen2-yarn    Qwen2 with rope_type yarn (Qwen2.5's long-context setting): factor 4 against an
                      original context of 256 while max_position_embeddings is 2048, so a block that
                      took the factor from the other of the two would be seen; attention factor default
@@ -37,7 +40,7 @@ COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_at
 
 
 def families():
-    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+    from transformers import LlamaConfig, MistralConfig, Phi3Config, Qwen2Config, Qwen3Config
     return {
         "tiny-llama3": LlamaConfig(**COMMON, head_dim=16, max_position_embeddings=2048, tie_word_embeddings=True,
                                    rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
@@ -59,6 +62,13 @@ def families():
                                        rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
                                                         "original_max_position_embeddings": 256},
                                        use_sliding_window=False),
+        "tiny-phi3": Phi3Config(**COMMON, max_position_embeddings=1024, sliding_window=None, pad_token_id=0,
+                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        "tiny-phi3-longrope": Phi3Config(**COMMON, max_position_embeddings=256, original_max_position_embeddings=64,
+                                         sliding_window=None, pad_token_id=0, partial_rotary_factor=0.75,
+                                         rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                                                          "short_factor": [1.0, 1.1, 1.3, 1.7, 2.3, 3.1],
+                                                          "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0]}),
     }
 
 
@@ -159,6 +169,22 @@ ROPE_CASES = {
                                                "original_max_position_embeddings": 32768}},
     "yarn-no-original": {"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "max_position_embeddings": 8192,
                          "rope_theta": 10000.0, "rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
+    "phi-3.5-mini-like-longrope": {"model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 32,
+                                   "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+                                   "rope_theta": 10000.0, "sliding_window": 262144,
+                                   "rope_scaling": {"type": "longrope",
+                                                    "short_factor": [1.0 + 0.05 * i for i in range(48)],
+                                                    "long_factor": [1.0 + 0.9 * i for i in range(48)]}},
+    "phi-4-mini-like-partial": {"model_type": "phi3", "hidden_size": 3072, "num_attention_heads": 24,
+                                "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                                "original_max_position_embeddings": 4096, "partial_rotary_factor": 0.75,
+                                "rope_theta": 10000.0, "sliding_window": 262144,
+                                "rope_scaling": {"type": "longrope",
+                                                 "short_factor": [1.0 + 0.02 * i for i in range(48)],
+                                                 "long_factor": [1.0 + 1.1 * i for i in range(48)]}},
+    "phi-4-like": {"model_type": "phi3", "hidden_size": 5120, "num_attention_heads": 40, "num_key_value_heads": 10,
+                   "max_position_embeddings": 16384, "original_max_position_embeddings": 16384, "rope_theta": 250000.0,
+                   "rope_scaling": None, "sliding_window": None},
     "transformers5-layout-llama3": {"model_type": "llama", "hidden_size": 2048, "num_attention_heads": 32, "head_dim": 64,
                                     "max_position_embeddings": 131072,
                                     "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
@@ -166,7 +192,8 @@ ROPE_CASES = {
                                                         "original_max_position_embeddings": 8192}},
 }
 ROTARY = {"llama": "llama.modeling_llama.LlamaRotaryEmbedding", "mistral": "mistral.modeling_mistral.MistralRotaryEmbedding",
-          "qwen2": "qwen2.modeling_qwen2.Qwen2RotaryEmbedding", "qwen3": "qwen3.modeling_qwen3.Qwen3RotaryEmbedding"}
+          "qwen2": "qwen2.modeling_qwen2.Qwen2RotaryEmbedding", "qwen3": "qwen3.modeling_qwen3.Qwen3RotaryEmbedding",
+          "phi3": "phi3.modeling_phi3.Phi3RotaryEmbedding"}
 
 
 def rope_cases(root):
@@ -220,6 +247,7 @@ def main():
         long_logits(root, "tiny-llama3", 2000, 7)
         long_logits(root, "tiny-qwen2-yarn", 2000, 8)
         long_logits(root, "tiny-qwen3", 1000, 9)
+        long_logits(root, "tiny-phi3-longrope", 64, 10)
     sys.exit(1 if failed else 0)
 
 

@@ -35,8 +35,9 @@ public final class LlamaBlock extends CausalLmBlock {
     private final NDArray normW;
     private final Layer[] layer;
 
-    private record Layer(NDArray inNorm, Linear q, Linear k, Linear v, Linear o, NDArray qNorm, NDArray kNorm,
-                         NDArray postNorm, Linear gate, Linear up, Linear down) {
+    /** A decoder layer's weights; Phi-3's fused projections in {@code qkv} and {@code gateUp}, the others' apart. */
+    private record Layer(NDArray inNorm, Linear q, Linear k, Linear v, Linear qkv, Linear o, NDArray qNorm, NDArray kNorm,
+                         NDArray postNorm, Linear gate, Linear up, Linear gateUp, Linear down) {
     }
 
     /** A projection: {@code [in, out]} (a view of the checkpoint's {@code [out, in]}) and its bias or null. */
@@ -110,13 +111,17 @@ public final class LlamaBlock extends CausalLmBlock {
         for (int i = 0; i < layer.length; i++) {
             String l = "model.layers." + i + ".";
             String a = l + "self_attn.";
+            boolean fused = family.fused();
             layer[i] = new Layer(weight(l + "input_layernorm.weight", Parameter.Type.GAMMA),
-                    linear(a + "q_proj", family.qkvBias()), linear(a + "k_proj", family.qkvBias()),
-                    linear(a + "v_proj", family.qkvBias()), linear(a + "o_proj", family.outBias()),
+                    fused ? null : linear(a + "q_proj", family.qkvBias()), fused ? null : linear(a + "k_proj", family.qkvBias()),
+                    fused ? null : linear(a + "v_proj", family.qkvBias()), fused ? linear(a + "qkv_proj", false) : null,
+                    linear(a + "o_proj", family.outBias()),
                     family.qkNorm() ? weight(a + "q_norm.weight", Parameter.Type.GAMMA) : null,
                     family.qkNorm() ? weight(a + "k_norm.weight", Parameter.Type.GAMMA) : null,
                     weight(l + "post_attention_layernorm.weight", Parameter.Type.GAMMA),
-                    linear(l + "mlp.gate_proj", family.mlpBias()), linear(l + "mlp.up_proj", family.mlpBias()),
+                    fused ? null : linear(l + "mlp.gate_proj", family.mlpBias()),
+                    fused ? null : linear(l + "mlp.up_proj", family.mlpBias()),
+                    fused ? linear(l + "mlp.gate_up_proj", false) : null,
                     linear(l + "mlp.down_proj", family.mlpBias()));
         }
         normW = weight("model.norm.weight", Parameter.Type.GAMMA);
@@ -159,8 +164,8 @@ public final class LlamaBlock extends CausalLmBlock {
             return config.file() + " has sliding_window " + positions + " (computed as full attention, so up to the window)";
         }
         if (positions < config.integer("max_position_embeddings")) {
-            return config.file() + " has rope type dynamic with original_max_position_embeddings " + positions
-                    + " (its frequencies change past it; computed up to it)";
+            return config.file() + " has original_max_position_embeddings " + positions
+                    + " with a rope type whose frequencies change past it (dynamic, longrope): computed up to it";
         }
         return config.file() + " has max_position_embeddings " + positions;
     }
@@ -187,19 +192,52 @@ public final class LlamaBlock extends CausalLmBlock {
         return x.mul(ai.djl.nn.Activation.sigmoid(x));
     }
 
-    /** x [H, T, d] rotated by the angles of positions past..past+T. */
+    /** The query, key and value rows of {@code h} [rows, width]: three projections, or Phi-3's one fused and split. */
+    private NDArray[] qkv(Layer l, NDArray h) {
+        if (l.qkv == null) {
+            return new NDArray[] {l.q.apply(h), l.k.apply(h), l.v.apply(h)};
+        }
+        long qd = (long) heads * headDim;
+        long kd = (long) kvHeads * headDim;
+        NDList parts = l.qkv.apply(h).split(new long[] {qd, qd + kd}, 1);
+        return new NDArray[] {parts.get(0), parts.get(1), parts.get(2)};
+    }
+
+    /** The SiLU-gated MLP; Phi-3's gate and up projections are one, gate first. */
+    private NDArray mlp(Layer l, NDArray h) {
+        if (l.gateUp == null) {
+            return l.down.apply(silu(l.gate.apply(h)).mul(l.up.apply(h)));
+        }
+        NDArray gu = l.gateUp.apply(h);
+        NDList parts = gu.split(new long[] {gu.getShape().get(1) / 2}, 1);
+        return l.down.apply(silu(parts.get(0)).mul(parts.get(1)));
+    }
+
+    /**
+     * x [H, T, d] rotated by the angles of positions past..past+T: the first {@code cos}'s width of
+     * each head rotates (all of it but with a {@code partial_rotary_factor}), the rest passes.
+     */
     private static NDArray rope(NDArray x, NDArray cos, NDArray sin) {
-        long half = x.getShape().get(2) / 2;
-        NDList parts = x.split(new long[] {half}, 2);
+        long d = x.getShape().get(2);
+        long rd = cos.getShape().get(cos.getShape().dimension() - 1);
+        if (rd < d) {
+            NDList parts = x.split(new long[] {rd}, 2);
+            return rope(parts.get(0), cos, sin).concat(parts.get(1), 2);
+        }
+        NDList parts = x.split(new long[] {d / 2}, 2);
         NDArray rotated = parts.get(1).neg().concat(parts.get(0), 2);
         return x.mul(cos).add(rotated.mul(sin));
     }
 
-    /** The rotary cos and sin rows of the positions {@code at}, each of {@code headDim} (the rotate-half layout), as {@code shape}. */
+    /**
+     * The rotary cos and sin rows of the positions {@code at}, each as wide as the rotated part of
+     * a head (the rotate-half layout), as {@code shape} with that width last.
+     */
     private NDArray[] rotaryTables(NDManager m, int[] at, Shape shape) {
-        float[] cos = new float[at.length * headDim];
-        float[] sin = new float[at.length * headDim];
-        int half = headDim / 2;
+        int half = invFreq.length;
+        int width = 2 * half;
+        float[] cos = new float[at.length * width];
+        float[] sin = new float[at.length * width];
         for (int r = 0; r < at.length; r++) {
             for (int i = 0; i < half; i++) {
                 // as transformers computes it: float32 position times float32 frequency
@@ -207,10 +245,10 @@ public final class LlamaBlock extends CausalLmBlock {
                 // transformers scales them in float32 (YaRN's attention factor; 1 otherwise)
                 float c = (float) Math.cos(angle) * ropeScaling;
                 float sn = (float) Math.sin(angle) * ropeScaling;
-                cos[r * headDim + i] = c;
-                cos[r * headDim + half + i] = c;
-                sin[r * headDim + i] = sn;
-                sin[r * headDim + half + i] = sn;
+                cos[r * width + i] = c;
+                cos[r * width + half + i] = c;
+                sin[r * width + i] = sn;
+                sin[r * width + half + i] = sn;
             }
         }
         // transformers casts the float32 tables to the activations' dtype
@@ -225,19 +263,19 @@ public final class LlamaBlock extends CausalLmBlock {
                 throw new IllegalArgumentException(past[r] + 1 + " positions: " + contextLimit());
             }
         }
-        NDArray[] cs = rotaryTables(ids.getManager(), past, new Shape(b, 1, headDim));
+        NDArray[] cs = rotaryTables(ids.getManager(), past, new Shape(b, 1, 2L * invFreq.length));
         NDArray cosA = cs[0];
         NDArray sinA = cs[1];
         NDArray x = embed.get(ids);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
             NDArray h = rmsNorm(x, l.inNorm);
-            NDArray q = rope(headNorm(l.q.apply(h).reshape(b, heads, headDim), l.qNorm), cosA, sinA);
-            NDArray k = rope(headNorm(l.k.apply(h).reshape(b, kvHeads, headDim), l.kNorm), cosA, sinA);
-            NDArray v = l.v.apply(h).reshape(b, kvHeads, headDim);
+            NDArray[] p = qkv(l, h);
+            NDArray q = rope(headNorm(p[0].reshape(b, heads, headDim), l.qNorm), cosA, sinA);
+            NDArray k = rope(headNorm(p[1].reshape(b, kvHeads, headDim), l.kNorm), cosA, sinA);
+            NDArray v = p[2].reshape(b, kvHeads, headDim);
             x = x.add(l.o.apply(Attention.step(q, k, v, caches, i, dtype)));
-            h = rmsNorm(x, l.postNorm);
-            x = x.add(l.down.apply(silu(l.gate.apply(h)).mul(l.up.apply(h))));
+            x = x.add(mlp(l, rmsNorm(x, l.postNorm)));
         }
         return Precision.to(rmsNorm(x, normW).matMul(head), DataType.FLOAT32);
     }
@@ -252,7 +290,7 @@ public final class LlamaBlock extends CausalLmBlock {
         for (int t = 0; t < tokens; t++) {
             at[t] = past + t;
         }
-        NDArray[] cs = rotaryTables(m, at, new Shape(tokens, headDim));
+        NDArray[] cs = rotaryTables(m, at, new Shape(tokens, 2L * invFreq.length));
         NDArray cosA = cs[0];
         NDArray sinA = cs[1];
         // one mask per forward: every layer's piece sees the same positions
@@ -261,14 +299,14 @@ public final class LlamaBlock extends CausalLmBlock {
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
             NDArray h = rmsNorm(x, l.inNorm);
-            NDArray q = rope(headNorm(l.q.apply(h).reshape(tokens, heads, headDim), l.qNorm).transpose(1, 0, 2), cosA, sinA);
-            NDArray k = rope(headNorm(l.k.apply(h).reshape(tokens, kvHeads, headDim), l.kNorm).transpose(1, 0, 2), cosA, sinA);
-            NDArray v = l.v.apply(h).reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
+            NDArray[] p = qkv(l, h);
+            NDArray q = rope(headNorm(p[0].reshape(tokens, heads, headDim), l.qNorm).transpose(1, 0, 2), cosA, sinA);
+            NDArray k = rope(headNorm(p[1].reshape(tokens, kvHeads, headDim), l.kNorm).transpose(1, 0, 2), cosA, sinA);
+            NDArray v = p[2].reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
             NDArray a = (cache == null ? Attention.full(q, k, v, mask, dtype) : Attention.cached(q, k, v, cache, i, dtype, mask))
                     .transpose(1, 0, 2).reshape(tokens, (long) heads * headDim);
             x = x.add(l.o.apply(a));
-            h = rmsNorm(x, l.postNorm);
-            x = x.add(l.down.apply(silu(l.gate.apply(h)).mul(l.up.apply(h))));
+            x = x.add(mlp(l, rmsNorm(x, l.postNorm)));
         }
         return lmHead(x, h -> rmsNorm(h, normW), head, rows);
     }

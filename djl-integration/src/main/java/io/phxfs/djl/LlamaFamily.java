@@ -7,16 +7,18 @@ import java.util.Set;
  * What sets a member of the Llama family apart in config.json, read as transformers' modelling
  * code for each {@code model_type} reads it.
  *
- * @param modelType {@code llama}, {@code mistral}, {@code qwen2} or {@code qwen3}
+ * @param modelType {@code llama}, {@code mistral}, {@code qwen2}, {@code qwen3} or {@code phi3}
  * @param qkvBias the query, key and value projections have biases (Qwen2 always; Llama and Qwen3 with {@code attention_bias})
  * @param outBias the attention's output projection has a bias (Llama and Qwen3 with {@code attention_bias})
  * @param mlpBias the MLP's projections have biases (Llama with {@code mlp_bias})
  * @param qkNorm queries and keys are RMS-normalised per head before the rotation (Qwen3)
  * @param window the sliding attention window in tokens, or 0 for full attention everywhere
+ * @param fused the query, key and value projections are one {@code qkv_proj}, the MLP's gate and up one {@code gate_up_proj} (Phi-3)
  */
-record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean mlpBias, boolean qkNorm, int window) {
+record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean mlpBias, boolean qkNorm, int window,
+                   boolean fused) {
     /** The model types this block computes. */
-    static final Set<String> TYPES = Set.of("llama", "mistral", "qwen2", "qwen3");
+    static final Set<String> TYPES = Set.of("llama", "mistral", "qwen2", "qwen3", "phi3");
 
     /**
      * The variant a config describes.
@@ -31,14 +33,17 @@ record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean m
             case "llama" -> {
                 boolean attn = c.bool("attention_bias", false);
                 // transformers' Llama has no sliding window: it ignores the field
-                yield new LlamaFamily(type, attn, attn, c.bool("mlp_bias", false), false, 0);
+                yield new LlamaFamily(type, attn, attn, c.bool("mlp_bias", false), false, 0, false);
             }
             // Mistral's projections have no biases, whatever attention_bias says
-            case "mistral" -> new LlamaFamily(type, false, false, false, false, window(c, true));
-            case "qwen2" -> new LlamaFamily(type, true, false, false, false, window(c, c.bool("use_sliding_window", false)));
+            case "mistral" -> new LlamaFamily(type, false, false, false, false, window(c, true), false);
+            case "qwen2" -> new LlamaFamily(type, true, false, false, false, window(c, c.bool("use_sliding_window", false)), false);
+            // Phi3Config's sliding_window defaults to none (Phi-3-mini-4k's config sets 2047)
+            case "phi3" -> new LlamaFamily(type, false, false, false, false,
+                    c.string("sliding_window").isEmpty() ? 0 : c.integer("sliding_window"), true);
             case "qwen3" -> {
                 boolean attn = c.bool("attention_bias", false);
-                yield new LlamaFamily(type, attn, attn, false, true, window(c, c.bool("use_sliding_window", false)));
+                yield new LlamaFamily(type, attn, attn, false, true, window(c, c.bool("use_sliding_window", false)), false);
             }
             default -> throw new IllegalArgumentException(c.file() + ": model_type \"" + type
                     + "\" is not of the Llama family (" + String.join(", ", TYPES.stream().sorted().toList()) + ")");

@@ -25,7 +25,7 @@ import java.util.Map;
  * libtorch with DJL's JNI built for it (see the README: On a GPU machine).
  *
  * <p>Supported {@code model_type}s: {@code gpt2} ({@link Gpt2Block}) and the Llama family,
- * {@code llama}, {@code mistral}, {@code qwen2} and {@code qwen3} ({@link LlamaBlock}). The weights close with the model.
+ * {@code llama}, {@code mistral}, {@code phi3}, {@code qwen2} and {@code qwen3} ({@link LlamaBlock}). The weights close with the model.
  */
 public final class PhoenixBlockFactory implements BlockFactory {
     private static final long serialVersionUID = 1L;
@@ -148,7 +148,7 @@ public final class PhoenixBlockFactory implements BlockFactory {
         String type = config.modelType();
         if (!type.equals("gpt2") && !LlamaFamily.TYPES.contains(type)) {
             throw new IllegalArgumentException(config.file() + ": model_type \"" + type
-                    + "\" is not supported (gpt2, llama, mistral, qwen2, qwen3)");
+                    + "\" is not supported (gpt2, llama, mistral, phi3, qwen2, qwen3)");
         }
         ai.djl.Device device = model.getNDManager().getDevice();
         // a model on a GPU gets its weights read straight into that GPU's memory

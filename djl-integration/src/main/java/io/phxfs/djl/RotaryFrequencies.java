@@ -10,13 +10,14 @@ import java.util.Map;
  * original context, so the block stops there); {@code llama3} (Llama 3.1 to 3.3: low frequencies
  * divided by {@code factor}, high ones kept, the band between interpolated); {@code yarn}
  * (Qwen2.5's and Qwen3's long-context setting: the same idea with YaRN's ramp, and cos and sin
- * scaled). The settings are read as transformers 5 reads them: {@code rope_scaling} (checkpoints
+ * scaled); {@code longrope} (Phi-3.5 and Phi-4-mini: per-pair short factors, up to the original
+ * context, past which transformers switches to the long ones). A {@code partial_rotary_factor}
+ * rotates that share of each head. The settings are read as transformers 5 reads them: {@code rope_scaling} (checkpoints
  * written by transformers 4) or else {@code rope_parameters} (5), {@code rope_theta} from that
  * object or else the top level, and a top-level {@code original_max_position_embeddings} over the
- * object's. {@code longrope} (whose frequencies switch past the original context), per-layer-type
- * settings and a {@code partial_rotary_factor} are refused, naming the field.
+ * object's. Per-layer-type settings are refused, naming the field.
  *
- * @param invFreq the inverse frequency of each of the head's {@code headDim / 2} pairs
+ * @param invFreq the inverse frequency of each rotated pair: {@code headDim / 2}, fewer with a {@code partial_rotary_factor}
  * @param scaling what cos and sin are multiplied by (YaRN's attention factor; 1 for the others)
  * @param maxPositions the longest sequence these frequencies hold for ({@code Integer.MAX_VALUE}: any)
  */
@@ -44,13 +45,16 @@ record RotaryFrequencies(float[] invFreq, float scaling, int maxPositions) {
         }
         Object partialHere = rope.get("partial_rotary_factor");
         double partial = partialHere instanceof Number n ? n.doubleValue() : config.number("partial_rotary_factor", 1.0);
-        if (partial != 1.0) {
+        // as transformers: int(head_dim * partial_rotary_factor) dimensions rotate, the rest pass
+        int rotated = (int) (headDim * partial);
+        if (!(partial > 0 && partial <= 1) || rotated < 2 || rotated % 2 != 0) {
             throw new IllegalArgumentException(config.file() + ": " + (partialHere != null ? where + "." : "")
-                    + "partial_rotary_factor " + partial + " is not supported (1: every dimension of the head rotates)");
+                    + "partial_rotary_factor " + partial + " is not supported: it must rotate an even number of the head's "
+                    + headDim + " dimensions (in (0, 1])");
         }
         Object type = rope.getOrDefault("rope_type", rope.getOrDefault("type", "default"));
         double theta = rope.get("rope_theta") instanceof Number n ? n.doubleValue() : config.number("rope_theta", 10000.0);
-        float[] inv = defaults(theta, headDim);
+        float[] inv = defaults(theta, rotated);
         String t = type == null ? "default" : String.valueOf(type);
         float scaling = 1;
         int max = Integer.MAX_VALUE;
@@ -71,9 +75,16 @@ record RotaryFrequencies(float[] invFreq, float scaling, int maxPositions) {
                 }
             }
             case "llama3" -> llama3(config, rope, where, inv);
-            case "yarn" -> scaling = yarn(config, rope, where, theta, headDim, inv);
+            case "yarn" -> scaling = yarn(config, rope, where, theta, rotated, inv);
+            case "longrope" -> {
+                scaling = longrope(config, rope, where, theta, rotated, inv);
+                // past the original context transformers switches to long_factor for every position: computed up to it
+                if (original(config, rope) != null) {
+                    max = (int) Math.min(Integer.MAX_VALUE, originalContext(config, rope, where));
+                }
+            }
             default -> throw new IllegalArgumentException(config.file() + ": " + where + ".rope_type \"" + t
-                    + "\" is not supported (default, linear, dynamic, llama3, yarn)");
+                    + "\" is not supported (default, linear, dynamic, llama3, yarn, longrope)");
         }
         if (bf16) {
             for (int i = 0; i < inv.length; i++) {
@@ -183,6 +194,53 @@ record RotaryFrequencies(float[] invFreq, float scaling, int maxPositions) {
             return (float) (yarnScale(factor, m.doubleValue()) / yarnScale(factor, a.doubleValue()));
         }
         return (float) yarnScale(factor, 1);
+    }
+
+    /**
+     * transformers 5's {@code _compute_longrope_parameters} for sequences within the original
+     * context: each default frequency divided by its {@code short_factor} (float32), and cos and
+     * sin scaled by {@code attention_factor}, else by sqrt(1 + ln(factor) / ln(original)) with the
+     * factor {@code max_position_embeddings / original_max_position_embeddings} where the config
+     * has the latter (Phi-3's way), {@code factor} otherwise.
+     *
+     * @return the attention factor
+     */
+    private static float longrope(HfConfig config, Map<String, Object> rope, String where, double theta, int dim, float[] inv) {
+        float[] shortFactor = factors(config, rope, where, "short_factor", inv.length);
+        factors(config, rope, where, "long_factor", inv.length);
+        float base = (float) theta;
+        for (int i = 0; i < inv.length; i++) {
+            inv[i] = 1.0f / (shortFactor[i] * power(base, (float) (2 * i) / dim));
+        }
+        if (rope.get("attention_factor") != null) {
+            return (float) positive(config, rope, where, "attention_factor");
+        }
+        double original;
+        double factor;
+        if (original(config, rope) != null) {
+            original = originalContext(config, rope, where);
+            factor = config.integer("max_position_embeddings") / original;
+        } else {
+            original = config.integer("max_position_embeddings");
+            factor = rope.get("factor") == null ? 1.0 : positive(config, rope, where, "factor");
+        }
+        return factor <= 1 ? 1f : (float) Math.sqrt(1 + Math.log(factor) / Math.log(original));
+    }
+
+    private static float[] factors(HfConfig config, Map<String, Object> rope, String where, String key, int n) {
+        if (!(rope.get(key) instanceof java.util.List<?> l) || l.size() != n) {
+            throw new IllegalArgumentException(config.file() + ": " + where + "." + key + " must be a list of " + n
+                    + " numbers (one per rotated pair), not " + rope.get(key));
+        }
+        float[] out = new float[n];
+        for (int i = 0; i < n; i++) {
+            if (!(l.get(i) instanceof Number x) || !(x.doubleValue() > 0)) {
+                throw new IllegalArgumentException(config.file() + ": " + where + "." + key + "[" + i + "] is " + l.get(i)
+                        + ", not a positive number");
+            }
+            out[i] = x.floatValue();
+        }
+        return out;
     }
 
     private static double originalContext(HfConfig config, Map<String, Object> rope, String where) {

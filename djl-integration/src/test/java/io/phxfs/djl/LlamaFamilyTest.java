@@ -36,7 +36,7 @@ class LlamaFamilyTest {
      */
     @ParameterizedTest
     @ValueSource(strings = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral",
-        "tiny-qwen2-yarn"})
+        "tiny-qwen2-yarn", "tiny-phi3", "tiny-phi3-longrope"})
     void logitsAndGreedyTokensMatchTransformers(String fixture) throws Exception {
         JsonNode ref = TestFixtures.json(fixture + "/expected_logits.json");
         assertLogitsMatch(TestFixtures.file(fixture), ref, fixture);
@@ -45,7 +45,7 @@ class LlamaFamilyTest {
     /** The rope type's frequencies and cos/sin scale against the ones transformers' rotary embedding held. */
     @ParameterizedTest
     @ValueSource(strings = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral",
-        "tiny-qwen2-yarn"})
+        "tiny-qwen2-yarn", "tiny-phi3", "tiny-phi3-longrope"})
     void rotaryFrequenciesAndScaleAreTransformers(String fixture) throws Exception {
         JsonNode ref = TestFixtures.json(fixture + "/expected_logits.json");
         HfConfig config = HfConfig.read(TestFixtures.file(fixture));
@@ -103,7 +103,7 @@ class LlamaFamilyTest {
      * shows here and not in 16 positions.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"tiny-llama3", "tiny-qwen2-yarn", "tiny-qwen3"})
+    @ValueSource(strings = {"tiny-llama3", "tiny-qwen2-yarn", "tiny-qwen3", "tiny-phi3-longrope"})
     void longSequencesLastLogitsMatchTransformers(String fixture) throws Exception {
         JsonNode ref = TestFixtures.json(fixture + "/expected_long.json");
         long[] ids = TestFixtures.longs(ref.get("input_ids"));
@@ -181,7 +181,7 @@ class LlamaFamilyTest {
 
     /** Rope types whose angles depend on the sequence would give other logits if computed as another type. */
     @ParameterizedTest
-    @ValueSource(strings = {"longrope", "su", "mrope"})
+    @ValueSource(strings = {"su", "mrope", "default_2"})
     void anUnsupportedRopeTypeIsRefusedNamingTheField(String type, @TempDir Path tmp) throws Exception {
         Path dir = copy("tiny-llama-linear", tmp);
         ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
@@ -210,7 +210,7 @@ class LlamaFamilyTest {
         c.put("model_type", "gemma2");
         JSON.writeValue(dir.resolve("config.json").toFile(), c);
         String msg = rootMessage(assertThrows(Exception.class, () -> load(dir).close()));
-        assertTrue(msg.contains("model_type \"gemma2\" is not supported (gpt2, llama, mistral, qwen2, qwen3)"), msg);
+        assertTrue(msg.contains("model_type \"gemma2\" is not supported (gpt2, llama, mistral, phi3, qwen2, qwen3)"), msg);
     }
 
     /** Dynamic NTK keeps the default frequencies up to the original context, so the block computes up to there. */
@@ -224,7 +224,19 @@ class LlamaFamilyTest {
             LlamaBlock block = (LlamaBlock) model.getBlock();
             assertEquals(40, block.contextLength());
             String msg = assertThrows(IllegalArgumentException.class, () -> block.logits(m.create(new long[41]), null)).getMessage();
-            assertTrue(msg.contains("rope type dynamic with original_max_position_embeddings 40"), msg);
+            assertTrue(msg.contains("has original_max_position_embeddings 40 with a rope type whose frequencies change"), msg);
+        }
+    }
+
+    /** longrope's short factors hold up to the original context; past it transformers switches to the long ones. */
+    @Test
+    void longropeIsComputedUpToItsOriginalContext() throws Exception {
+        try (ZooModel<long[], float[][]> model = load(TestFixtures.file("tiny-phi3-longrope"));
+             NDManager m = model.getNDManager().newSubManager()) {
+            LlamaBlock block = (LlamaBlock) model.getBlock();
+            assertEquals(64, block.contextLength(), "original_max_position_embeddings 64 of max_position_embeddings 256");
+            String msg = assertThrows(IllegalArgumentException.class, () -> block.logits(m.create(new long[65]), null)).getMessage();
+            assertTrue(msg.contains("original_max_position_embeddings 64"), msg);
         }
     }
 
@@ -233,8 +245,10 @@ class LlamaFamilyTest {
         String[][] cases = {
             {"{\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 10000.0}}",
                 "rope_parameters.full_attention: rope settings per layer type are not supported"},
-            {"{\"rope_type\": \"default\", \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.5}",
-                "rope_parameters.partial_rotary_factor 0.5 is not supported"},
+            {"{\"rope_type\": \"default\", \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.1875}",
+                "rope_parameters.partial_rotary_factor 0.1875 is not supported: it must rotate an even number"},
+            {"{\"rope_type\": \"longrope\", \"rope_theta\": 10000.0, \"short_factor\": [1.0, 2.0], \"long_factor\": [1.0]}",
+                "rope_parameters.short_factor must be a list of 8 numbers"},
         };
         for (String[] k : cases) {
             Path dir = copy("tiny-llama-linear", tmp.resolve("c" + k[1].hashCode()));

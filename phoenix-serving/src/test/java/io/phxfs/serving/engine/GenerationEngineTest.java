@@ -88,7 +88,7 @@ class GenerationEngineTest {
     @Test
     void llamaFamilyMembersGiveTransformersGreedyTokensAloneAndAllAtOnce() throws Exception {
         String[] fixtures = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral",
-            "tiny-qwen2-yarn"};
+            "tiny-qwen2-yarn", "tiny-phi3", "tiny-phi3-longrope"};
         for (String f : fixtures) {
             Path dir = tmp.resolve(f);
             Files.createDirectories(dir);
