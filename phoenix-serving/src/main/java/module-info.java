@@ -15,4 +15,5 @@ module io.phxfs.serving {
     exports io.phxfs.serving.engine;
     exports io.phxfs.serving.text;
     exports io.phxfs.serving.tools;
+    exports io.phxfs.serving.reasoning;
 }

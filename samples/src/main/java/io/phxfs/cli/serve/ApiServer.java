@@ -5,6 +5,8 @@ import io.phxfs.serving.engine.EngineConfig;
 import io.phxfs.serving.engine.GenerationEngine;
 import io.phxfs.serving.engine.GenerationListener;
 import io.phxfs.serving.tools.ToolCallParser;
+import io.phxfs.serving.reasoning.ReasoningParser;
+import io.phxfs.serving.reasoning.ReasoningParsers;
 import io.phxfs.serving.tools.ToolParsers;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -103,11 +105,26 @@ final class ApiServer implements AutoCloseable {
     static ApiServer start(EngineConfig config, String servedName, String host, int port, HttpPolicy policy,
                            ToolCallParser toolParser, UnaryOperator<GenerationListener> listenerTap, PrintWriter log)
             throws Exception {
+        return start(config, servedName, host, port, policy, toolParser, null, listenerTap, log);
+    }
+
+    /**
+     * Opens the engine and starts listening, with tool calling and reasoning.
+     *
+     * @param toolParser the parser for {@code tool_choice: "auto"}, or null when it is off
+     * @param reasoningParser the parser of chats' reasoning ({@code --reasoning-parser}), or null for none
+     * @param listenerTap wraps each request's listener (the identity but in tests, see {@link ServeContext})
+     * @see #start(EngineConfig, String, String, int, HttpPolicy, PrintWriter)
+     */
+    static ApiServer start(EngineConfig config, String servedName, String host, int port, HttpPolicy policy,
+                           ToolCallParser toolParser, ReasoningParser reasoningParser,
+                           UnaryOperator<GenerationListener> listenerTap, PrintWriter log) throws Exception {
         ServeMetrics metrics = new ServeMetrics(servedName);
         GenerationEngine engine = GenerationEngine.open(config.withObserver(metrics));
         try {
             metrics.bind(engine);
-            ServeContext ctx = new ServeContext(engine, servedName, log, policy, toolParser, listenerTap);
+            ServeContext ctx = new ServeContext(engine, servedName, log, policy, toolParser, reasoningParser,
+                    listenerTap);
             Set<String> post = Set.of("POST");
             Set<String> get = Set.of("GET");
             Router router = new Router(List.of(
@@ -245,11 +262,28 @@ final class ApiServer implements AutoCloseable {
     }
 
     /**
+     * The parser of {@code --reasoning-parser}, or null when it is not given.
+     *
+     * @throws IllegalArgumentException for an unknown name (the message lists the known ones)
+     */
+    static ReasoningParser reasoningParser(ServeOptions o) {
+        if (o.reasoningParser() == null) {
+            return null;
+        }
+        try {
+            return ReasoningParsers.byName(o.reasoningParser());
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--reasoning-parser " + o.reasoningParser() + ": " + e.getMessage());
+        }
+    }
+
+    /**
      * {@code phoenix serve}: opens, prints the URL, serves until SIGTERM or SIGINT, drains, and
      * returns 0. A second signal during the drain exits at once (status 130 or 143).
      */
     static int run(ServeOptions o, PrintWriter out, PrintWriter err) throws Exception {
         ToolCallParser toolParser = toolParser(o);
+        ReasoningParser reasoningParser = reasoningParser(o);
         EngineConfig config = EngineConfig.of(o.modelDir()).withDevice(o.device())
                 .withLimits(o.maxRunning(), o.maxWaiting()).withIdlePrefixBytes(o.idlePrefixBytes());
         if (o.kvConfig() != null) {
@@ -270,7 +304,8 @@ final class ApiServer implements AutoCloseable {
         Signal.handle(new Signal("INT"), onSignal);
         Signal.handle(new Signal("TERM"), onSignal);
         HttpPolicy policy = o.policy() == null ? HttpPolicy.defaults() : o.policy();
-        ApiServer s = start(config, o.servedName(), o.bind(), o.port(), policy, toolParser, UnaryOperator.identity(),
+        ApiServer s = start(config, o.servedName(), o.bind(), o.port(), policy, toolParser, reasoningParser,
+                UnaryOperator.identity(),
                 err);
         if (!policy.keyRequired() && !loopback(o.bind())) {
             err.println("phoenix serve: warning: listening on " + o.bind() + " beyond this machine without an API key:"

@@ -6,6 +6,8 @@ import io.phxfs.serving.engine.SamplingParams;
 import io.phxfs.serving.engine.Usage;
 import io.phxfs.serving.text.ChatTemplate;
 import io.phxfs.serving.text.ChatTemplateException;
+import io.phxfs.serving.reasoning.ReasoningOutput;
+import io.phxfs.serving.reasoning.ReasoningParser;
 import io.phxfs.serving.tools.ParsedOutput;
 import io.phxfs.serving.tools.ToolCallParser;
 import io.phxfs.serving.tools.ToolParsers;
@@ -25,6 +27,11 @@ import java.util.Map;
  * whatever the {@code tool_choice}; with {@code tool_choice: "auto"} (the default when there
  * are tools) the output is parsed for calls by the server's {@code --tool-call-parser}, and a
  * server started without {@code --enable-auto-tool-choice} refuses it with vLLM's 400.
+ *
+ * <p>Reasoning, as vLLM serves it: with {@code --reasoning-parser} the output's
+ * {@code <think>...</think>} block is split off into {@code message.reasoning_content} (and
+ * {@code message.reasoning}), streamed as {@code delta.reasoning_content} pieces before the
+ * content's, and tool calls are parsed from the content only.
  */
 final class ChatCompletionsEndpoint extends GenerationEndpoint {
     static final String OBJECT = "chat.completion.chunk";
@@ -119,23 +126,47 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
         OpenAiJson.Head head = new OpenAiJson.Head(newId("chatcmpl-"), now(), ctx.servedName());
         boolean usage = c.includeUsage();
         SamplingParams sampling = c.sampling().params(room);
+        ReasoningParser reasoner = ctx.reasoningParser();
+        // Qwen3's template writes an empty block into the prompt for enable_thinking false
+        boolean thinking = !Boolean.FALSE.equals(c.templateKwargs().get("enable_thinking"));
+        StreamBridge.Chunks chunks;
         if (parser != null) {
             if (parser.needsSpecialTokens()) {
                 // markers that are special tokens must reach the parser (vLLM's adjust_request)
                 sampling = sampling.withStopping(sampling.minTokens(), sampling.stopTokenIds(),
                         sampling.includeStopStrInOutput(), false);
             }
-            ToolCallParser p = parser;
-            boolean parallel = c.tools().parallel();
-            return new Job(head, ids, sampling, c.cacheSalt(), c.stream(),
-                    new ToolCallChunks(head, usage, p.open(), parallel), o -> {
-                        ParsedOutput parsed = p.parse(o.text());
-                        var calls = ToolCallChunks.calls(parsed, parallel);
-                        return OpenAiJson.chatCompletion(head, parsed.content(), calls,
-                                ToolCallChunks.finishReason(!calls.isEmpty(), o.reason()), o.usage());
-                    });
+            chunks = new ToolCallChunks(head, usage, parser.open(), c.tools().parallel());
+        } else {
+            chunks = plainChunks(head, usage);
         }
-        StreamBridge.Chunks chunks = new StreamBridge.Chunks() {
+        if (reasoner != null) {
+            chunks = new ReasoningChunks(head, usage, reasoner.open(thinking), chunks);
+        }
+        boolean parallel = c.tools().parallel();
+        return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), chunks,
+                o -> whole(head, o, reasoner == null ? null : reasoner.parse(o.text(), thinking), parser, parallel));
+    }
+
+    /**
+     * The whole response: the reasoning split off first when the server has a reasoning parser,
+     * then the content (only) parsed for tool calls when the request's are.
+     */
+    private static byte[] whole(OpenAiJson.Head head, StreamBridge.Outcome o, ReasoningOutput reasoning,
+                                ToolCallParser parser, boolean parallel) {
+        String content = reasoning == null ? o.text() : reasoning.content();
+        if (parser == null) {
+            return OpenAiJson.chatCompletion(head, reasoning, content, List.of(), o.reason().wire(), o.usage());
+        }
+        ParsedOutput parsed = content == null ? new ParsedOutput(null, List.of()) : parser.parse(content);
+        var calls = ToolCallChunks.calls(parsed, parallel);
+        return OpenAiJson.chatCompletion(head, reasoning, parsed.content(), calls,
+                ToolCallChunks.finishReason(!calls.isEmpty(), o.reason()), o.usage());
+    }
+
+    /** A streamed chat's chunks when its text is sent as it is: one content chunk per token. */
+    private static StreamBridge.Chunks plainChunks(OpenAiJson.Head head, boolean usage) {
+        return new StreamBridge.Chunks() {
             @Override
             public byte[] first() {
                 return OpenAiJson.chatChunk(head, "assistant", "", (FinishReason) null, usage);
@@ -156,7 +187,5 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
                 return usage ? OpenAiJson.usageChunk(head, OBJECT, u) : null;
             }
         };
-        return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), chunks,
-                o -> OpenAiJson.chatCompletion(head, o.text(), o.reason(), o.usage()));
     }
 }

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.phxfs.serving.engine.FinishReason;
 import io.phxfs.serving.engine.Usage;
+import io.phxfs.serving.reasoning.ReasoningOutput;
 import io.phxfs.serving.tools.ToolCall;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -82,12 +83,33 @@ final class OpenAiJson {
      * @param reason the finish reason's wire value ("tool_calls" when there are calls)
      */
     static byte[] chatCompletion(Head h, String content, List<ToolCall> calls, String reason, Usage u) {
+        return chatCompletion(h, null, content, calls, reason, u);
+    }
+
+    /**
+     * A whole {@code chat.completion} whose reasoning was split from its content
+     * ({@code --reasoning-parser}): {@code message.reasoning_content} and {@code message.reasoning}
+     * (vLLM's field and its newer name, which vLLM sends both) carry it, null when the output
+     * had none.
+     *
+     * @param reasoning the split, or null when the server has no reasoning parser (then
+     *        neither field is sent)
+     * @param content the text outside the reasoning and the calls, or null for none
+     * @param calls the calls, empty for none (then {@code message.tool_calls} is left out)
+     * @param reason the finish reason's wire value ("tool_calls" when there are calls)
+     */
+    static byte[] chatCompletion(Head h, ReasoningOutput reasoning, String content, List<ToolCall> calls, String reason,
+                                 Usage u) {
         ObjectNode n = head(h, "chat.completion");
         ObjectNode c = n.putArray("choices").addObject();
         c.put("index", 0);
         ObjectNode m = c.putObject("message");
         m.put("role", "assistant");
         m.put("content", content);
+        if (reasoning != null) {
+            m.put("reasoning", reasoning.reasoning());
+            m.put("reasoning_content", reasoning.reasoning());
+        }
         if (!calls.isEmpty()) {
             ArrayNode a = m.putArray("tool_calls");
             calls.forEach(call -> a.add(toolCall(call)));
@@ -137,6 +159,25 @@ final class OpenAiJson {
         ObjectNode c = n.putArray("choices").addObject();
         c.put("index", 0);
         c.putObject("delta").putArray("tool_calls").add(toolCall);
+        c.putNull("logprobs");
+        c.putNull("finish_reason");
+        if (usageNull) {
+            n.putNull("usage");
+        }
+        return bytes(n);
+    }
+
+    /**
+     * A {@code chat.completion.chunk} of reasoning: {@code delta.reasoning_content} and
+     * {@code delta.reasoning} (vLLM sends both), no content.
+     */
+    static byte[] reasoningChunk(Head h, String reasoning, boolean usageNull) {
+        ObjectNode n = head(h, "chat.completion.chunk");
+        ObjectNode c = n.putArray("choices").addObject();
+        c.put("index", 0);
+        ObjectNode d = c.putObject("delta");
+        d.put("reasoning", reasoning);
+        d.put("reasoning_content", reasoning);
         c.putNull("logprobs");
         c.putNull("finish_reason");
         if (usageNull) {

@@ -138,6 +138,15 @@ public final class ServeCommand implements Callable<Integer> {
                     + " ([TOOL_CALLS]).")
     String toolCallParser;
 
+    @Option(names = "--reasoning-parser", paramLabel = "NAME",
+            description = "Split a chat's <think>...</think> reasoning from its answer, as vLLM's flag of that name:"
+                    + " the reasoning goes to message.reasoning_content (and message.reasoning), streamed as"
+                    + " delta.reasoning_content, the rest to content (tool calls are parsed from the content only)."
+                    + " qwen3 (Qwen3: an explicit <think> block at the start; enable_thinking false in"
+                    + " chat_template_kwargs: all content) or deepseek_r1 (DeepSeek-R1 and its distills, QwQ: the"
+                    + " prompt opens <think>, so all before </think> is reasoning, all of it without one).")
+    String reasoningParser;
+
     @Spec
     CommandSpec spec;
 
@@ -222,7 +231,7 @@ public final class ServeCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         return ApiServer.run(new ServeOptions(dir, bind, port, name, kvConfig, device, maxRunning, maxWaiting, idlePrefixBytes,
-                policy, toolCallParser, autoToolChoice), out, err);
+                policy, toolCallParser, autoToolChoice, reasoningParser), out, err);
     }
 
     /**

@@ -18,8 +18,16 @@ import java.nio.file.Path;
  * @param policy the API key, salts and limits of the HTTP side
  * @param toolCallParser the tool-call parser's name ({@code --tool-call-parser}), or null
  * @param autoToolChoice whether {@code tool_choice: "auto"} is served ({@code --enable-auto-tool-choice})
+ * @param reasoningParser the reasoning parser's name ({@code --reasoning-parser}), or null
  */
 record ServeOptions(Path modelDir, String bind, int port, String servedName, Path kvConfig, Integer device,
                     int maxRunning, int maxWaiting, long idlePrefixBytes, HttpPolicy policy, String toolCallParser,
-                    boolean autoToolChoice) {
+                    boolean autoToolChoice, String reasoningParser) {
+    /** Without a reasoning parser. */
+    ServeOptions(Path modelDir, String bind, int port, String servedName, Path kvConfig, Integer device,
+                 int maxRunning, int maxWaiting, long idlePrefixBytes, HttpPolicy policy, String toolCallParser,
+                 boolean autoToolChoice) {
+        this(modelDir, bind, port, servedName, kvConfig, device, maxRunning, maxWaiting, idlePrefixBytes, policy,
+                toolCallParser, autoToolChoice, null);
+    }
 }

@@ -121,12 +121,17 @@ class ServeCliTest {
                 "--enable-auto-tool-choice", "--tool-call-parser", "pythonic", "--port", "0"), null, Duration.ofMinutes(1));
         assertEquals(2, badParser.exit(), badParser.toString());
         assertTrue(badParser.err().contains("--tool-call-parser pythonic: unknown tool call parser"), badParser.toString());
+        ServeTesting.Proc badReasoning = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                "--reasoning-parser", "granite", "--port", "0"), null, Duration.ofMinutes(1));
+        assertEquals(2, badReasoning.exit(), badReasoning.toString());
+        assertTrue(badReasoning.err().contains("--reasoning-parser granite: unknown reasoning parser \"granite\"; this"
+                + " server has deepseek_r1, qwen3"), badReasoning.toString());
 
         ServeTesting.Proc help = ServeTesting.run(cli("serve", "--help"), null, Duration.ofMinutes(1));
         assertEquals(0, help.exit(), help.toString());
         for (String option : List.of("--bind", "--port", "--served-model-name", "--kv-config", "--device",
                 "--max-running", "--max-waiting", "--idle-prefix-bytes", "--enable-auto-tool-choice",
-                "--tool-call-parser")) {
+                "--tool-call-parser", "--reasoning-parser")) {
             assertTrue(help.out().contains(option), option + " in\n" + help.out());
         }
     }

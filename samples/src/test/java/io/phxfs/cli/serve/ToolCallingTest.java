@@ -44,7 +44,7 @@ class ToolCallingTest {
             + " {\"c\": [3]}}}\n</tool_call>";
 
     /** The tiny Llama checkpoint with Qwen2.5's tool-aware chat template. */
-    private static Path model(Path dir) throws Exception {
+    static Path model(Path dir) throws Exception {
         Path src = ServeTesting.model(ServeTesting.LLAMA);
         try (var files = Files.list(src)) {
             for (Path f : files.toList()) {

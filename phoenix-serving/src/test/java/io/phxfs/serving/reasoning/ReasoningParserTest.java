@@ -1,0 +1,159 @@
+package io.phxfs.serving.reasoning;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The qwen3 and deepseek_r1 parsers on whole outputs, and the same outputs streamed split at
+ * every position (so each tag is split at each of its characters) and in random small pieces:
+ * a stream never lets a tag (or part of one) out, and comes to exactly the whole parse.
+ */
+class ReasoningParserTest {
+    private static final ReasoningParser QWEN3 = new Qwen3ReasoningParser();
+    private static final ReasoningParser R1 = new DeepSeekR1ReasoningParser();
+
+    /** Asserts the whole parse, then that every streamed split of the text amounts to it. */
+    private static void check(ReasoningParser p, boolean thinking, String text, String reasoning, String content) {
+        ReasoningOutput whole = p.parse(text, thinking);
+        assertEquals(new ReasoningOutput(reasoning, content), whole, p.name() + " of " + text);
+        for (int i = 0; i <= text.length(); i++) {
+            for (int j = i; j <= text.length(); j++) {
+                streamed(p, thinking, text, List.of(text.substring(0, i), text.substring(i, j), text.substring(j)), whole);
+            }
+        }
+        Random r = new Random(text.hashCode());
+        for (int round = 0; round < 50; round++) {
+            List<String> pieces = new ArrayList<>();
+            for (int at = 0; at < text.length();) {
+                int end = Math.min(text.length(), at + 1 + r.nextInt(4));
+                if (end < text.length() && Character.isHighSurrogate(text.charAt(end - 1))) {
+                    end++;
+                }
+                pieces.add(text.substring(at, end));
+                at = end;
+            }
+            streamed(p, thinking, text, pieces, whole);
+        }
+    }
+
+    private static void streamed(ReasoningParser p, boolean thinking, String text, List<String> pieces,
+                                 ReasoningOutput whole) {
+        ReasoningStream s = p.open(thinking);
+        StringBuilder reasoning = new StringBuilder();
+        StringBuilder content = new StringBuilder();
+        List<ReasoningDelta> deltas = new ArrayList<>();
+        for (String piece : pieces) {
+            deltas.add(s.add(piece));
+        }
+        deltas.add(s.finish());
+        boolean contentBegan = false;
+        for (ReasoningDelta d : deltas) {
+            // reasoning pieces, then content pieces; never a tag
+            assertFalse(contentBegan && !d.reasoning().isEmpty(), "reasoning after content: " + pieces);
+            contentBegan |= !d.content().isEmpty();
+            reasoning.append(d.reasoning());
+            content.append(d.content());
+        }
+        String what = p.name() + " streamed " + pieces;
+        assertEquals(whole.reasoning() == null ? "" : whole.reasoning(), reasoning.toString(), what);
+        assertEquals(whole.content() == null ? "" : whole.content(), content.toString(), what);
+        assertEquals(whole.reasoning() != null, s.reasoned(), what);
+    }
+
+    @Test
+    void qwen3SplitsAnExplicitBlock() {
+        check(QWEN3, true, "<think>\nLet me add: 2+2=4.\n</think>\n\nThe answer is 4.",
+                "\nLet me add: 2+2=4.\n", "\n\nThe answer is 4.");
+        check(QWEN3, true, "<think>x</think>", "x", null);
+    }
+
+    @Test
+    void qwen3EmptyReasoning() {
+        check(QWEN3, true, "<think>\n\n</think>\n\nHi!", "\n\n", "\n\nHi!");
+        check(QWEN3, true, "<think></think>Hi", "", "Hi");
+    }
+
+    @Test
+    void qwen3WithoutABlockIsAllContent() {
+        check(QWEN3, true, "Just an answer, 1 < 2 and </thin is no tag.", null,
+                "Just an answer, 1 < 2 and </thin is no tag.");
+        check(QWEN3, true, "ends with <thi", null, "ends with <thi");
+        check(QWEN3, true, "", null, "");
+    }
+
+    @Test
+    void qwen3WithThinkingOffIsAllContentEvenWithTags() {
+        check(QWEN3, false, "<think>a</think>b", null, "<think>a</think>b");
+    }
+
+    @Test
+    void qwen3CutOffInsideTheBlockIsAllReasoning() {
+        check(QWEN3, true, "<think>still thinking </thi", "still thinking </thi", null);
+    }
+
+    @Test
+    void qwen3OpensTheBlockOnlyAtTheStart() {
+        check(QWEN3, true, "A<think>r</think>B", null, "A<think>r</think>B");
+        check(QWEN3, true, "\n <think>r</think>B", "r", "B");
+        check(QWEN3, true, "\n <thi", null, "\n <thi");
+    }
+
+    @Test
+    void onlyOneBlock() {
+        check(QWEN3, true, "<think>r</think>B <think>c</think>", "r", "B <think>c</think>");
+        check(R1, true, "r</think>B</think>", "r", "B</think>");
+    }
+
+    @Test
+    void deepseekR1EverythingBeforeTheEndTagIsReasoning() {
+        check(R1, true, "Okay, 2+2 is 4.\n</think>\n\n**4**", "Okay, 2+2 is 4.\n", "\n\n**4**");
+        check(R1, true, "<think>\nhmm</think>ok", "\nhmm", "ok");
+        check(R1, true, "\n<think>hmm</think>ok", "hmm", "ok");
+        check(R1, true, "hmm <think></think>ok", "hmm <think>", "ok");
+        check(R1, false, "r</think>c", "r", "c");
+    }
+
+    @Test
+    void deepseekR1WithoutTheEndTagIsAllReasoning() {
+        check(R1, true, "I am still thinking <th", "I am still thinking <th", null);
+        check(R1, true, "<thin", "<thin", null);
+        check(R1, true, "", "", null);
+    }
+
+    @Test
+    void deepseekR1EmptyReasoningAndNoContent() {
+        check(R1, true, "</think>answer", "", "answer");
+        check(R1, true, "<think></think>", "", null);
+    }
+
+    @Test
+    void unicodeAroundTheTags() {
+        check(QWEN3, true, "<think>Zürich 🌧️ 東京</think>𝄞 ünïcode 😀", "Zürich 🌧️ 東京", "𝄞 ünïcode 😀");
+        check(R1, true, "🤔 <thi🙂nk></think>答え", "🤔 <thi🙂nk>", "答え");
+    }
+
+    @Test
+    void aFinishedStreamTakesNoMore() {
+        ReasoningStream s = QWEN3.open(true);
+        s.finish();
+        assertThrows(IllegalStateException.class, () -> s.add("x"));
+        assertTrue(s.finish().isEmpty());
+    }
+
+    @Test
+    void theNames() {
+        assertEquals(List.of("deepseek_r1", "qwen3"), ReasoningParsers.names());
+        assertEquals("qwen3", ReasoningParsers.byName("qwen3").name());
+        assertEquals("deepseek_r1", ReasoningParsers.byName("deepseek_r1").name());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ReasoningParsers.byName("granite"));
+        assertEquals("unknown reasoning parser \"granite\"; this server has deepseek_r1, qwen3", e.getMessage());
+    }
+}
