@@ -24,6 +24,29 @@ public interface ReasoningParser {
     ReasoningStream open(boolean thinking);
 
     /**
+     * A parse of one response's text as it comes, knowing whether the rendered prompt already
+     * opened the block (ends with {@code <think>}, as the templates of Qwen3's thinking models
+     * and DeepSeek-R1 do): then the output starts inside it.
+     *
+     * @param thinking as for {@link #open(boolean)}
+     * @param promptOpened whether the prompt ends with {@code <think>} (see {@link #promptOpens})
+     * @return a new stream
+     */
+    default ReasoningStream open(boolean thinking, boolean promptOpened) {
+        return open(thinking);
+    }
+
+    /**
+     * Whether a rendered prompt leaves a reasoning block open for the model to continue.
+     *
+     * @param prompt the prompt as the chat template rendered it
+     * @return true when it ends with {@code <think>} (trailing whitespace aside)
+     */
+    static boolean promptOpens(String prompt) {
+        return prompt.stripTrailing().endsWith(ReasoningStream.OPEN);
+    }
+
+    /**
      * Parses a whole output.
      *
      * @param text the generated text
@@ -31,7 +54,19 @@ public interface ReasoningParser {
      * @return the reasoning and the content
      */
     default ReasoningOutput parse(String text, boolean thinking) {
-        ReasoningStream s = open(thinking);
+        return parse(text, thinking, false);
+    }
+
+    /**
+     * Parses a whole output.
+     *
+     * @param text the generated text
+     * @param thinking as for {@link #open(boolean)}
+     * @param promptOpened as for {@link #open(boolean, boolean)}
+     * @return the reasoning and the content
+     */
+    default ReasoningOutput parse(String text, boolean thinking, boolean promptOpened) {
+        ReasoningStream s = open(thinking, promptOpened);
         ReasoningDelta a = s.add(text);
         ReasoningDelta b = s.finish();
         String reasoning = a.reasoning() + b.reasoning();

@@ -18,6 +18,29 @@ import org.junit.jupiter.api.Test;
 class ReasoningParserTest {
     private static final ReasoningParser QWEN3 = new Qwen3ReasoningParser();
     private static final ReasoningParser R1 = new DeepSeekR1ReasoningParser();
+    /** qwen3 after a prompt that ends with {@code <think>} (the thinking models' templates). */
+    private static final ReasoningParser QWEN3_OPENED = new ReasoningParser() {
+        @Override
+        public String name() {
+            return "qwen3 after an opened prompt";
+        }
+
+        @Override
+        public ReasoningStream open(boolean thinking) {
+            return QWEN3.open(thinking, true);
+        }
+    };
+
+    @Test
+    void qwen3AfterAPromptThatOpenedTheBlockReasonsUpToTheEndTag() {
+        check(QWEN3_OPENED, true, "Let me think.\n</think>\n\nThe answer is 4.", "Let me think.\n", "\n\nThe answer is 4.");
+        check(QWEN3_OPENED, true, "<think>again</think>x", "again", "x");
+        check(QWEN3_OPENED, true, "cut off mid-thought", "cut off mid-thought", null);
+        assertEquals(new ReasoningOutput(null, "plain"), QWEN3.parse("plain", true, false));
+        assertTrue(ReasoningParser.promptOpens("<|im_start|>assistant\n<think>\n"));
+        assertFalse(ReasoningParser.promptOpens("<|im_start|>assistant\n<think>\n\n</think>\n\n"), "enable_thinking false's empty block");
+        assertFalse(ReasoningParser.promptOpens("<|im_start|>assistant\n"));
+    }
 
     /** Asserts the whole parse, then that every streamed split of the text amounts to it. */
     private static void check(ReasoningParser p, boolean thinking, String text, String reasoning, String content) {

@@ -71,6 +71,11 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
      * @throws ApiException 400 when the model has no template or the template refuses the messages
      */
     static int[] promptIds(ServeContext ctx, OpenAiRequests.Chat c, boolean addGenerationPrompt) {
+        return ctx.engine().tokenizer().encode(promptText(ctx, c, addGenerationPrompt), false);
+    }
+
+    /** The chat rendered by the model's template. */
+    static String promptText(ServeContext ctx, OpenAiRequests.Chat c, boolean addGenerationPrompt) {
         ChatTemplate template = ctx.engine().chatTemplate().orElseThrow(() -> ApiException.invalid("messages",
                 "The model `" + ctx.servedName() + "` has no chat template (neither chat_template.jinja nor a"
                         + " chat_template in tokenizer_config.json); use /v1/completions with a prompt instead."));
@@ -81,7 +86,7 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
         } catch (ChatTemplateException e) {
             throw ApiException.invalid("messages", StreamBridge.message(e));
         }
-        return ctx.engine().tokenizer().encode(text, false);
+        return text;
     }
 
     /** The template's variables besides messages: {@code tools} when given, then chat_template_kwargs over them, as vLLM. */
@@ -119,7 +124,8 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
     Job prepare(ObjectNode body) {
         OpenAiRequests.Chat c = OpenAiRequests.chat(body);
         ToolCallParser parser = toolParser(body, c.tools());
-        int[] ids = promptIds(ctx, c, true);
+        String prompt = promptText(ctx, c, true);
+        int[] ids = ctx.engine().tokenizer().encode(prompt, false);
         int context = ctx.engine().model().contextLength();
         checkContext(ids.length, c.sampling().maxTokens(), c.sampling().maxTokensField(), context, true);
         int room = context - ids.length;
@@ -129,6 +135,8 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
         ReasoningParser reasoner = ctx.reasoningParser();
         // Qwen3's template writes an empty block into the prompt for enable_thinking false
         boolean thinking = !Boolean.FALSE.equals(c.templateKwargs().get("enable_thinking"));
+        // a thinking model's template opens the block itself: its output starts inside it
+        boolean opened = ReasoningParser.promptOpens(prompt);
         StreamBridge.Chunks chunks;
         if (parser != null) {
             if (parser.needsSpecialTokens()) {
@@ -141,11 +149,11 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
             chunks = plainChunks(head, usage);
         }
         if (reasoner != null) {
-            chunks = new ReasoningChunks(head, usage, reasoner.open(thinking), chunks);
+            chunks = new ReasoningChunks(head, usage, reasoner.open(thinking, opened), chunks);
         }
         boolean parallel = c.tools().parallel();
         return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), chunks,
-                o -> whole(head, o, reasoner == null ? null : reasoner.parse(o.text(), thinking), parser, parallel));
+                o -> whole(head, o, reasoner == null ? null : reasoner.parse(o.text(), thinking, opened), parser, parallel));
     }
 
     /**
