@@ -1,7 +1,7 @@
 package io.phxfs.serving.engine;
 
+import java.util.BitSet;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -17,8 +17,12 @@ import java.util.SplittableRandom;
 final class Sampler {
     private final SamplingParams params;
     private final SplittableRandom random;
-    /** The prompt's tokens, for the repetition penalty; empty without one. */
-    private final Set<Integer> prompt = new HashSet<>();
+    /**
+     * The prompt's and the output's distinct tokens, for the repetition penalty (empty without
+     * one): a bit set kept as tokens come, since a set rebuilt every step would cost the engine's
+     * one thread thousands of boxed inserts per request per token.
+     */
+    private final BitSet seen = new BitSet();
     /** Each output token so far and how often it came. */
     private final Map<Integer, Integer> counts = new HashMap<>();
     private int generated;
@@ -32,7 +36,9 @@ final class Sampler {
         this.random = params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom();
         if (params.repetitionPenalty() != 1) {
             for (int id : promptIds) {
-                prompt.add(id);
+                if (id >= 0) {
+                    seen.set(id);
+                }
             }
         }
     }
@@ -53,6 +59,9 @@ final class Sampler {
         int token = choose(logits);
         generated++;
         counts.merge(token, 1, Integer::sum);
+        if (params.repetitionPenalty() != 1) {
+            seen.set(token);
+        }
         return token;
     }
 
@@ -82,12 +91,8 @@ final class Sampler {
         }
         double r = params.repetitionPenalty();
         if (r != 1) {
-            Set<Integer> seen = new HashSet<>(prompt);
-            seen.addAll(counts.keySet());
-            for (int id : seen) {
-                if (id < n) {
-                    logits[id] = (float) (logits[id] > 0 ? logits[id] / r : logits[id] * r);
-                }
+            for (int id = seen.nextSetBit(0); id >= 0 && id < n; id = seen.nextSetBit(id + 1)) {
+                logits[id] = (float) (logits[id] > 0 ? logits[id] / r : logits[id] * r);
             }
         }
         double f = params.frequencyPenalty();

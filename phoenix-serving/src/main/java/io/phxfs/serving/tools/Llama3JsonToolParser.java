@@ -7,7 +7,7 @@ import java.util.function.Supplier;
 /**
  * vLLM's {@code llama3_json}: Llama 3.1, 3.2 and 3.3's JSON tool calling, where the whole
  * output is the call <code>{"name": ..., "parameters": {...}}</code> ({@code arguments} is taken
- * too), possibly after {@code <|python_tag|>}, and several calls are separated by {@code ;}.
+ * too, first where both are there, as vLLM takes it), possibly after {@code <|python_tag|>}, and several calls are separated by {@code ;}.
  * An output that is not wholly calls is content, as in vLLM: an answer that merely begins
  * with a JSON example is not a call. So an output that begins with <code>{</code> or the tag
  * is held back to its end; any other streams as content at once.
@@ -108,7 +108,7 @@ public final class Llama3JsonToolParser implements ToolCallParser {
             if (v == null) {
                 return null;
             }
-            CallJson.Parsed c = CallJson.call(v.value(), "parameters", "arguments");
+            CallJson.Parsed c = CallJson.call(v.value(), "arguments", "parameters");
             if (c == null) {
                 return null;
             }

@@ -120,6 +120,9 @@ class ToolCallParserTest {
                 new Fn("get_weather", "{\"city\": \"Paris\"}"));
         whole(LLAMA, "\n{\"name\": \"a\", \"arguments\": {\"x\": {\"y\": [1, {\"z\": \"ü\"}]}}}; {\"name\": \"b\", \"parameters\": {}}\n",
                 null, new Fn("a", "{\"x\": {\"y\": [1, {\"z\": \"ü\"}]}}"), new Fn("b", "{}"));
+        // both fields: arguments wins, as vLLM's parser reads obj.get("arguments", obj.get("parameters"))
+        whole(LLAMA, "{\"name\": \"f\", \"parameters\": {\"p\": 1}, \"arguments\": {\"a\": 2}}", null,
+                new Fn("f", "{\"a\": 2}"));
     }
 
     @Test

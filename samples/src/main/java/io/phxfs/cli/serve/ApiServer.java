@@ -163,8 +163,9 @@ final class ApiServer implements AutoCloseable {
             server.addBean(new NetworkConnectionLimit(policy.maxConnections(), connector));
             // GracefulHandler: on stop, new requests get 503 and Jetty waits for those under way
             HeaderDeadline headers = new HeaderDeadline(connector, policy.headerTimeoutMillis());
-            // CORS outside the router: a preflight is answered before the API key is asked for
-            server.setHandler(new GracefulHandler(headers.wrap(CorsHandler.wrap(policy.cors(), router))));
+            // CORS outermost: a preflight is answered before the API key is asked for, and the
+            // drain's 503s carry the origin's grant too
+            server.setHandler(CorsHandler.wrap(policy.cors(), new GracefulHandler(headers.wrap(router))));
             server.setStopTimeout(DRAIN_MILLIS);
             server.setStopAtShutdown(false);
             server.setErrorHandler(new JsonErrorHandler());

@@ -26,6 +26,7 @@ final class CorsHandler {
         cors.setExposedHeaders(Set.of("Retry-After"));
         cors.setPreflightMaxAge(CorsPolicy.MAX_AGE);
         cors.setHandler(inner);
-        return cors;
+        // a wildcard's preflights are answered with the headers asked for (Jetty would send "*" itself)
+        return policy.headers().contains("*") ? new WildcardHeadersPreflight(policy, cors) : cors;
     }
 }

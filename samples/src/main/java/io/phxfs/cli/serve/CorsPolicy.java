@@ -15,8 +15,8 @@ import java.util.List;
  *
  * @param origins exact origins ({@code https://chat.example.com}), or {@code *} for any; empty: CORS off
  * @param methods the methods a preflight allows
- * @param headers the request headers a preflight allows ({@code *} for any but {@code Authorization},
- *        which the fetch standard never lets a wildcard cover)
+ * @param headers the request headers a preflight allows; with {@code *} a preflight is granted the
+ *        headers it asks for, {@code Authorization} included, as vLLM's Starlette middleware grants them
  * @param credentials whether {@code Access-Control-Allow-Credentials: true} is sent
  */
 record CorsPolicy(List<String> origins, List<String> methods, List<String> headers, boolean credentials) {
@@ -37,6 +37,10 @@ record CorsPolicy(List<String> origins, List<String> methods, List<String> heade
         origins = List.copyOf(origins);
         methods = methods == null || methods.isEmpty() ? DEFAULT_METHODS : List.copyOf(methods);
         headers = headers == null || headers.isEmpty() ? DEFAULT_HEADERS : List.copyOf(headers);
+        if (headers.contains("*") && headers.stream().noneMatch(h -> h.equalsIgnoreCase("Authorization"))) {
+            // vLLM's "*" lets the API key through (Starlette echoes what is asked); so does ours
+            headers = java.util.stream.Stream.concat(headers.stream(), java.util.stream.Stream.of("Authorization")).toList();
+        }
         for (String o : origins) {
             if (!o.equals("*") && !o.matches("(?i)[a-z][a-z0-9+.-]*://[^/?#\\s]+")) {
                 throw new IllegalArgumentException("--allowed-origins " + o + ": an origin is scheme://host[:port]"

@@ -271,7 +271,7 @@ final class OpenAiJson {
         m.putNull("parent");
         m.put("max_model_len", maxModelLen);
         ObjectNode p = m.putArray("permission").addObject();
-        p.put("id", "modelperm-" + name.hashCode());
+        p.put("id", "modelperm-" + Integer.toHexString(name.hashCode()));
         p.put("object", "model_permission");
         p.put("created", created);
         p.put("allow_create_engine", false);

@@ -26,6 +26,11 @@ final class TokenizerEndpoints {
     static Endpoint tokenize(ServeContext ctx) {
         return ex -> {
             ObjectNode body = body(ex, ctx);
+            if (BodyFields.bool(body, "return_token_strs", false)) {
+                // vLLM's convert_ids_to_tokens strings: not kept by this tokenizer, so refused rather than left null
+                throw ApiException.invalid("return_token_strs", "return_token_strs: not supported (token_strs is"
+                        + " always null here); leave it out or false");
+            }
             int[] ids;
             if (body.has("messages")) {
                 ids = ChatCompletionsEndpoint.promptIds(ctx, OpenAiRequests.chat(body),

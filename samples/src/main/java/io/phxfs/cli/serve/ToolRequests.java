@@ -87,10 +87,8 @@ final class ToolRequests {
                     + " not " + OpenAiRequests.kind(t));
         }
         JsonNode type = t.get("type");
-        if (type == null || type.isNull()) {
-            throw ApiException.invalid(where + ".type", where + ".type: required (\"function\")");
-        }
-        if (!type.isTextual() || !type.textValue().equals("function")) {
+        // absent, it is "function", as vLLM's request model defaults it
+        if (type != null && !type.isNull() && (!type.isTextual() || !type.textValue().equals("function"))) {
             throw ApiException.invalid(where + ".type", where + ".type: only \"function\" is supported, not "
                     + OpenAiRequests.kind(type));
         }

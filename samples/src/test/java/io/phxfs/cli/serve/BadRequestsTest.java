@@ -143,6 +143,10 @@ class BadRequestsTest {
                 Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "tools", List.of(java.util.Map.of("type", "function",
                         "function", java.util.Map.of("name", "a", "parameters", "{}"))))
                         .toString(), 400, bad, "tools[0].function.parameters", null, "JSON Schema object"),
+                // a tool without "type" is a function, as vLLM defaults it: the request gets as far as tool_choice
+                Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "tools", List.of(java.util.Map.of(
+                        "function", java.util.Map.of("name", "a")))).toString(), 400, bad, "tool_choice", null,
+                        "\"auto\" tool choice requires --enable-auto-tool-choice"),
                 // a server without --enable-auto-tool-choice: vLLM's words, and the way out
                 Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "tools", List.of(tool("a"))).toString(), 400, bad,
                         "tool_choice", null, "\"auto\" tool choice requires --enable-auto-tool-choice and"

@@ -53,9 +53,11 @@ class CorsTest {
             assertEquals(UI, pre.header("Access-Control-Allow-Origin"));
             String methods = pre.header("Access-Control-Allow-Methods");
             assertTrue(methods != null && methods.contains("POST"), pre.toString());
-            // "*" does not cover Authorization (the fetch standard): it is named
+            // the default "*" grants what was asked, as Starlette (vLLM) does: a literal "*" would not
+            // cover Authorization (the fetch standard), nor anything with credentials
             String allowed = pre.header("Access-Control-Allow-Headers").toLowerCase(Locale.ROOT);
-            assertTrue(allowed.contains("*") && allowed.contains("authorization"), allowed);
+            assertTrue(allowed.contains("authorization") && allowed.contains("content-type")
+                    && allowed.contains("x-stainless-os") && !allowed.contains("*"), allowed);
             assertNull(pre.header("Access-Control-Allow-Credentials"));
 
             CurlTest.Http ok = curl(s, "POST", "/v1/chat/completions", CHAT, "Origin: " + UI,
@@ -86,6 +88,38 @@ class CorsTest {
             CurlTest.Http models = curl(s, "GET", "/v1/models", null, "Origin: https://chat.example.org");
             assertEquals(200, models.status());
             assertEquals("https://chat.example.org", models.header("Access-Control-Allow-Origin"));
+        }
+    }
+
+    /**
+     * With credentials a browser reads {@code Access-Control-Allow-Headers: *} as a header named
+     * "*": the grant must name what was asked, or no JSON POST passes its preflight. vLLM's
+     * {@code --allowed-headers '["*"]'} must let the API key through as well; a named list is
+     * answered as named.
+     */
+    @Test
+    void wildcardHeadersAreGrantedAsAskedWithCredentialsAndANamedListAsNamed() throws Exception {
+        HttpPolicy p = HttpPolicy.defaults().withApiKey(KEY)
+                .withCors(new CorsPolicy(List.of(UI), null, List.of("*"), true));
+        try (ServeTesting.Running s = ServeTesting.start(ServeTesting.model(FIXTURE), FIXTURE, 8, 64, null, p)) {
+            CurlTest.Http pre = preflight(s, UI);
+            assertEquals(200, pre.status(), pre.toString());
+            assertEquals(UI, pre.header("Access-Control-Allow-Origin"));
+            assertEquals("true", pre.header("Access-Control-Allow-Credentials"));
+            String allowed = pre.header("Access-Control-Allow-Headers").toLowerCase(Locale.ROOT);
+            assertTrue(allowed.contains("content-type") && allowed.contains("authorization") && !allowed.contains("*"),
+                    allowed);
+            CurlTest.Http other = preflight(s, "https://evil.example");
+            assertNull(other.header("Access-Control-Allow-Origin"), other.toString());
+            CurlTest.Http ok = curl(s, "POST", "/v1/chat/completions", CHAT, "Origin: " + UI,
+                    "Authorization: Bearer " + KEY);
+            assertEquals(200, ok.status(), ok.body());
+            assertEquals("true", ok.header("Access-Control-Allow-Credentials"));
+        }
+        HttpPolicy named = HttpPolicy.defaults().withCors(new CorsPolicy(List.of(UI), null, List.of("Content-Type"), false));
+        try (ServeTesting.Running s = ServeTesting.start(ServeTesting.model(FIXTURE), FIXTURE, 8, 64, null, named)) {
+            CurlTest.Http pre = preflight(s, UI);
+            assertEquals("content-type", pre.header("Access-Control-Allow-Headers").toLowerCase(Locale.ROOT), pre.toString());
         }
     }
 
