@@ -146,7 +146,7 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray q = qkv.get(0).reshape(b, heads, hd);
             NDArray k = qkv.get(1).reshape(b, heads, hd);
             NDArray v = qkv.get(2).reshape(b, heads, hd);
-            NDArray a = Attention.step(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i, dtype);
+            NDArray a = Attention.step(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i, AttentionKind.STANDARD, dtype);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);
             x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));
@@ -165,7 +165,8 @@ public final class Gpt2Block extends CausalLmBlock {
         NDArray pos = m.arange((long) past, (long) past + tokens);
         NDArray x = wte.get(ids).add(wpe.get(pos));
         // one mask per forward: every layer's piece sees the same positions
-        NDArray mask = cache == null ? Attention.causalMask(m, tokens, 0) : Attention.ownMask(m, cache, tokens);
+        Attention.Mask mask = Attention.mask(m, tokens, past, cache == null || cache.prefix() == null ? 0 : cache.prefix().length(),
+                AttentionKind.STANDARD);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
             NDArray h = layerNorm(x, l.ln1W, l.ln1B);
@@ -175,7 +176,8 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray v = qkv.get(2).reshape(tokens, heads, hd).transpose(1, 0, 2);
             // attention divides by sqrt(d); scale_attn_weights=false means no scaling at all
             NDArray qs = scaleAttention ? q : q.mul(Math.sqrt(hd));
-            NDArray a = (cache == null ? Attention.full(qs, k, v, mask, dtype) : Attention.cached(qs, k, v, cache, i, dtype, mask))
+            NDArray a = (cache == null ? Attention.full(qs, k, v, mask.own(), AttentionKind.STANDARD, dtype)
+                    : Attention.cached(qs, k, v, cache, i, dtype, mask, AttentionKind.STANDARD))
                     .transpose(1, 0, 2).reshape(tokens, width);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);

@@ -6,6 +6,8 @@ import ai.djl.ndarray.NDManager;
 import ai.djl.ndarray.types.DataType;
 import ai.djl.ndarray.types.Shape;
 import ai.djl.nn.Parameter;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * The Llama family from DJL operations: Llama ({@code model_type: llama}, with its optional
@@ -15,8 +17,9 @@ import ai.djl.nn.Parameter;
  * rotate-half layout ({@code default}, {@code linear} or {@code llama3} frequencies: see
  * {@link RotaryFrequencies}), grouped-query attention ({@code num_key_value_heads} below
  * {@code num_attention_heads}) and the SiLU-gated MLP. The LM head is {@code lm_head.weight},
- * or the token embedding when {@code tie_word_embeddings} is true. A model with a sliding
- * attention window is computed up to the window's length (see {@link LlamaFamily#contextLength}).
+ * or the token embedding when {@code tie_word_embeddings} is true. Layers with a sliding window
+ * (Mistral, Phi-3-mini-4k, Qwen with {@code use_sliding_window}) attend over it
+ * ({@link AttentionKind}), the others over every earlier position.
  * Computation is in the block's dtype (float32 unless asked), RMSNorm and softmax in float32 as
  * transformers does.
  */
@@ -28,8 +31,8 @@ public final class LlamaBlock extends CausalLmBlock {
     private final int positions;
     private final LlamaFamily family;
     private final double eps;
-    private final float[] invFreq;
-    private final float ropeScaling;
+    private final Rotary rotary;
+    private final AttentionKind[] kinds;
     private final NDArray embed;
     private final NDArray head;
     private final NDArray normW;
@@ -38,14 +41,6 @@ public final class LlamaBlock extends CausalLmBlock {
     /** A decoder layer's weights; Phi-3's fused projections in {@code qkv} and {@code gateUp}, the others' apart. */
     private record Layer(NDArray inNorm, Linear q, Linear k, Linear v, Linear qkv, Linear o, NDArray qNorm, NDArray kNorm,
                          NDArray postNorm, Linear gate, Linear up, Linear gateUp, Linear down) {
-    }
-
-    /** A projection: {@code [in, out]} (a view of the checkpoint's {@code [out, in]}) and its bias or null. */
-    private record Linear(NDArray w, NDArray b) {
-        NDArray apply(NDArray x) {
-            NDArray y = x.matMul(w);
-            return b == null ? y : y.add(b);
-        }
     }
 
     /**
@@ -103,10 +98,10 @@ public final class LlamaBlock extends CausalLmBlock {
             throw new IllegalArgumentException(config.file() + ": \"hidden_act\" " + act + " is not supported (silu)");
         }
         RotaryFrequencies rope = RotaryFrequencies.of(config, headDim, bf16RopeFrequencies);
-        invFreq = rope.invFreq();
-        ropeScaling = rope.scaling();
-        positions = Math.min(family.contextLength(config.integer("max_position_embeddings")), rope.maxPositions());
+        rotary = new Rotary(rope, dtype);
+        positions = Math.min(config.integer("max_position_embeddings"), rope.maxPositions());
         embed = weight("model.embed_tokens.weight", Parameter.Type.WEIGHT);
+        kinds = family.kinds(config, layers());
         layer = new Layer[layers()];
         for (int i = 0; i < layer.length; i++) {
             String l = "model.layers." + i + ".";
@@ -138,6 +133,15 @@ public final class LlamaBlock extends CausalLmBlock {
         return family;
     }
 
+    /**
+     * Each layer's attention: its scale and sliding window.
+     *
+     * @return one kind per layer (a copy)
+     */
+    AttentionKind[] attentionKinds() {
+        return kinds.clone();
+    }
+
     @Override
     public int kvHeads() {
         return kvHeads;
@@ -160,9 +164,6 @@ public final class LlamaBlock extends CausalLmBlock {
     }
 
     private String contextLimit() {
-        if (family.window() > 0 && family.window() == positions) {
-            return config.file() + " has sliding_window " + positions + " (computed as full attention, so up to the window)";
-        }
         if (positions < config.integer("max_position_embeddings")) {
             return config.file() + " has original_max_position_embeddings " + positions
                     + " with a rope type whose frequencies change past it (dynamic, longrope): computed up to it";
@@ -213,48 +214,6 @@ public final class LlamaBlock extends CausalLmBlock {
         return l.down.apply(silu(parts.get(0)).mul(parts.get(1)));
     }
 
-    /**
-     * x [H, T, d] rotated by the angles of positions past..past+T: the first {@code cos}'s width of
-     * each head rotates (all of it but with a {@code partial_rotary_factor}), the rest passes.
-     */
-    private static NDArray rope(NDArray x, NDArray cos, NDArray sin) {
-        long d = x.getShape().get(2);
-        long rd = cos.getShape().get(cos.getShape().dimension() - 1);
-        if (rd < d) {
-            NDList parts = x.split(new long[] {rd}, 2);
-            return rope(parts.get(0), cos, sin).concat(parts.get(1), 2);
-        }
-        NDList parts = x.split(new long[] {d / 2}, 2);
-        NDArray rotated = parts.get(1).neg().concat(parts.get(0), 2);
-        return x.mul(cos).add(rotated.mul(sin));
-    }
-
-    /**
-     * The rotary cos and sin rows of the positions {@code at}, each as wide as the rotated part of
-     * a head (the rotate-half layout), as {@code shape} with that width last.
-     */
-    private NDArray[] rotaryTables(NDManager m, int[] at, Shape shape) {
-        int half = invFreq.length;
-        int width = 2 * half;
-        float[] cos = new float[at.length * width];
-        float[] sin = new float[at.length * width];
-        for (int r = 0; r < at.length; r++) {
-            for (int i = 0; i < half; i++) {
-                // as transformers computes it: float32 position times float32 frequency
-                float angle = (float) at[r] * invFreq[i];
-                // transformers scales them in float32 (YaRN's attention factor; 1 otherwise)
-                float c = (float) Math.cos(angle) * ropeScaling;
-                float sn = (float) Math.sin(angle) * ropeScaling;
-                cos[r * width + i] = c;
-                cos[r * width + half + i] = c;
-                sin[r * width + i] = sn;
-                sin[r * width + half + i] = sn;
-            }
-        }
-        // transformers casts the float32 tables to the activations' dtype
-        return new NDArray[] {Precision.to(m.create(cos, shape), dtype), Precision.to(m.create(sin, shape), dtype)};
-    }
-
     @Override
     protected NDArray computeDecode(NDArray ids, int[] past, KvCache[] caches) {
         int b = past.length;
@@ -263,7 +222,7 @@ public final class LlamaBlock extends CausalLmBlock {
                 throw new IllegalArgumentException(past[r] + 1 + " positions: " + contextLimit());
             }
         }
-        NDArray[] cs = rotaryTables(ids.getManager(), past, new Shape(b, 1, 2L * invFreq.length));
+        NDArray[] cs = rotary.tables(ids.getManager(), past, new Shape(b, 1, rotary.width()));
         NDArray cosA = cs[0];
         NDArray sinA = cs[1];
         NDArray x = embed.get(ids);
@@ -271,10 +230,10 @@ public final class LlamaBlock extends CausalLmBlock {
             Layer l = layer[i];
             NDArray h = rmsNorm(x, l.inNorm);
             NDArray[] p = qkv(l, h);
-            NDArray q = rope(headNorm(p[0].reshape(b, heads, headDim), l.qNorm), cosA, sinA);
-            NDArray k = rope(headNorm(p[1].reshape(b, kvHeads, headDim), l.kNorm), cosA, sinA);
+            NDArray q = Rotary.apply(headNorm(p[0].reshape(b, heads, headDim), l.qNorm), cosA, sinA);
+            NDArray k = Rotary.apply(headNorm(p[1].reshape(b, kvHeads, headDim), l.kNorm), cosA, sinA);
             NDArray v = p[2].reshape(b, kvHeads, headDim);
-            x = x.add(l.o.apply(Attention.step(q, k, v, caches, i, dtype)));
+            x = x.add(l.o.apply(Attention.step(q, k, v, caches, i, kinds[i], dtype)));
             x = x.add(mlp(l, rmsNorm(x, l.postNorm)));
         }
         return Precision.to(rmsNorm(x, normW).matMul(head), DataType.FLOAT32);
@@ -290,20 +249,24 @@ public final class LlamaBlock extends CausalLmBlock {
         for (int t = 0; t < tokens; t++) {
             at[t] = past + t;
         }
-        NDArray[] cs = rotaryTables(m, at, new Shape(tokens, 2L * invFreq.length));
+        NDArray[] cs = rotary.tables(m, at, new Shape(tokens, rotary.width()));
         NDArray cosA = cs[0];
         NDArray sinA = cs[1];
-        // one mask per forward: every layer's piece sees the same positions
-        NDArray mask = cache == null ? Attention.causalMask(m, tokens, 0) : Attention.ownMask(m, cache, tokens);
+        // one mask per kind of layer per forward: every layer's piece sees the same positions
+        Map<AttentionKind, Attention.Mask> masks = new HashMap<>();
+        int prefix = cache == null || cache.prefix() == null ? 0 : cache.prefix().length();
         NDArray x = embed.get(ids);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
             NDArray h = rmsNorm(x, l.inNorm);
             NDArray[] p = qkv(l, h);
-            NDArray q = rope(headNorm(p[0].reshape(tokens, heads, headDim), l.qNorm).transpose(1, 0, 2), cosA, sinA);
-            NDArray k = rope(headNorm(p[1].reshape(tokens, kvHeads, headDim), l.kNorm).transpose(1, 0, 2), cosA, sinA);
+            NDArray q = Rotary.apply(headNorm(p[0].reshape(tokens, heads, headDim), l.qNorm).transpose(1, 0, 2), cosA, sinA);
+            NDArray k = Rotary.apply(headNorm(p[1].reshape(tokens, kvHeads, headDim), l.kNorm).transpose(1, 0, 2), cosA, sinA);
             NDArray v = p[2].reshape(tokens, kvHeads, headDim).transpose(1, 0, 2);
-            NDArray a = (cache == null ? Attention.full(q, k, v, mask, dtype) : Attention.cached(q, k, v, cache, i, dtype, mask))
+            AttentionKind kind = kinds[i];
+            Attention.Mask mask = masks.computeIfAbsent(kind, kd -> Attention.mask(m, tokens, past, prefix, kd));
+            NDArray a = (cache == null ? Attention.full(q, k, v, mask.own(), kind, dtype)
+                    : Attention.cached(q, k, v, cache, i, dtype, mask, kind))
                     .transpose(1, 0, 2).reshape(tokens, (long) heads * headDim);
             x = x.add(l.o.apply(a));
             x = x.add(mlp(l, rmsNorm(x, l.postNorm)));

@@ -13,10 +13,12 @@ import java.util.Set;
  * @param mlpBias the MLP's projections have biases (Llama with {@code mlp_bias})
  * @param qkNorm queries and keys are RMS-normalised per head before the rotation (Qwen3)
  * @param window the sliding attention window in tokens, or 0 for full attention everywhere
+ * @param slidingFrom the first layer with the window (Qwen's {@code max_window_layers}); 0 for the others
+ * @param layerTypes config.json's {@code layer_types} where it has them (which layers slide, transformers 5), else null
  * @param fused the query, key and value projections are one {@code qkv_proj}, the MLP's gate and up one {@code gate_up_proj} (Phi-3)
  */
 record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean mlpBias, boolean qkNorm, int window,
-                   boolean fused) {
+                   int slidingFrom, List<?> layerTypes, boolean fused) {
     /** The model types this block computes. */
     static final Set<String> TYPES = Set.of("llama", "mistral", "qwen2", "qwen3", "phi3");
 
@@ -33,21 +35,66 @@ record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean m
             case "llama" -> {
                 boolean attn = c.bool("attention_bias", false);
                 // transformers' Llama has no sliding window: it ignores the field
-                yield new LlamaFamily(type, attn, attn, c.bool("mlp_bias", false), false, 0, false);
+                yield new LlamaFamily(type, attn, attn, c.bool("mlp_bias", false), false, 0, 0, null, false);
             }
             // Mistral's projections have no biases, whatever attention_bias says
-            case "mistral" -> new LlamaFamily(type, false, false, false, false, window(c, true), false);
-            case "qwen2" -> new LlamaFamily(type, true, false, false, false, window(c, c.bool("use_sliding_window", false)), false);
+            case "mistral" -> new LlamaFamily(type, false, false, false, false, window(c, true), 0, layerTypes(c), false);
+            case "qwen2" -> new LlamaFamily(type, true, false, false, false, window(c, c.bool("use_sliding_window", false)),
+                    maxWindowLayers(c), layerTypes(c), false);
             // Phi3Config's sliding_window defaults to none (Phi-3-mini-4k's config sets 2047)
             case "phi3" -> new LlamaFamily(type, false, false, false, false,
-                    c.string("sliding_window").isEmpty() ? 0 : c.integer("sliding_window"), true);
+                    c.string("sliding_window").isEmpty() ? 0 : c.integer("sliding_window"), 0, layerTypes(c), true);
             case "qwen3" -> {
                 boolean attn = c.bool("attention_bias", false);
-                yield new LlamaFamily(type, attn, attn, false, true, window(c, c.bool("use_sliding_window", false)), false);
+                yield new LlamaFamily(type, attn, attn, false, true, window(c, c.bool("use_sliding_window", false)),
+                        maxWindowLayers(c), layerTypes(c), false);
             }
             default -> throw new IllegalArgumentException(c.file() + ": model_type \"" + type
                     + "\" is not of the Llama family (" + String.join(", ", TYPES.stream().sorted().toList()) + ")");
         };
+    }
+
+    /** config.json's {@code layer_types}, or null. */
+    private static List<?> layerTypes(HfConfig c) {
+        return c.value("layer_types") instanceof List<?> l ? l : null;
+    }
+
+    /** Qwen's {@code max_window_layers}: layers below it keep full attention (Qwen2Config and Qwen3Config default 28). */
+    private static int maxWindowLayers(HfConfig c) {
+        return c.value("max_window_layers") == null ? 28 : c.integer("max_window_layers");
+    }
+
+    /**
+     * Each layer's attention, as transformers 5 decides which layers slide: {@code layer_types}
+     * where the config has them, else every layer (Mistral, Phi-3) or those from
+     * {@code max_window_layers} on (Qwen2, Qwen3), when the model has a window at all.
+     *
+     * @param c the config (for messages)
+     * @param layers the number of layers
+     * @return one kind per layer
+     * @throws IllegalArgumentException when {@code layer_types} does not name one known type per layer
+     */
+    AttentionKind[] kinds(HfConfig c, int layers) {
+        AttentionKind[] kinds = new AttentionKind[layers];
+        if (layerTypes != null && layerTypes.size() != layers) {
+            throw new IllegalArgumentException(c.file() + ": layer_types has " + layerTypes.size() + " entries for "
+                    + layers + " layers");
+        }
+        for (int i = 0; i < layers; i++) {
+            boolean sliding;
+            if (layerTypes != null) {
+                Object t = layerTypes.get(i);
+                if (!"sliding_attention".equals(t) && !"full_attention".equals(t)) {
+                    throw new IllegalArgumentException(c.file() + ": layer_types[" + i + "] is " + t
+                            + " (full_attention or sliding_attention)");
+                }
+                sliding = t.equals("sliding_attention");
+            } else {
+                sliding = i >= slidingFrom;
+            }
+            kinds[i] = AttentionKind.window(sliding ? window : 0);
+        }
+        return kinds;
     }
 
     /**
@@ -104,17 +151,5 @@ record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean m
             return c.integer("head_dim");
         }
         return modelType.equals("qwen3") ? 128 : width / heads;
-    }
-
-    /**
-     * The longest sequence the block computes exactly as the checkpoint's own code does: within
-     * a sliding window every token sees every earlier one, so a model with a window is served up
-     * to the window's length, where full attention and the window agree.
-     *
-     * @param maxPositions config.json's {@code max_position_embeddings}
-     * @return the context length
-     */
-    int contextLength(int maxPositions) {
-        return window > 0 ? Math.min(window, maxPositions) : maxPositions;
     }
 }

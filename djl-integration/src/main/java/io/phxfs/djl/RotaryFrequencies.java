@@ -43,6 +43,38 @@ record RotaryFrequencies(float[] invFreq, float scaling, int maxPositions) {
                         + ": rope settings per layer type are not supported (one set for every layer)");
             }
         }
+        return of(config, rope, where, config.number("rope_theta", 10000.0), headDim, bf16);
+    }
+
+    /**
+     * The rotary embedding of one layer type of a model whose layer types each have their own
+     * (Gemma 3: {@code sliding_attention} and {@code full_attention}), as transformers 5 reads
+     * it: {@code rope_parameters.<type>} where the config has it (transformers 5's layout), else
+     * transformers 4's fields, {@code rope_theta} and {@code rope_scaling} for full attention,
+     * {@code rope_local_base_freq} for sliding.
+     *
+     * @param config the model's config
+     * @param layerType {@code full_attention} or {@code sliding_attention}
+     * @param headDim the rotated dimension (even)
+     * @param bf16 round each frequency to bf16
+     * @return the layer type's frequencies
+     */
+    static RotaryFrequencies ofLayerType(HfConfig config, String layerType, int headDim, boolean bf16) {
+        boolean full = layerType.equals("full_attention");
+        double theta = full ? 1_000_000.0 : 10_000.0;
+        if (config.object("rope_parameters").get(layerType) instanceof Map<?, ?> m) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> rope = (Map<String, Object>) m;
+            return of(config, rope, "rope_parameters." + layerType, theta, headDim, bf16);
+        }
+        if (full) {
+            return of(config, config.object("rope_scaling"), "rope_scaling", config.number("rope_theta", theta), headDim, bf16);
+        }
+        return of(config, Map.of(), "rope_parameters." + layerType, config.number("rope_local_base_freq", theta), headDim, bf16);
+    }
+
+    private static RotaryFrequencies of(HfConfig config, Map<String, Object> rope, String where, double defaultTheta,
+                                        int headDim, boolean bf16) {
         Object partialHere = rope.get("partial_rotary_factor");
         double partial = partialHere instanceof Number n ? n.doubleValue() : config.number("partial_rotary_factor", 1.0);
         // as transformers: int(head_dim * partial_rotary_factor) dimensions rotate, the rest pass
@@ -53,7 +85,7 @@ record RotaryFrequencies(float[] invFreq, float scaling, int maxPositions) {
                     + headDim + " dimensions (in (0, 1])");
         }
         Object type = rope.getOrDefault("rope_type", rope.getOrDefault("type", "default"));
-        double theta = rope.get("rope_theta") instanceof Number n ? n.doubleValue() : config.number("rope_theta", 10000.0);
+        double theta = rope.get("rope_theta") instanceof Number n ? n.doubleValue() : defaultTheta;
         float[] inv = defaults(theta, rotated);
         String t = type == null ? "default" : String.valueOf(type);
         float scaling = 1;

@@ -149,14 +149,13 @@ class LlamaFamilyTest {
     }
 
     @Test
-    void aSlidingWindowBoundsTheContextAndAPromptPastItIsRefusedNamingTheWindow() throws Exception {
-        try (ZooModel<long[], float[][]> model = load(TestFixtures.file("tiny-mistral"));
-             NDManager m = model.getNDManager().newSubManager()) {
+    void aSlidingWindowIsComputedNotACapOnTheContext() throws Exception {
+        try (ZooModel<long[], float[][]> model = load(TestFixtures.file("tiny-mistral"))) {
             LlamaBlock block = (LlamaBlock) model.getBlock();
-            assertEquals(32, block.contextLength(), "sliding_window 32 below max_position_embeddings 1024");
-            block.logits(m.create(new long[32]), null);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> block.logits(m.create(new long[33]), null));
-            assertTrue(e.getMessage().contains("sliding_window 32"), e.getMessage());
+            assertEquals(1024, block.contextLength(), "max_position_embeddings, past sliding_window 32");
+            for (AttentionKind k : block.attentionKinds()) {
+                assertEquals(32, k.window(), "every Mistral layer slides");
+            }
         }
     }
 
@@ -171,12 +170,32 @@ class LlamaFamilyTest {
         JSON.writeValue(dir.resolve("config.json").toFile(), c);
         try (ZooModel<long[], float[][]> model = load(dir)) {
             assertEquals(1024, ((LlamaBlock) model.getBlock()).contextLength());
+            assertArrayEquals(new int[] {0, 0}, windows(model));
         }
         c.put("use_sliding_window", true);
         JSON.writeValue(dir.resolve("config.json").toFile(), c);
         try (ZooModel<long[], float[][]> model = load(dir)) {
-            assertEquals(16, ((LlamaBlock) model.getBlock()).contextLength());
+            assertArrayEquals(new int[] {0, 0}, windows(model), "max_window_layers defaults to 28: no layer of 2 slides");
         }
+        c.put("max_window_layers", 1);
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        try (ZooModel<long[], float[][]> model = load(dir)) {
+            assertEquals(1024, ((LlamaBlock) model.getBlock()).contextLength());
+            assertArrayEquals(new int[] {0, 16}, windows(model), "layers from max_window_layers on slide");
+        }
+        c.set("layer_types", JSON.createArrayNode().add("sliding_attention").add("full_attention"));
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        try (ZooModel<long[], float[][]> model = load(dir)) {
+            assertArrayEquals(new int[] {16, 0}, windows(model), "layer_types decide where a config has them");
+        }
+        c.set("layer_types", JSON.createArrayNode().add("sliding_attention").add("chunked_attention"));
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> load(dir).close());
+        assertTrue(e.getMessage().contains("layer_types[1] is chunked_attention"), e.getMessage());
+    }
+
+    private static int[] windows(ZooModel<long[], float[][]> model) {
+        return java.util.Arrays.stream(((LlamaBlock) model.getBlock()).attentionKinds()).mapToInt(AttentionKind::window).toArray();
     }
 
     /** Rope types whose angles depend on the sequence would give other logits if computed as another type. */
@@ -283,12 +302,12 @@ class LlamaFamilyTest {
         c.remove("sliding_window");
         JSON.writeValue(dir.resolve("config.json").toFile(), c);
         try (ZooModel<long[], float[][]> model = load(dir)) {
-            assertEquals(4096, ((LlamaBlock) model.getBlock()).contextLength(), "MistralConfig's sliding_window defaults to 4096");
+            assertArrayEquals(new int[] {4096, 4096}, windows(model), "MistralConfig's sliding_window defaults to 4096");
         }
         c.putNull("sliding_window");
         JSON.writeValue(dir.resolve("config.json").toFile(), c);
         try (ZooModel<long[], float[][]> model = load(dir)) {
-            assertEquals(8192, ((LlamaBlock) model.getBlock()).contextLength(), "null turns the window off");
+            assertArrayEquals(new int[] {0, 0}, windows(model), "null turns the window off");
         }
         ObjectNode q = JSON.createObjectNode().put("model_type", "qwen3").put("hidden_size", 1024).put("num_attention_heads", 16);
         JSON.writeValue(tmp.resolve("config.json").toFile(), q);
