@@ -17,8 +17,13 @@ DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch
 
 
 def load(d, dtype):
+    import os
     from transformers import AutoModelForCausalLM
-    return AutoModelForCausalLM.from_pretrained(d, dtype=dtype, device_map="cuda").eval()
+    with open(os.path.join(d, "config.json")) as f:
+        model_type = json.load(f).get("model_type", "")
+    # Gemma's softcapping is part of the model: eager is the implementation that computes it
+    kw = {"attn_implementation": "eager"} if model_type.startswith("gemma") else {}
+    return AutoModelForCausalLM.from_pretrained(d, dtype=dtype, device_map="cuda", **kw).eval()
 
 
 def greedy(model, ids, steps):

@@ -221,11 +221,22 @@ public abstract class CausalLmBlock extends AbstractBlock {
      * @return the logits, or null for {@link #NO_ROWS}
      */
     protected static NDArray lmHead(NDArray x, java.util.function.UnaryOperator<NDArray> norm, NDArray head, int rows) {
+        return lmHead(x, h -> Precision.to(norm.apply(h).matMul(head), DataType.FLOAT32), rows);
+    }
+
+    /**
+     * The logits of the rows {@code rows} asks for, by a head that is the model's own.
+     *
+     * @param x the last layer's output {@code [T, width]}
+     * @param logits from rows {@code [R, width]} to their float32 logits {@code [R, vocab]}
+     * @param rows {@link #ALL_ROWS}, {@link #LAST_ROW} or {@link #NO_ROWS}
+     * @return the logits, or null for {@link #NO_ROWS}
+     */
+    protected static NDArray lmHead(NDArray x, java.util.function.UnaryOperator<NDArray> logits, int rows) {
         if (rows == NO_ROWS) {
             return null;
         }
-        NDArray rowsIn = rows == LAST_ROW ? x.get(x.getShape().get(0) - 1).reshape(1, -1) : x;
-        return Precision.to(norm.apply(rowsIn).matMul(head), DataType.FLOAT32);
+        return logits.apply(rows == LAST_ROW ? x.get(x.getShape().get(0) - 1).reshape(1, -1) : x);
     }
 
     /**

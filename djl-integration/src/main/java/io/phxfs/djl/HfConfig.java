@@ -21,10 +21,36 @@ import java.util.Optional;
 public final class HfConfig {
     private final Path file;
     private final Map<String, Object> root;
+    /** Where {@link #root} sits in the file, for messages: empty, or {@code text_config.} for a section. */
+    private final String prefix;
 
-    private HfConfig(Path file, Map<String, Object> root) {
+    private HfConfig(Path file, Map<String, Object> root, String prefix) {
         this.file = file;
         this.root = root;
+        this.prefix = prefix;
+    }
+
+    /**
+     * A nested configuration, as a model's own (a multimodal checkpoint's {@code text_config}):
+     * its fields are read as the top level's are, and messages name them with the section.
+     *
+     * @param name the field holding it
+     * @param modelType its model type where the section does not say
+     * @return the section
+     * @throws IllegalArgumentException when there is none or it is not an object
+     */
+    public HfConfig section(String name, String modelType) {
+        Map<String, Object> m = object(name);
+        if (m.isEmpty() && !(root.get(name) instanceof Map)) {
+            throw new IllegalArgumentException(file + ": no \"" + prefix + name + "\"");
+        }
+        Map<String, Object> copy = new LinkedHashMap<>(m);
+        copy.putIfAbsent("model_type", modelType);
+        // a checkpoint quantized as a whole is quantized in every part
+        if (root.get("quantization_config") != null) {
+            copy.putIfAbsent("quantization_config", root.get("quantization_config"));
+        }
+        return new HfConfig(file, copy, prefix + name + ".");
     }
 
     /**
@@ -47,7 +73,7 @@ public final class HfConfig {
             }
             @SuppressWarnings("unchecked")
             Map<String, Object> m = (Map<String, Object>) value(p);
-            return new HfConfig(file, m);
+            return new HfConfig(file, m, "");
         } catch (JsonProcessingException e) {
             throw new IOException(file + ": malformed JSON: " + e.getOriginalMessage(), e);
         }
@@ -129,15 +155,15 @@ public final class HfConfig {
             Object v = root.get(n);
             if (v instanceof Number num) {
                 if (num.doubleValue() != num.longValue() || num.longValue() <= 0 || num.longValue() > Integer.MAX_VALUE) {
-                    throw new IllegalArgumentException(file + ": \"" + n + "\" is " + num + ", not a positive integer");
+                    throw new IllegalArgumentException(file + ": \"" + prefix + n + "\" is " + num + ", not a positive integer");
                 }
                 return num.intValue();
             }
             if (v != null) {
-                throw new IllegalArgumentException(file + ": \"" + n + "\" is " + v + ", not a number");
+                throw new IllegalArgumentException(file + ": \"" + prefix + n + "\" is " + v + ", not a number");
             }
         }
-        throw new IllegalArgumentException(file + ": no \"" + String.join("\" or \"", names) + "\"");
+        throw new IllegalArgumentException(file + ": no \"" + prefix + String.join("\" or \"" + prefix, names) + "\"");
     }
 
     /**
@@ -165,7 +191,7 @@ public final class HfConfig {
         if (v instanceof Number n) {
             return n.doubleValue();
         }
-        throw new IllegalArgumentException(file + ": \"" + name + "\" is " + v + ", not a number");
+        throw new IllegalArgumentException(file + ": \"" + prefix + name + "\" is " + v + ", not a number");
     }
 
     /**
@@ -183,7 +209,7 @@ public final class HfConfig {
         if (v instanceof Boolean b) {
             return b;
         }
-        throw new IllegalArgumentException(file + ": \"" + name + "\" is " + v + ", not true or false");
+        throw new IllegalArgumentException(file + ": \"" + prefix + name + "\" is " + v + ", not true or false");
     }
 
     /**
@@ -232,6 +258,6 @@ public final class HfConfig {
         if (v instanceof Map<?, ?> m) {
             return (Map<String, Object>) m;
         }
-        throw new IllegalArgumentException(file + ": \"" + name + "\" is " + v + ", not an object");
+        throw new IllegalArgumentException(file + ": \"" + prefix + name + "\" is " + v + ", not an object");
     }
 }

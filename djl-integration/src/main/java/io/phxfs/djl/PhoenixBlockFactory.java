@@ -25,7 +25,8 @@ import java.util.Map;
  * libtorch with DJL's JNI built for it (see the README: On a GPU machine).
  *
  * <p>Supported {@code model_type}s: {@code gpt2} ({@link Gpt2Block}) and the Llama family,
- * {@code llama}, {@code mistral}, {@code phi3}, {@code qwen2} and {@code qwen3} ({@link LlamaBlock}). The weights close with the model.
+ * {@code llama}, {@code mistral}, {@code phi3}, {@code qwen2} and {@code qwen3} ({@link LlamaBlock}), and Gemma,
+ * {@code gemma}, {@code gemma2}, {@code gemma3_text} and {@code gemma3}'s text model ({@link GemmaBlock}). The weights close with the model.
  */
 public final class PhoenixBlockFactory implements BlockFactory {
     private static final long serialVersionUID = 1L;
@@ -144,11 +145,13 @@ public final class PhoenixBlockFactory implements BlockFactory {
             // than a bare "no config.json" from Files.isDirectory's false
             java.nio.file.Files.readAttributes(dir, java.nio.file.attribute.BasicFileAttributes.class);
         }
-        HfConfig config = HfConfig.read(dir);
+        HfConfig file = HfConfig.read(dir);
+        // Gemma 3's multimodal checkpoints are computed as their text model
+        HfConfig config = file.modelType().equals("gemma3") ? file.section("text_config", "gemma3_text") : file;
         String type = config.modelType();
-        if (!type.equals("gpt2") && !LlamaFamily.TYPES.contains(type)) {
+        if (!type.equals("gpt2") && !LlamaFamily.TYPES.contains(type) && !GemmaFamily.TYPES.contains(type)) {
             throw new IllegalArgumentException(config.file() + ": model_type \"" + type
-                    + "\" is not supported (gpt2, llama, mistral, phi3, qwen2, qwen3)");
+                    + "\" is not supported (" + String.join(", ", SUPPORTED) + ")");
         }
         ai.djl.Device device = model.getNDManager().getDevice();
         // a model on a GPU gets its weights read straight into that GPU's memory
@@ -156,14 +159,21 @@ public final class PhoenixBlockFactory implements BlockFactory {
                 : PhoenixWeights.defaultLoader();
         PhoenixWeights weights = PhoenixWeights.load(dir, model.getNDManager(), loader);
         try {
-            DataType dt = dtype != null ? dtype : device.isGpu() ? checkpointDtype(config, weights) : DataType.FLOAT32;
-            return type.equals("gpt2") ? new Gpt2Block(weights, config, model.getNDManager(), dt)
+            DataType dt = dtype != null ? dtype : device.isGpu() ? checkpointDtype(file, weights) : DataType.FLOAT32;
+            if (type.equals("gpt2")) {
+                return new Gpt2Block(weights, config, model.getNDManager(), dt);
+            }
+            return GemmaFamily.TYPES.contains(type) ? new GemmaBlock(weights, config, model.getNDManager(), bf16Rope, dt)
                     : new LlamaBlock(weights, config, model.getNDManager(), bf16Rope, dt);
         } catch (RuntimeException e) {
             weights.close();
             throw e;
         }
     }
+
+    /** The model types a block computes, sorted. */
+    static final java.util.List<String> SUPPORTED = java.util.stream.Stream.concat(java.util.stream.Stream.concat(
+            java.util.stream.Stream.of("gpt2", "gemma3"), LlamaFamily.TYPES.stream()), GemmaFamily.TYPES.stream()).sorted().toList();
 
     /**
      * The dtype the checkpoint was written in: config.json's {@code dtype} (transformers 5) or

@@ -26,7 +26,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class LlamaFamilyTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private static ZooModel<long[], float[][]> load(Path dir) throws Exception {
+    static ZooModel<long[], float[][]> load(Path dir) throws Exception {
         return Criteria.builder().setTypes(long[].class, float[][].class).optModelUrls("phoenix://" + dir).build().loadModel();
     }
 
@@ -124,7 +124,7 @@ class LlamaFamilyTest {
         }
     }
 
-    private static void assertLogitsMatch(Path dir, JsonNode ref, String what) throws Exception {
+    static void assertLogitsMatch(Path dir, JsonNode ref, String what) throws Exception {
         long[] ids = TestFixtures.longs(ref.get("input_ids").get(0));
         try (ZooModel<long[], float[][]> model = load(dir); ai.djl.inference.Predictor<long[], float[][]> p = model.newPredictor()) {
             double err = Gpt2ZooTest.maxAbsDiff(TestFixtures.rows(ref.get("logits")), p.predict(ids));
@@ -226,10 +226,11 @@ class LlamaFamilyTest {
     void anotherModelTypeIsRefusedListingTheSupportedOnes(@TempDir Path tmp) throws Exception {
         Path dir = copy("tiny-qwen3", tmp);
         ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
-        c.put("model_type", "gemma2");
+        c.put("model_type", "falcon");
         JSON.writeValue(dir.resolve("config.json").toFile(), c);
         String msg = rootMessage(assertThrows(Exception.class, () -> load(dir).close()));
-        assertTrue(msg.contains("model_type \"gemma2\" is not supported (gpt2, llama, mistral, phi3, qwen2, qwen3)"), msg);
+        assertTrue(msg.contains("model_type \"falcon\" is not supported (gemma, gemma2, gemma3, gemma3_text, gpt2, llama, mistral, phi3,"
+                + " qwen2, qwen3)"), msg);
     }
 
     /** Dynamic NTK keeps the default frequencies up to the original context, so the block computes up to there. */

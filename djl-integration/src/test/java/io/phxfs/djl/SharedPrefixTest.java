@@ -19,7 +19,9 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Caches over a shared prefix ({@link KvPrefix}, cascade attention) against each sequence with
  * the whole prompt in its own cache: the same logits within float32 rounding, for a prefill
  * piece after the prefix and for decode steps in a batch that mixes two prefixes and a
- * sequence without one, at different lengths.
+ * sequence without one, at different lengths. tiny-gemma2 and tiny-gemma3 slide windows of 8
+ * over the 32- and 48-position prefixes: rows whose windows start inside a prefix, and rows
+ * whose windows start past it.
  */
 class SharedPrefixTest {
     private static long[] ids(Random rnd, int n, int vocab) {
@@ -59,7 +61,7 @@ class SharedPrefixTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"tiny-llama", "tiny-gpt2"})
+    @ValueSource(strings = {"tiny-llama", "tiny-gpt2", "tiny-gemma2", "tiny-gemma3"})
     void sharedPrefixCachesComputeWhatWholeCachesCompute(String fixture) throws Exception {
         try (ZooModel<long[], float[]> model = TestFixtures.zooModel(fixture);
              NDManager m = NDManager.newBaseManager(Device.cpu(), DjlRuntime.ENGINE)) {

@@ -80,15 +80,15 @@ class GenerationEngineTest {
     }
 
     /**
-     * The Llama family's members (transformers' logits and greedy tokens in expected_logits.json,
-     * scripts/gpu/families_reference.py) through the engine: prefill, batched decode and its KV
+     * The Llama family's members and Gemma (transformers' logits and greedy tokens in expected_logits.json,
+     * scripts/gpu/families_reference.py and gemma_reference.py) through the engine: prefill, batched decode and its KV
      * cache, alone and all at once. The fixtures have no tokenizer of their own (the engine needs
      * one for text), so tiny-chat-llama's is put beside each: its ids cover their vocabularies.
      */
     @Test
     void llamaFamilyMembersGiveTransformersGreedyTokensAloneAndAllAtOnce() throws Exception {
         String[] fixtures = {"tiny-llama3", "tiny-llama-bias", "tiny-llama-linear", "tiny-qwen2", "tiny-qwen3", "tiny-mistral",
-            "tiny-qwen2-yarn", "tiny-phi3", "tiny-phi3-longrope"};
+            "tiny-qwen2-yarn", "tiny-phi3", "tiny-phi3-longrope", "tiny-gemma", "tiny-gemma2", "tiny-gemma3"};
         for (String f : fixtures) {
             Path dir = tmp.resolve(f);
             Files.createDirectories(dir);
