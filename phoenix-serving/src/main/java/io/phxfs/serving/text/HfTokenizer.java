@@ -28,12 +28,14 @@ public final class HfTokenizer implements AutoCloseable {
     private final HuggingFaceTokenizer tokenizer;
     private final Vocabulary vocabulary;
     private final TokenizerConfig config;
+    private final byte[][] tokenBytes;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private HfTokenizer(HuggingFaceTokenizer tokenizer, Vocabulary vocabulary, TokenizerConfig config) {
+    private HfTokenizer(HuggingFaceTokenizer tokenizer, Vocabulary vocabulary, TokenizerConfig config, byte[][] tokenBytes) {
         this.tokenizer = tokenizer;
         this.vocabulary = vocabulary;
         this.config = config;
+        this.tokenBytes = tokenBytes;
     }
 
     /**
@@ -61,7 +63,19 @@ public final class HfTokenizer implements AutoCloseable {
         } catch (RuntimeException e) {
             throw new IOException(file + ": the tokenizers library rejected it: " + e.getMessage(), e);
         }
-        return new HfTokenizer(tokenizer, vocabulary, config);
+        return new HfTokenizer(tokenizer, vocabulary, config, TokenBytes.of(json.get("decoder"), vocabulary));
+    }
+
+    /**
+     * The bytes token {@code id} adds to the decoded text (what guided decoding matches it
+     * against): a byte-level token's bytes, a SentencePiece piece with its {@code ▁} as a
+     * space, a {@code <0xAB>} byte token's byte, an added token's content.
+     *
+     * @param id the token id
+     * @return its bytes (shared: do not change them), or null for special tokens and unknown ids
+     */
+    public byte[] tokenBytes(int id) {
+        return id >= 0 && id < tokenBytes.length ? tokenBytes[id] : null;
     }
 
     /**

@@ -104,6 +104,16 @@ final class Vocabulary {
         return size;
     }
 
+    /** The largest id with a token. */
+    int maxId() {
+        return tokens.length - 1;
+    }
+
+    /** Whether {@code id} is an added token (tokenizer.json's {@code added_tokens}), whose text is its content. */
+    boolean isAdded(int id) {
+        return id >= 0 && id < tokens.length && tokens[id] != null && Integer.valueOf(id).equals(addedIds.get(tokens[id]));
+    }
+
     boolean isSpecial(int id) {
         return id >= 0 && special.get(id);
     }
