@@ -33,8 +33,9 @@ final class Attention {
      *
      * @param prefix {@code [T, P]}, or null where every query sees the whole prefix (or there is none)
      * @param own {@code [T, S]} over the own positions, the piece's included
+     * @param prefixHidden no query sees any of the prefix (every window starts past it)
      */
-    record Mask(NDArray prefix, NDArray own) {
+    record Mask(NDArray prefix, NDArray own, boolean prefixHidden) {
     }
 
     /**
@@ -60,14 +61,15 @@ final class Attention {
             Arrays.fill(own, i * s + position - prefix + 1, (i + 1) * s, Float.NEGATIVE_INFINITY);
         }
         NDArray prefixMask = null;
-        if (prefix > 0 && kind.firstVisible(past + tokens - 1) > 0) {
+        boolean hidden = prefix > 0 && kind.firstVisible(past) >= prefix;
+        if (prefix > 0 && !hidden && kind.firstVisible(past + tokens - 1) > 0) {
             float[] pm = new float[tokens * prefix];
             for (int i = 0; i < tokens; i++) {
                 Arrays.fill(pm, i * prefix, i * prefix + Math.min(prefix, kind.firstVisible(past + i)), Float.NEGATIVE_INFINITY);
             }
             prefixMask = m.create(pm, new Shape(tokens, prefix));
         }
-        return new Mask(prefixMask, m.create(own, new Shape(tokens, s)));
+        return new Mask(prefixMask, m.create(own, new Shape(tokens, s)), hidden);
     }
 
     /**
@@ -102,7 +104,7 @@ final class Attention {
         int tokens = (int) q.getShape().get(1);
         NDArray[] kv = cache.append(layer, k, v);
         KvPrefix prefix = cache.prefix();
-        if (prefix == null) {
+        if (prefix == null || mask.prefixHidden()) {
             return full(q, kv[0], kv[1], mask.own(), kind, dt);
         }
         // the prefix precedes every new position: only a window hides any of it
@@ -119,6 +121,30 @@ final class Attention {
         NDList w = Precision.softmax(Precision.to(sPrefix, DataType.FLOAT32).concat(sOwn, 3), dt).split(new long[] {shared}, 3);
         NDArray out = sum(w.get(0).matMul(prefix.value(layer).expandDims(1)), w.get(1).matMul(kv[1].expandDims(1)), dt);
         return out.reshape(hq, tokens, d);
+    }
+
+    /**
+     * A decode step's masks over a shared prefix's positions that fall before a row's window,
+     * made once per step for all the layers of the step (each {@code [P]}: -inf before the
+     * window's first position, 0 from it), in the manager and dtype of the step.
+     */
+    static final class PrefixMasks {
+        private final NDManager manager;
+        private final DataType dtype;
+        private final Map<Long, NDArray> made = new java.util.HashMap<>();
+
+        PrefixMasks(NDManager manager, DataType dtype) {
+            this.manager = manager;
+            this.dtype = dtype;
+        }
+
+        NDArray hiding(int prefix, int first) {
+            return made.computeIfAbsent(((long) prefix << 32) | first, key -> {
+                float[] hide = new float[prefix];
+                Arrays.fill(hide, 0, Math.min(first, prefix), Float.NEGATIVE_INFINITY);
+                return Precision.to(manager.create(hide), dtype);
+            });
+        }
     }
 
     /**
@@ -146,9 +172,11 @@ final class Attention {
      * starts past the prefix attends to its own positions alone.
      *
      * @param kind how the products become scores, and the window
+     * @param masks the step's masks of prefix positions before a window (shared by its layers)
      * @return {@code [B, Hq * d]}
      */
-    static NDArray step(NDArray q, NDArray k, NDArray v, KvCache[] caches, int layer, AttentionKind kind, DataType dt) {
+    static NDArray step(NDArray q, NDArray k, NDArray v, KvCache[] caches, int layer, AttentionKind kind, DataType dt,
+                        PrefixMasks masks) {
         int b = caches.length;
         long hq = q.getShape().get(1);
         long hkv = k.getShape().get(1);
@@ -188,7 +216,7 @@ final class Attention {
             }
         }
         for (Map.Entry<KvPrefix, List<Integer>> e : groups.entrySet()) {
-            sharedStep(qs, e.getKey(), e.getValue(), caches, layer, kind, out, dt);
+            sharedStep(qs, e.getKey(), e.getValue(), caches, layer, kind, out, dt, masks);
         }
         return (b == 1 ? out[0] : NDArrays.concat(new NDList(out), 0)).reshape(b, hq * d);
     }
@@ -198,7 +226,7 @@ final class Attention {
      * {@code out[r]} as {@code [1, Hkv, g, d]}; each row's window starts inside the prefix.
      */
     private static void sharedStep(NDArray qs, KvPrefix prefix, List<Integer> rows, KvCache[] caches, int layer,
-                                   AttentionKind kind, NDArray[] out, DataType dt) {
+                                   AttentionKind kind, NDArray[] out, DataType dt, PrefixMasks masks) {
         long hkv = qs.getShape().get(1);
         long g = qs.getShape().get(2);
         long d = qs.getShape().get(3);
@@ -219,10 +247,7 @@ final class Attention {
             NDArray sShared = perRow.get(j);
             int first = kind.firstVisible(c.length());
             if (first > 0) {
-                // the prefix's positions before the row's window
-                float[] hide = new float[shared];
-                Arrays.fill(hide, 0, first, Float.NEGATIVE_INFINITY);
-                sShared = sShared.add(Precision.to(qs.getManager().create(hide), dt));
+                sShared = sShared.add(masks.hiding(shared, first));
             }
             NDList w = Precision.softmax(sShared.concat(sOwn, 2), dt).split(new long[] {shared}, 2);
             wPrefix.add(w.get(0));

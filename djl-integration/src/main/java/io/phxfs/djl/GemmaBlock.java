@@ -58,9 +58,11 @@ public final class GemmaBlock extends CausalLmBlock {
         Map<String, Rotary> byType = new HashMap<>();
         for (int i = 0; i < rotary.length; i++) {
             String type = family.layerTypes().get(i);
-            rotary[i] = byType.computeIfAbsent(type, t -> new Rotary(family.modelType().equals("gemma3_text")
-                    ? RotaryFrequencies.ofLayerType(config, t, family.headDim(), bf16RopeFrequencies)
-                    : RotaryFrequencies.of(config, family.headDim(), bf16RopeFrequencies), dtype));
+            // Gemma 3 has a rope per layer type; the others one for every layer
+            String key = family.modelType().equals("gemma3_text") ? type : "";
+            rotary[i] = byType.computeIfAbsent(key, t -> new Rotary(t.isEmpty()
+                    ? RotaryFrequencies.of(config, family.headDim(), bf16RopeFrequencies)
+                    : RotaryFrequencies.ofLayerType(config, t, family.headDim(), bf16RopeFrequencies), dtype));
             max = Math.min(max, rotary[i].frequencies().maxPositions());
         }
         positions = max;
@@ -212,6 +214,7 @@ public final class GemmaBlock extends CausalLmBlock {
         int kvHeads = family.kvHeads();
         int headDim = family.headDim();
         Map<Rotary, NDArray[]> tables = new HashMap<>();
+        Attention.PrefixMasks masks = new Attention.PrefixMasks(ids.getManager(), dtype);
         NDArray x = embedded(ids);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
@@ -220,7 +223,7 @@ public final class GemmaBlock extends CausalLmBlock {
             NDArray q = Rotary.apply(headNorm(l.q.apply(h).reshape(b, heads, headDim), l.qNorm), cs[0], cs[1]);
             NDArray k = Rotary.apply(headNorm(l.k.apply(h).reshape(b, kvHeads, headDim), l.kNorm), cs[0], cs[1]);
             NDArray v = l.v.apply(h).reshape(b, kvHeads, headDim);
-            NDArray a = l.o.apply(Attention.step(q, k, v, caches, i, family.kinds()[i], dtype));
+            NDArray a = l.o.apply(Attention.step(q, k, v, caches, i, family.kinds()[i], dtype, masks));
             x = residual(x, a, family.sandwich() ? l.postAttnNorm : null);
             x = residual(x, mlp(l, mlpInput(l, x)), l.postMlpNorm);
         }

@@ -41,7 +41,7 @@ record GemmaFamily(String modelType, int layers, int width, int heads, int kvHea
     static GemmaFamily of(HfConfig c) {
         String type = c.modelType();
         if (!TYPES.contains(type)) {
-            throw new IllegalArgumentException(c.file() + ": model_type \"" + type + "\" is not a Gemma ("
+            throw new IllegalArgumentException(c.file() + ": " + c.field("model_type") + " \"" + type + "\" is not a Gemma ("
                     + String.join(", ", TYPES.stream().sorted().toList()) + ")");
         }
         boolean g1 = type.equals("gemma");
@@ -55,31 +55,51 @@ record GemmaFamily(String modelType, int layers, int width, int heads, int kvHea
         int vocab = intOr(c, "vocab_size", g3 ? 262_208 : 256_000);
         int maxPositions = intOr(c, "max_position_embeddings", g3 ? 131_072 : 8192);
         if (heads % kvHeads != 0) {
-            throw new IllegalArgumentException(c.file() + ": num_attention_heads " + heads
-                    + " is not a multiple of num_key_value_heads " + kvHeads);
+            throw new IllegalArgumentException(c.file() + ": " + c.field("num_attention_heads") + " " + heads
+                    + " is not a multiple of " + c.field("num_key_value_heads") + " " + kvHeads);
         }
         if (headDim % 2 != 0) {
-            throw new IllegalArgumentException(c.file() + ": head_dim " + headDim + " is odd; rotary embeddings need pairs");
+            throw new IllegalArgumentException(c.file() + ": " + c.field("head_dim") + " " + headDim
+                    + " is odd; rotary embeddings need pairs");
+        }
+        if (c.bool("use_bidirectional_attention", false)) {
+            // EmbeddingGemma: no causal mask, another window; an encoder, not a generator
+            throw new IllegalArgumentException(c.file() + ": \"" + c.field("use_bidirectional_attention")
+                    + "\" is true: bidirectional Gemma (an embedding model) is not supported, only causal generation");
         }
         // Gemma 2 and 3 read hidden_activation. Gemma 1's first configs said hidden_act "gelu" for a
         // model trained with the tanh approximation; their later ones add hidden_activation
         // "gelu_pytorch_tanh". As vLLM (and transformers 4, which warned), the tanh approximation
         // unless hidden_activation says otherwise; transformers 5 reads Gemma 1's hidden_act and so
         // computes exact GELU for such a config, 1e-3 away.
-        String act = c.string("hidden_activation").orElse("gelu_pytorch_tanh");
+        String act = c.string("hidden_activation").orElse(null);
+        if (act == null) {
+            String hiddenAct = c.string("hidden_act").orElse("gelu_pytorch_tanh");
+            if (!Set.of("gelu", "gelu_pytorch_tanh", "gelu_new").contains(hiddenAct)) {
+                throw new IllegalArgumentException(c.file() + ": \"" + c.field("hidden_act") + "\" " + hiddenAct
+                        + " is not supported (gelu, gelu_pytorch_tanh)");
+            }
+            act = "gelu_pytorch_tanh";
+        }
         if (act.equals("gelu_new")) {
             act = "gelu_pytorch_tanh"; // the same function
         }
         if (!act.equals("gelu_pytorch_tanh") && !act.equals("gelu")) {
-            throw new IllegalArgumentException(c.file() + ": \"hidden_activation\" " + act
+            throw new IllegalArgumentException(c.file() + ": \"" + c.field("hidden_activation") + "\" " + act
                     + " is not supported (gelu_pytorch_tanh, gelu)");
         }
         double scale = g1 ? Math.pow(headDim, -0.5) : Math.pow(positive(c, "query_pre_attn_scalar", 256), -0.5);
-        // Gemma 2 softcaps unless a field is null; Gemma 3 only where one is set
-        double attnCap = g1 ? 0 : softcap(c, "attn_logit_softcapping", type.equals("gemma2") ? 50.0 : 0);
+        // Gemma 2 softcaps unless a field is null. Gemma 3's attention never softcaps in
+        // transformers 5 (its config's field reaches no computation); its logits do where the field is set
+        double attnCap = type.equals("gemma2") ? softcap(c, "attn_logit_softcapping", 50.0) : 0;
         double finalCap = g1 ? 0 : softcap(c, "final_logit_softcapping", type.equals("gemma2") ? 30.0 : 0);
         int window = g1 || c.has("sliding_window") && c.value("sliding_window") == null ? 0 : intOr(c, "sliding_window", 4096);
         List<String> types = layerTypes(c, type, layers);
+        if (window == 0 && types.contains("sliding_attention")) {
+            // transformers refuses a sliding layer without a window; full attention there would be another model
+            throw new IllegalArgumentException(c.file() + ": \"" + c.field("sliding_window") + "\" is null but layers "
+                    + "slide (" + c.field("layer_types") + " or the model type's pattern)");
+        }
         AttentionKind[] kinds = new AttentionKind[layers];
         for (int i = 0; i < layers; i++) {
             kinds[i] = new AttentionKind(scale, attnCap, types.get(i).equals("sliding_attention") ? window : 0);
@@ -96,11 +116,12 @@ record GemmaFamily(String modelType, int layers, int width, int heads, int kvHea
     private static List<String> layerTypes(HfConfig c, String type, int layers) {
         if (c.value("layer_types") instanceof List<?> l) {
             if (l.size() != layers) {
-                throw new IllegalArgumentException(c.file() + ": layer_types has " + l.size() + " entries for " + layers + " layers");
+                throw new IllegalArgumentException(c.file() + ": " + c.field("layer_types") + " has " + l.size() + " entries for "
+                        + layers + " layers");
             }
             for (int i = 0; i < l.size(); i++) {
                 if (!"sliding_attention".equals(l.get(i)) && !"full_attention".equals(l.get(i))) {
-                    throw new IllegalArgumentException(c.file() + ": layer_types[" + i + "] is " + l.get(i)
+                    throw new IllegalArgumentException(c.file() + ": " + c.field("layer_types") + "[" + i + "] is " + l.get(i)
                             + " (full_attention or sliding_attention)");
                 }
             }
@@ -125,7 +146,7 @@ record GemmaFamily(String modelType, int layers, int width, int heads, int kvHea
     private static double positive(HfConfig c, String name, double dflt) {
         double v = c.number(name, dflt);
         if (!(v > 0) || Double.isInfinite(v)) {
-            throw new IllegalArgumentException(c.file() + ": \"" + name + "\" is " + v + ", not a positive number");
+            throw new IllegalArgumentException(c.file() + ": \"" + c.field(name) + "\" is " + v + ", not a positive number");
         }
         return v;
     }

@@ -146,7 +146,7 @@ public final class Gpt2Block extends CausalLmBlock {
             NDArray q = qkv.get(0).reshape(b, heads, hd);
             NDArray k = qkv.get(1).reshape(b, heads, hd);
             NDArray v = qkv.get(2).reshape(b, heads, hd);
-            NDArray a = Attention.step(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i, AttentionKind.STANDARD, dtype);
+            NDArray a = Attention.step(scaleAttention ? q : q.mul(Math.sqrt(hd)), k, v, caches, i, AttentionKind.STANDARD, dtype, null);
             x = x.add(a.matMul(l.projW).add(l.projB));
             h = layerNorm(x, l.ln2W, l.ln2B);
             x = x.add(gelu(h.matMul(l.fcW).add(l.fcB)).matMul(l.mlpW).add(l.mlpB));

@@ -40,12 +40,27 @@ public final class HfConfig {
      * @throws IllegalArgumentException when there is none or it is not an object
      */
     public HfConfig section(String name, String modelType) {
+        return section(name, modelType, Map.of());
+    }
+
+    /**
+     * A nested configuration with some fields set as its parent's model reads them (a multimodal
+     * model's head tying, say, which its own config decides rather than the text model's).
+     *
+     * @param name the field holding it
+     * @param modelType its model type where the section does not say
+     * @param overrides fields to set over the section's (a null value: the field is null)
+     * @return the section
+     * @throws IllegalArgumentException when there is none or it is not an object
+     */
+    public HfConfig section(String name, String modelType, Map<String, Object> overrides) {
         Map<String, Object> m = object(name);
         if (m.isEmpty() && !(root.get(name) instanceof Map)) {
             throw new IllegalArgumentException(file + ": no \"" + prefix + name + "\"");
         }
         Map<String, Object> copy = new LinkedHashMap<>(m);
         copy.putIfAbsent("model_type", modelType);
+        copy.putAll(overrides);
         // a checkpoint quantized as a whole is quantized in every part
         if (root.get("quantization_config") != null) {
             copy.putIfAbsent("quantization_config", root.get("quantization_config"));
@@ -115,6 +130,17 @@ public final class HfConfig {
             }
             default -> throw new IOException("unexpected JSON token " + t);
         }
+    }
+
+    /**
+     * A field's name as a message should give it: with its section ({@code text_config.x}) when
+     * this is one.
+     *
+     * @param name the field
+     * @return where it is in the file
+     */
+    public String field(String name) {
+        return prefix + name;
     }
 
     /**

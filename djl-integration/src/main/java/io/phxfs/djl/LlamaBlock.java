@@ -225,6 +225,7 @@ public final class LlamaBlock extends CausalLmBlock {
         NDArray[] cs = rotary.tables(ids.getManager(), past, new Shape(b, 1, rotary.width()));
         NDArray cosA = cs[0];
         NDArray sinA = cs[1];
+        Attention.PrefixMasks masks = new Attention.PrefixMasks(ids.getManager(), dtype);
         NDArray x = embed.get(ids);
         for (int i = 0; i < layer.length; i++) {
             Layer l = layer[i];
@@ -233,7 +234,7 @@ public final class LlamaBlock extends CausalLmBlock {
             NDArray q = Rotary.apply(headNorm(p[0].reshape(b, heads, headDim), l.qNorm), cosA, sinA);
             NDArray k = Rotary.apply(headNorm(p[1].reshape(b, kvHeads, headDim), l.kNorm), cosA, sinA);
             NDArray v = p[2].reshape(b, kvHeads, headDim);
-            x = x.add(l.o.apply(Attention.step(q, k, v, caches, i, kinds[i], dtype)));
+            x = x.add(l.o.apply(Attention.step(q, k, v, caches, i, kinds[i], dtype, masks)));
             x = x.add(mlp(l, rmsNorm(x, l.postNorm)));
         }
         return Precision.to(rmsNorm(x, normW).matMul(head), DataType.FLOAT32);

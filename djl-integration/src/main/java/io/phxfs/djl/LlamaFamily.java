@@ -38,12 +38,13 @@ record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean m
                 yield new LlamaFamily(type, attn, attn, c.bool("mlp_bias", false), false, 0, 0, null, false);
             }
             // Mistral's projections have no biases, whatever attention_bias says
-            case "mistral" -> new LlamaFamily(type, false, false, false, false, window(c, true), 0, layerTypes(c), false);
+            // Mistral and Phi-3 slide every layer whenever sliding_window is set: their configs have no layer_types
+            case "mistral" -> new LlamaFamily(type, false, false, false, false, window(c, true), 0, null, false);
             case "qwen2" -> new LlamaFamily(type, true, false, false, false, window(c, c.bool("use_sliding_window", false)),
                     maxWindowLayers(c), layerTypes(c), false);
             // Phi3Config's sliding_window defaults to none (Phi-3-mini-4k's config sets 2047)
             case "phi3" -> new LlamaFamily(type, false, false, false, false,
-                    c.string("sliding_window").isEmpty() ? 0 : c.integer("sliding_window"), 0, layerTypes(c), true);
+                    c.string("sliding_window").isEmpty() ? 0 : c.integer("sliding_window"), 0, null, true);
             case "qwen3" -> {
                 boolean attn = c.bool("attention_bias", false);
                 yield new LlamaFamily(type, attn, attn, false, true, window(c, c.bool("use_sliding_window", false)),
@@ -89,8 +90,13 @@ record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean m
                             + " (full_attention or sliding_attention)");
                 }
                 sliding = t.equals("sliding_attention");
+                if (sliding && window == 0) {
+                    // transformers refuses a sliding layer without a window: full attention there would be another model
+                    throw new IllegalArgumentException(c.file() + ": layer_types[" + i + "] is sliding_attention but the"
+                            + " config has no window (use_sliding_window false or sliding_window null)");
+                }
             } else {
-                sliding = i >= slidingFrom;
+                sliding = window > 0 && i >= slidingFrom;
             }
             kinds[i] = AttentionKind.window(sliding ? window : 0);
         }
@@ -98,15 +104,12 @@ record LlamaFamily(String modelType, boolean qkvBias, boolean outBias, boolean m
     }
 
     /**
-     * The window when any layer slides: {@code layer_types} decides where a config has it
-     * (transformers 5), else {@code sliding}, the model type's older rule.
+     * The window, where the model has one: Mistral always, Qwen with {@code use_sliding_window}
+     * ({@code enabled}), as transformers' configs keep {@code sliding_window} (Qwen's is None
+     * without use_sliding_window, whatever the field says).
      */
-    private static int window(HfConfig c, boolean sliding) {
-        Object types = c.value("layer_types");
-        if (types instanceof List<?> l) {
-            sliding = l.contains("sliding_attention");
-        }
-        if (!sliding) {
+    private static int window(HfConfig c, boolean enabled) {
+        if (!enabled) {
             return 0;
         }
         // transformers' configs default an absent sliding_window to 4096; only null turns it off

@@ -147,7 +147,7 @@ public final class PhoenixBlockFactory implements BlockFactory {
         }
         HfConfig file = HfConfig.read(dir);
         // Gemma 3's multimodal checkpoints are computed as their text model
-        HfConfig config = file.modelType().equals("gemma3") ? file.section("text_config", "gemma3_text") : file;
+        HfConfig config = file.modelType().equals("gemma3") ? gemma3Text(file) : file;
         String type = config.modelType();
         if (!type.equals("gpt2") && !LlamaFamily.TYPES.contains(type) && !GemmaFamily.TYPES.contains(type)) {
             throw new IllegalArgumentException(config.file() + ": model_type \"" + type
@@ -169,6 +169,18 @@ public final class PhoenixBlockFactory implements BlockFactory {
             weights.close();
             throw e;
         }
+    }
+
+    /**
+     * A multimodal Gemma 3's text model as Gemma3ForConditionalGeneration computes it: its
+     * {@code text_config}, the head tied as the top level says (default true), and no final
+     * softcap, which the multimodal model never applies.
+     */
+    private static HfConfig gemma3Text(HfConfig file) {
+        java.util.Map<String, Object> overrides = new java.util.HashMap<>();
+        overrides.put("tie_word_embeddings", file.bool("tie_word_embeddings", true));
+        overrides.put("final_logit_softcapping", null);
+        return file.section("text_config", "gemma3_text", overrides);
     }
 
     /** The model types a block computes, sorted. */

@@ -32,10 +32,10 @@ record RotaryFrequencies(float[] invFreq, float scaling, int maxPositions) {
      */
     static RotaryFrequencies of(HfConfig config, int headDim, boolean bf16) {
         Map<String, Object> rope = config.object("rope_scaling");
-        String where = "rope_scaling";
+        String where = config.field("rope_scaling");
         if (rope.isEmpty()) {
             rope = config.object("rope_parameters");
-            where = "rope_parameters";
+            where = config.field("rope_parameters");
         }
         for (Map.Entry<String, Object> e : rope.entrySet()) {
             if (e.getValue() instanceof Map) {
@@ -61,16 +61,22 @@ record RotaryFrequencies(float[] invFreq, float scaling, int maxPositions) {
      */
     static RotaryFrequencies ofLayerType(HfConfig config, String layerType, int headDim, boolean bf16) {
         boolean full = layerType.equals("full_attention");
-        double theta = full ? 1_000_000.0 : 10_000.0;
+        // as Gemma3TextConfig standardises them: rope_parameters.<type> (transformers 5) or a default
+        // one, rope_scaling merged into the full layers' settings, and rope_theta or
+        // rope_local_base_freq where the settings have none
+        Map<String, Object> rope = new java.util.LinkedHashMap<>();
+        String where = config.field("rope_parameters." + layerType);
         if (config.object("rope_parameters").get(layerType) instanceof Map<?, ?> m) {
-            @SuppressWarnings("unchecked")
-            Map<String, Object> rope = (Map<String, Object>) m;
-            return of(config, rope, "rope_parameters." + layerType, theta, headDim, bf16);
+            m.forEach((k, v) -> rope.put(String.valueOf(k), v));
         }
-        if (full) {
-            return of(config, config.object("rope_scaling"), "rope_scaling", config.number("rope_theta", theta), headDim, bf16);
+        if (full && !config.object("rope_scaling").isEmpty()) {
+            rope.putAll(config.object("rope_scaling"));
+            if (!(config.object("rope_parameters").get(layerType) instanceof Map)) {
+                where = config.field("rope_scaling");
+            }
         }
-        return of(config, Map.of(), "rope_parameters." + layerType, config.number("rope_local_base_freq", theta), headDim, bf16);
+        double theta = full ? config.number("rope_theta", 1_000_000.0) : config.number("rope_local_base_freq", 10_000.0);
+        return of(config, rope, where, theta, headDim, bf16);
     }
 
     private static RotaryFrequencies of(HfConfig config, Map<String, Object> rope, String where, double defaultTheta,

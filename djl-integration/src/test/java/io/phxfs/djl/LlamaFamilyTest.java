@@ -159,6 +159,18 @@ class LlamaFamilyTest {
         }
     }
 
+    /** MistralConfig has no layer_types: transformers slides every layer whatever a config lists there. */
+    @Test
+    void mistralSlidesEveryLayerWhateverLayerTypesSay(@TempDir Path tmp) throws Exception {
+        Path dir = copy("tiny-mistral", tmp);
+        ObjectNode c = (ObjectNode) JSON.readTree(dir.resolve("config.json").toFile());
+        c.set("layer_types", JSON.createArrayNode().add("full_attention").add("full_attention"));
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        try (ZooModel<long[], float[][]> model = load(dir)) {
+            assertArrayEquals(new int[] {32, 32}, windows(model));
+        }
+    }
+
     /** Qwen2.5's configs on the Hub carry sliding_window with use_sliding_window false: full attention, the whole context. */
     @Test
     void aWindowThatIsNotUsedLeavesTheWholeContext(@TempDir Path tmp) throws Exception {
@@ -188,6 +200,12 @@ class LlamaFamilyTest {
         try (ZooModel<long[], float[][]> model = load(dir)) {
             assertArrayEquals(new int[] {16, 0}, windows(model), "layer_types decide where a config has them");
         }
+        c.put("use_sliding_window", false);
+        JSON.writeValue(dir.resolve("config.json").toFile(), c);
+        IllegalArgumentException none = assertThrows(IllegalArgumentException.class, () -> load(dir).close());
+        assertTrue(none.getMessage().contains("layer_types[0] is sliding_attention but the config has no window"),
+                none.getMessage());
+        c.put("use_sliding_window", true);
         c.set("layer_types", JSON.createArrayNode().add("sliding_attention").add("chunked_attention"));
         JSON.writeValue(dir.resolve("config.json").toFile(), c);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> load(dir).close());

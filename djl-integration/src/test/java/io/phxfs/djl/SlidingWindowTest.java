@@ -187,4 +187,26 @@ class SlidingWindowTest {
             }
         }
     }
+
+    /** Prefill pieces after a prefix, the later ones with windows that start past the whole prefix. */
+    @Test
+    void prefillPiecesAfterASharedPrefixGiveTheWholeForwardsLogits() {
+        long[] x = ids(6, 40);
+        float[][] expected = whole(x);
+        NDArray[] k = arrays(20);
+        NDArray[] v = arrays(20);
+        try (KvCache c = block.newCache(arrays(20), arrays(20))) {
+            block.prefill(m.create(Arrays.copyOf(x, 20)), c, false);
+            for (int i = 0; i < k.length; i++) {
+                k[i].set(new NDIndex(":"), c.key(i));
+                v[i].set(new NDIndex(":"), c.value(i));
+            }
+        }
+        try (KvCache c = block.newCache(block.newPrefix(k, v), arrays(20), arrays(20))) {
+            for (int from = 20; from < x.length; from += 5) {
+                NDArray last = block.prefill(m.create(Arrays.copyOfRange(x, from, from + 5)), c, true);
+                near(expected[from + 4], last.toFloatArray(), "the piece after the prefix ending at " + (from + 4));
+            }
+        }
+    }
 }
