@@ -16,4 +16,5 @@ module io.phxfs.serving {
     exports io.phxfs.serving.text;
     exports io.phxfs.serving.tools;
     exports io.phxfs.serving.reasoning;
+    exports io.phxfs.serving.guided;
 }

@@ -1,0 +1,59 @@
+package io.phxfs.serving.guided;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Objects;
+
+/**
+ * Decides, byte by byte, whether output can still become JSON that matches a JSON Schema: the
+ * matcher behind guided (structured-output) decoding, where each decode step masks the tokens whose
+ * bytes no valid output can continue with.
+ *
+ * <p>Semantics follow vLLM's structured outputs with xgrammar, strict by default: UTF-8 JSON with
+ * whitespace between tokens (each run at most 64 bytes), numbers of at most 32 bytes, object
+ * properties in the order the schema lists them, no properties beyond the declared ones unless
+ * {@code additionalProperties} allows them, enum and const values written as their compact JSON.
+ * Keywords it cannot enforce ({@code pattern}, {@code minimum}, ...) make {@link #compile} throw
+ * rather than be ignored.
+ *
+ * <p>A matcher is immutable and may be shared between threads and requests.
+ */
+public final class JsonSchemaMatcher {
+    private static final JsonSchemaMatcher ANY_OBJECT = new JsonSchemaMatcher(SchemaNode.of("", AnyValue.OBJECT));
+
+    private final MatchState start;
+
+    private JsonSchemaMatcher(SchemaNode root) {
+        this.start = MatchState.initial(root);
+    }
+
+    /**
+     * Compiles a JSON Schema.
+     *
+     * @param schema the schema (an object, or {@code true} / {@code false})
+     * @return the matcher for it
+     * @throws UnsupportedSchemaException naming the JSON pointer and keyword of anything it cannot enforce
+     */
+    public static JsonSchemaMatcher compile(JsonNode schema) {
+        Objects.requireNonNull(schema, "schema");
+        return new JsonSchemaMatcher(SchemaCompiler.compile(schema));
+    }
+
+    /**
+     * Any JSON object at the top level, with any values inside: OpenAI's {@code response_format}
+     * {@code json_object}.
+     *
+     * @return the matcher
+     */
+    public static JsonSchemaMatcher anyObject() {
+        return ANY_OBJECT;
+    }
+
+    /**
+     * The state before the first byte.
+     *
+     * @return the initial state
+     */
+    public MatchState start() {
+        return start;
+    }
+}

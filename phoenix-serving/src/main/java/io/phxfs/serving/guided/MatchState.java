@@ -1,0 +1,133 @@
+package io.phxfs.serving.guided;
+
+import java.util.Arrays;
+
+/**
+ * Where a {@link JsonSchemaMatcher} stands after some bytes: the set of pushdown configurations
+ * still alive (several where the schema leaves a choice open: {@code anyOf}, a list of types,
+ * optional properties). Immutable, with equality and hash by value, so that states reached through
+ * different bytes compare equal (inside a free string after {@code "ab"} and after {@code "cd"})
+ * and can key a cache of token masks.
+ */
+public final class MatchState {
+    private static final byte UNKNOWN = 0;
+    private static final byte NO = 1;
+    private static final byte YES = 2;
+
+    private final FrameStack[] configs;
+    private final int hash;
+    // derived from configs, computed on first use; benign races compute the same value
+    private byte accepting = UNKNOWN;
+    private byte finished = UNKNOWN;
+
+    private MatchState(FrameStack[] configs) {
+        this.configs = configs;
+        int h = 0;
+        for (FrameStack c : configs) {
+            h += c.hashCode(); // order-independent: the configurations are a set
+        }
+        this.hash = h;
+    }
+
+    static MatchState initial(SchemaNode root) {
+        if (root.alternatives().length == 0) {
+            return new MatchState(new FrameStack[0]);
+        }
+        FrameStack bottom = new FrameStack(RootFrame.WAITING, null);
+        return new MatchState(new FrameStack[] {bottom.push(new ValueStartFrame(root, 0))});
+    }
+
+    /**
+     * The state after one more byte.
+     *
+     * @param b the byte, 0 to 255
+     * @return the state after it, or null when no output matching the schema starts with the bytes
+     *         so far followed by {@code b}
+     * @throws IllegalArgumentException for a value outside 0..255
+     */
+    public MatchState advance(int b) {
+        if ((b & ~0xFF) != 0) {
+            throw new IllegalArgumentException("not a byte: " + b);
+        }
+        Successors out = new Successors();
+        for (FrameStack c : configs) {
+            c.head().step(b, c, out);
+        }
+        if (out.size() == 0) {
+            return null;
+        }
+        return out.sameAs(configs) ? this : new MatchState(out.toArray());
+    }
+
+    /**
+     * Whether the bytes so far are a complete value matching the schema (with any whitespace after it).
+     *
+     * @return true where the output may end
+     */
+    public boolean accepting() {
+        if (accepting == UNKNOWN) {
+            boolean any = false;
+            for (FrameStack c : configs) {
+                any |= c.head().acceptsEnd(c.below());
+            }
+            accepting = any ? YES : NO;
+        }
+        return accepting == YES;
+    }
+
+    /**
+     * Whether the output is accepting and nothing but whitespace could follow: generation should end here.
+     *
+     * @return true where the value is complete and cannot be extended
+     */
+    public boolean finished() {
+        if (finished == UNKNOWN) {
+            boolean done = accepting();
+            for (int b = 0; done && b < 256; b++) {
+                done = JsonWhitespace.is(b) || advance(b) == null;
+            }
+            finished = done ? YES : NO;
+        }
+        return finished == YES;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof MatchState s) || s.hash != hash || s.configs.length != configs.length) {
+            return false;
+        }
+        for (FrameStack c : configs) {
+            if (!s.contains(c)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private boolean contains(FrameStack c) {
+        for (FrameStack d : configs) {
+            if (d.equals(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public int hashCode() {
+        return hash;
+    }
+
+    /**
+     * The live configurations, for debugging.
+     *
+     * @return a description of each configuration's stack, top first
+     */
+    @Override
+    public String toString() {
+        return "MatchState" + Arrays.toString(configs);
+    }
+}
