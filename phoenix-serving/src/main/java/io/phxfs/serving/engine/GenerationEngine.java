@@ -9,6 +9,8 @@ import io.phxfs.djl.DjlRuntime;
 import io.phxfs.kvcache.KvLayout;
 import io.phxfs.kvcache.KvMetrics;
 import io.phxfs.serving.text.ChatTemplate;
+import io.phxfs.serving.guided.Guide;
+import io.phxfs.serving.guided.GuidedVocabulary;
 import io.phxfs.serving.text.HfTokenizer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -236,10 +238,28 @@ public final class GenerationEngine implements AutoCloseable {
                     + ((long) ids.length + max) + ", past the model's context of " + card.contextLength()
                     + " tokens; shorten the prompt or lower max_tokens");
         }
-        Sequence s = new Sequence(request, java.util.Objects.requireNonNull(listener, "listener"));
+        Guide guide = request.guide() == null ? null : new Guide(guidedVocabulary(), request.guide());
+        Sequence s = new Sequence(request, java.util.Objects.requireNonNull(listener, "listener"), guide);
         scheduler.submit(s);
         return s;
     }
+
+    /** The vocabulary trie of guided requests, built at the first one (a walk of the whole vocabulary). */
+    private GuidedVocabulary guidedVocabulary() {
+        GuidedVocabulary v = guided;
+        if (v == null) {
+            synchronized (this) {
+                v = guided;
+                if (v == null) {
+                    v = GuidedVocabulary.of(tokenizer, block.vocabSize());
+                    guided = v;
+                }
+            }
+        }
+        return v;
+    }
+
+    private volatile GuidedVocabulary guided;
 
     /**
      * Whether the engine serves: false once its thread has stopped on an unexpected error (every

@@ -1,5 +1,6 @@
 package io.phxfs.serving.engine;
 
+import io.phxfs.serving.guided.JsonSchemaMatcher;
 import java.util.Objects;
 
 /**
@@ -10,8 +11,22 @@ import java.util.Objects;
  * @param sampling how to choose tokens and when to stop
  * @param cacheSalt mixed into the prefix-cache keys (vLLM's {@code cache_salt}): prompts with
  *        different salts never share cached KV; null or empty for none
+ * @param guide the JSON Schema the output must match (structured outputs), or null for free text
  */
-public record GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt) {
+public record GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt,
+                                JsonSchemaMatcher guide) {
+    /**
+     * A request for free text.
+     *
+     * @param id the request's id
+     * @param promptIds the prompt
+     * @param sampling how to choose tokens and when to stop
+     * @param cacheSalt the prefix-cache salt, or null
+     */
+    public GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt) {
+        this(id, promptIds, sampling, cacheSalt, null);
+    }
+
     /**
      * Checks the fields.
      *

@@ -1,5 +1,6 @@
 package io.phxfs.serving.engine;
 
+import io.phxfs.serving.guided.Guide;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.Map;
@@ -12,7 +13,8 @@ import java.util.SplittableRandom;
  * end the generation are ruled out), then argmax (lowest id on ties, as torch's argmax) at
  * temperature 0, else a draw from the tempered softmax restricted by min-p, top-k, then top-p.
  * One per request, so that a seed gives the same tokens whatever else is running; it keeps the
- * request's output tokens for the penalties.
+ * request's output tokens for the penalties. A guided request's {@link Guide} then rules out
+ * the tokens its schema does not allow, and follows the chosen one.
  */
 final class Sampler {
     private final SamplingParams params;
@@ -26,13 +28,20 @@ final class Sampler {
     /** Each output token so far and how often it came. */
     private final Map<Integer, Integer> counts = new HashMap<>();
     private int generated;
+    /** The request's guided output (its schema's mask), or null. */
+    private final Guide guide;
 
     Sampler(SamplingParams params) {
-        this(params, new int[0]);
+        this(params, new int[0], null);
     }
 
     Sampler(SamplingParams params, int[] promptIds) {
+        this(params, promptIds, null);
+    }
+
+    Sampler(SamplingParams params, int[] promptIds, Guide guide) {
         this.params = params;
+        this.guide = guide;
         this.random = params.seed() != null ? new SplittableRandom(params.seed()) : new SplittableRandom();
         if (params.repetitionPenalty() != 1) {
             for (int id : promptIds) {
@@ -56,13 +65,31 @@ final class Sampler {
      */
     int next(float[] logits, Set<Integer> eos) {
         adjust(logits, eos);
+        if (guide != null) {
+            guide.mask(logits, ends(eos));
+        }
         int token = choose(logits);
+        if (guide != null) {
+            guide.advance(token);
+        }
         generated++;
         counts.merge(token, 1, Integer::sum);
         if (params.repetitionPenalty() != 1) {
             seen.set(token);
         }
         return token;
+    }
+
+    /** What ends a guided output: EOS (unless ignored) and the request's stop tokens. */
+    private Set<Integer> ends(Set<Integer> eos) {
+        if (params.stopTokenIds().isEmpty()) {
+            return params.ignoreEos() ? Set.of() : eos;
+        }
+        Set<Integer> all = new java.util.HashSet<>(params.stopTokenIds());
+        if (!params.ignoreEos()) {
+            all.addAll(eos);
+        }
+        return all;
     }
 
     private void adjust(float[] logits, Set<Integer> eos) {

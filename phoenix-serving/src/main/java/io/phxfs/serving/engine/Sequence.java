@@ -1,5 +1,6 @@
 package io.phxfs.serving.engine;
 
+import io.phxfs.serving.guided.Guide;
 import io.phxfs.serving.text.HfTokenizer;
 import io.phxfs.serving.text.IncrementalDetokenizer;
 
@@ -28,10 +29,10 @@ final class Sequence implements GenerationHandle {
     long lastTokenNanos;
     boolean done;
 
-    Sequence(GenerationRequest request, GenerationListener listener) {
+    Sequence(GenerationRequest request, GenerationListener listener, Guide guide) {
         this.request = request;
         this.listener = listener;
-        this.sampler = new Sampler(request.sampling(), request.promptIds());
+        this.sampler = new Sampler(request.sampling(), request.promptIds(), guide);
         this.stops = new StopStrings(request.sampling().stop(), request.sampling().includeStopStrInOutput());
     }
 

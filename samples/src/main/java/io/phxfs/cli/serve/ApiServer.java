@@ -279,6 +279,24 @@ final class ApiServer implements AutoCloseable {
     }
 
     /**
+     * The KV tier: {@code --kv-config}, else LMCache's own environment ({@code LMCACHE_CONFIG_FILE}
+     * or {@code LMCACHE_*} settings), as a vLLM server with LMCache reads it; none without either.
+     */
+    static KvCacheConfig kvCache(ServeOptions o, java.util.Map<String, String> env, PrintWriter err) {
+        if (o.kvConfig() != null) {
+            return KvCacheConfig.load(o.kvConfig());
+        }
+        KvCacheConfig kv = KvCacheConfig.fromEnvironment(env);
+        if (kv != null) {
+            String file = env.get("LMCACHE_CONFIG_FILE");
+            err.println("phoenix serve: KV tier from " + (file != null && !file.isBlank() ? "LMCACHE_CONFIG_FILE " + file.strip()
+                    : "the LMCACHE_* environment") + " (--kv-config takes precedence)");
+            err.flush();
+        }
+        return kv;
+    }
+
+    /**
      * {@code phoenix serve}: opens, prints the URL, serves until SIGTERM or SIGINT, drains, and
      * returns 0. A second signal during the drain exits at once (status 130 or 143).
      */
@@ -287,8 +305,9 @@ final class ApiServer implements AutoCloseable {
         ReasoningParser reasoningParser = reasoningParser(o);
         EngineConfig config = EngineConfig.of(o.modelDir()).withDevice(o.device())
                 .withLimits(o.maxRunning(), o.maxWaiting()).withIdlePrefixBytes(o.idlePrefixBytes());
-        if (o.kvConfig() != null) {
-            config = config.withKvCache(KvCacheConfig.load(o.kvConfig()));
+        KvCacheConfig kv = kvCache(o, System.getenv(), err);
+        if (kv != null) {
+            config = config.withKvCache(kv);
         }
         CountDownLatch stop = new CountDownLatch(1);
         AtomicInteger signals = new AtomicInteger();

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.phxfs.serving.engine.FinishReason;
 import io.phxfs.serving.engine.SamplingParams;
 import io.phxfs.serving.engine.Usage;
+import io.phxfs.serving.guided.JsonSchemaMatcher;
 import io.phxfs.serving.text.ChatTemplate;
 import io.phxfs.serving.text.ChatTemplateException;
 import io.phxfs.serving.reasoning.ReasoningOutput;
@@ -137,6 +138,17 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
         boolean thinking = !Boolean.FALSE.equals(c.templateKwargs().get("enable_thinking"));
         // a thinking model's template opens the block itself: its output starts inside it
         boolean opened = ReasoningParser.promptOpens(prompt);
+        ToolRequests.Tools tools = c.tools();
+        JsonSchemaMatcher forced = ForcedTools.matcher(tools);
+        if (forced != null) {
+            // the output is the call(s) itself: no parser, no reasoning block to split off
+            return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), new ForcedToolChunks(head, usage, tools.named()),
+                    o -> forcedWhole(head, o, tools.named()), forced);
+        }
+        if (c.format() != null) {
+            // a guided output is JSON from its first token: there is no reasoning block to split off
+            reasoner = null;
+        }
         StreamBridge.Chunks chunks;
         if (parser != null) {
             if (parser.needsSpecialTokens()) {
@@ -152,8 +164,27 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
             chunks = new ReasoningChunks(head, usage, reasoner.open(thinking, opened), chunks);
         }
         boolean parallel = c.tools().parallel();
+        ReasoningParser r = reasoner;
         return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), chunks,
-                o -> whole(head, o, reasoner == null ? null : reasoner.parse(o.text(), thinking, opened), parser, parallel));
+                o -> whole(head, o, r == null ? null : r.parse(o.text(), thinking, opened), parser, parallel), c.format());
+    }
+
+    /**
+     * The whole response of a forced tool choice: a named function's output is its arguments
+     * (finish reason "stop", as OpenAI's for a named choice); a required choice's is the list of
+     * calls (finish reason "tool_calls"). An output cut short is returned as content, with no calls.
+     */
+    private static byte[] forcedWhole(OpenAiJson.Head head, StreamBridge.Outcome o, String named) {
+        if (named != null) {
+            if (o.reason() == FinishReason.LENGTH) {
+                return OpenAiJson.chatCompletion(head, null, o.text(), List.of(), o.reason().wire(), o.usage());
+            }
+            var call = new io.phxfs.serving.tools.ToolCall(io.phxfs.serving.tools.ToolCallIds.OPENAI.get(), named, o.text().strip());
+            return OpenAiJson.chatCompletion(head, null, null, List.of(call), o.reason().wire(), o.usage());
+        }
+        var calls = ForcedTools.requiredCalls(o.text());
+        return calls.isEmpty() ? OpenAiJson.chatCompletion(head, null, o.text(), List.of(), o.reason().wire(), o.usage())
+                : OpenAiJson.chatCompletion(head, null, null, calls, "tool_calls", o.usage());
     }
 
     /**

@@ -48,6 +48,6 @@ final class CompletionsEndpoint extends GenerationEndpoint {
             }
         };
         return new Job(head, ids, c.sampling().params(OpenAiRequests.DEFAULT_COMPLETION_TOKENS), c.cacheSalt(),
-                c.stream(), chunks, o -> OpenAiJson.completion(head, o.text(), o.reason(), o.usage()));
+                c.stream(), chunks, o -> OpenAiJson.completion(head, o.text(), o.reason(), o.usage()), c.format());
     }
 }

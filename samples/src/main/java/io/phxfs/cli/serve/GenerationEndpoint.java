@@ -5,6 +5,7 @@ import io.phxfs.serving.engine.GenerationHandle;
 import io.phxfs.serving.engine.GenerationRequest;
 import io.phxfs.serving.engine.QueueFullException;
 import io.phxfs.serving.engine.SamplingParams;
+import io.phxfs.serving.guided.JsonSchemaMatcher;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
@@ -26,9 +27,10 @@ abstract class GenerationEndpoint implements Endpoint {
      * A request ready for the engine.
      *
      * @param whole the response to a request that does not stream, from its outcome
+     * @param guide the JSON Schema the output is guided to, or null for free text
      */
     record Job(OpenAiJson.Head head, int[] promptIds, SamplingParams sampling, String cacheSalt, boolean stream,
-               StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole) {
+               StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole, JsonSchemaMatcher guide) {
     }
 
     /** Reads the endpoint's fields (the model already checked), tokenizes, and says how to answer. */
@@ -50,7 +52,7 @@ abstract class GenerationEndpoint implements Endpoint {
         GenerationRequest request;
         try {
             request = new GenerationRequest(job.head().id(), job.promptIds(), job.sampling(),
-                    ctx.policy().salt(job.cacheSalt()));
+                    ctx.policy().salt(job.cacheSalt()), job.guide());
         } catch (IllegalArgumentException e) {
             throw ApiException.fromEngine(e);
         }

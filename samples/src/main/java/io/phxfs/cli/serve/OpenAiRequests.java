@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.phxfs.serving.engine.SamplingParams;
+import io.phxfs.serving.guided.JsonSchemaMatcher;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -65,9 +66,10 @@ final class OpenAiRequests {
      *
      * @param text the prompt as text, or null when given as token ids
      * @param ids the prompt as token ids, or null when given as text
+     * @param format what {@code response_format} guides the output to, or null for free text
      */
     record Completion(String text, int[] ids, Sampling sampling, boolean stream, boolean includeUsage,
-                      String cacheSalt) {
+                      String cacheSalt, JsonSchemaMatcher format) {
     }
 
     /**
@@ -79,9 +81,10 @@ final class OpenAiRequests {
      * @param templateKwargs vLLM's {@code chat_template_kwargs}: more variables for the template
      *        ({@code enable_thinking}, ...), empty when none
      * @param tools {@code tools}, {@code tool_choice} and {@code parallel_tool_calls}
+     * @param format what {@code response_format} guides the output to, or null for free text
      */
     record Chat(List<Map<String, Object>> messages, Sampling sampling, boolean stream, boolean includeUsage,
-                String cacheSalt, Map<String, Object> templateKwargs, ToolRequests.Tools tools) {
+                String cacheSalt, Map<String, Object> templateKwargs, ToolRequests.Tools tools, JsonSchemaMatcher format) {
     }
 
     /**
@@ -171,7 +174,7 @@ final class OpenAiRequests {
                 "best_of: only 1 is supported");
         rejectUnless(body, "suffix", n -> false, "suffix: not supported");
         boolean stream = stream(body);
-        return new Completion(text, ids, s, stream, includeUsage(body, stream), cacheSalt(body));
+        return new Completion(text, ids, s, stream, includeUsage(body, stream), cacheSalt(body), ResponseFormats.read(body));
     }
 
     /** {@code POST /v1/chat/completions}. */
@@ -194,10 +197,13 @@ final class OpenAiRequests {
         rejectUnless(body, "logprobs", n -> n.isBoolean() && !n.booleanValue(), "logprobs: not supported; leave it out or false");
         rejectUnless(body, "top_logprobs", n -> false, "top_logprobs: not supported");
         ToolRequests.Tools tools = ToolRequests.read(body);
-        rejectUnless(body, "response_format", n -> n.isObject() && "text".equals(n.path("type").asText()),
-                "response_format: only {\"type\": \"text\"} is supported");
+        JsonSchemaMatcher format = ResponseFormats.read(body);
+        if (format != null && (tools.choice() == ToolRequests.Choice.REQUIRED || tools.choice() == ToolRequests.Choice.NAMED)) {
+            throw ApiException.invalid("response_format", "response_format: a json_object or json_schema format and"
+                    + " tool_choice \"required\" or a named function both decide the output; send one of them");
+        }
         boolean stream = stream(body);
-        return new Chat(messages, s, stream, includeUsage(body, stream), cacheSalt(body), templateKwargs(body), tools);
+        return new Chat(messages, s, stream, includeUsage(body, stream), cacheSalt(body), templateKwargs(body), tools, format);
     }
 
     /**

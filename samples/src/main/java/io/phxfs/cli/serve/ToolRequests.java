@@ -29,7 +29,11 @@ final class ToolRequests {
         /** Tools (if any) are rendered; the output is not parsed for calls. */
         NONE,
         /** The output is parsed for calls with the server's parser. */
-        AUTO
+        AUTO,
+        /** At least one call: the output is guided to a JSON list of calls ({@link ForcedTools}). */
+        REQUIRED,
+        /** A call of one function: the output is guided to its arguments ({@link ForcedTools}). */
+        NAMED
     }
 
     /**
@@ -38,8 +42,9 @@ final class ToolRequests {
      * @param tools the template's {@code tools}, or null when the request has none (None in the template)
      * @param choice what tool_choice asks, "auto" when the request has tools and no tool_choice
      * @param parallel {@code parallel_tool_calls}: false keeps only the first call
+     * @param named the function {@code tool_choice} names ({@link Choice#NAMED}), else null
      */
-    record Tools(List<Map<String, Object>> tools, Choice choice, boolean parallel) {
+    record Tools(List<Map<String, Object>> tools, Choice choice, boolean parallel, String named) {
         /** Whether the output is to be parsed for calls: tool_choice "auto" with at least one tool. */
         boolean parse() {
             return choice == Choice.AUTO && tools != null && !tools.isEmpty();
@@ -53,7 +58,8 @@ final class ToolRequests {
      */
     static Tools read(ObjectNode body) {
         List<Map<String, Object>> tools = tools(body.get("tools"));
-        Choice choice = choice(body.get("tool_choice"), tools);
+        JsonNode toolChoice = body.get("tool_choice");
+        Choice choice = choice(toolChoice, tools);
         JsonNode p = body.get("parallel_tool_calls");
         boolean parallel = true;
         if (p != null && !p.isNull()) {
@@ -63,7 +69,8 @@ final class ToolRequests {
             }
             parallel = p.booleanValue();
         }
-        return new Tools(tools, choice, parallel);
+        return new Tools(tools, choice, parallel, choice == Choice.NAMED ? toolChoice.path("function").path("name").textValue()
+                : null);
     }
 
     private static List<Map<String, Object>> tools(JsonNode t) {
@@ -152,9 +159,10 @@ final class ToolRequests {
                 }
                 case "required" -> {
                     requireTools(tools);
-                    throw ApiException.invalid("tool_choice", "tool_choice: \"required\" is not supported: it needs"
-                            + " guided decoding (vLLM constrains the output to the tools' JSON Schemas), which this"
-                            + " server does not have; use \"auto\" or \"none\"");
+                    if (tools.isEmpty()) {
+                        throw ApiException.invalid("tool_choice", "tool_choice: \"required\" needs at least one tool");
+                    }
+                    return Choice.REQUIRED;
                 }
                 default -> throw ApiException.invalid("tool_choice", "tool_choice must be \"none\", \"auto\","
                         + " \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}, not "
@@ -176,9 +184,7 @@ final class ToolRequests {
             throw ApiException.invalid("tool_choice.function.name", "tool_choice.function.name: \"" + name.textValue()
                     + "\" is not among the tools");
         }
-        throw ApiException.invalid("tool_choice", "tool_choice: a named function is not supported: it needs guided"
-                + " decoding (vLLM constrains the output to the function's JSON Schema), which this server does not"
-                + " have; use \"auto\" or \"none\"");
+        return Choice.NAMED;
     }
 
     private static void requireTools(List<Map<String, Object>> tools) {

@@ -86,6 +86,43 @@ class ServeCliTest {
         }
     }
 
+    /** Without --kv-config, LMCache's LMCACHE_* settings turn the KV tier on, and the prefix cache works through it. */
+    @Test
+    void lmcachesEnvironmentTurnsTheKvTierOn(@TempDir Path tmp) throws Exception {
+        Path err = tmp.resolve("err.txt");
+        ProcessBuilder pb = new ProcessBuilder(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(), "--port", "0",
+                "--served-model-name", "tiny")).redirectError(err.toFile());
+        pb.environment().put("LMCACHE_LOCAL_CPU", "True");
+        pb.environment().put("LMCACHE_MAX_LOCAL_CPU_SIZE", "0.05");
+        pb.environment().put("LMCACHE_CHUNK_SIZE", "16");
+        Process server = pb.start();
+        try {
+            BufferedReader out = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+            String line = out.readLine();
+            assertTrue(line != null, "nothing printed; stderr:\n" + Files.readString(err));
+            Matcher m = URL.matcher(line);
+            assertTrue(m.find(), line);
+            assertTrue(Files.readString(err).contains("phoenix serve: KV tier from the LMCACHE_* environment"),
+                    Files.readString(err));
+            String body = "{\"model\": \"tiny\", \"prompt\": \"" + "The quick brown fox jumps over the lazy dog. ".repeat(4)
+                    + "\", \"max_tokens\": 2}";
+            String v1 = "http://127.0.0.1:" + m.group(2) + "/v1/completions";
+            for (int i = 0; i < 2; i++) {
+                ServeTesting.Proc r = ServeTesting.run(List.of(ServeTesting.curl(), "-sS", "-H", "Content-Type: application/json",
+                        "--data-binary", body, v1), null, Duration.ofMinutes(1));
+                assertEquals(0, r.exit(), r.toString());
+            }
+            ServeTesting.Proc metrics = ServeTesting.run(List.of(ServeTesting.curl(), "-sS", "http://127.0.0.1:" + m.group(2)
+                    + "/metrics"), null, Duration.ofMinutes(1));
+            assertTrue(ServeTesting.sample(metrics.out(), "phoenix:prefix_cache_hits_total{model_name=\"tiny\"}") > 0,
+                    "the second prompt's chunks came from the tier: " + metrics.out().lines()
+                            .filter(l -> l.contains("prefix_cache")).toList());
+        } finally {
+            server.destroyForcibly();
+            server.waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
     @Test
     void badCommandLinesAreRefusedWithStatus2(@TempDir Path tmp) throws Exception {
         ServeTesting.Proc missing = ServeTesting.run(cli("serve", tmp.resolve("nope").toString()), null,
@@ -100,6 +137,12 @@ class ServeCliTest {
                 "--kv-config", yaml.toString(), "--port", "0"), null, Duration.ofMinutes(1));
         assertEquals(2, badKv.exit(), badKv.toString());
         assertTrue(badKv.err().contains("unknown setting 'chunk_sizes'"), badKv.toString());
+
+        // LMCache's environment, as a vLLM server with LMCache reads it, when there is no --kv-config
+        ServeTesting.Proc badEnv = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                "--port", "0"), null, Duration.ofMinutes(1), java.util.Map.of("LMCACHE_CHUNK_SIZE", "zero"));
+        assertEquals(2, badEnv.exit(), badEnv.toString());
+        assertTrue(badEnv.err().contains("LMCACHE_CHUNK_SIZE"), badEnv.toString());
 
         ServeTesting.Proc badPort = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
                 "--port", "70000"), null, Duration.ofMinutes(1));

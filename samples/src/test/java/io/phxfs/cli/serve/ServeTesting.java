@@ -130,8 +130,14 @@ final class ServeTesting {
     }
 
     static Proc run(List<String> cmd, Path dir, Duration timeout) {
+        return run(cmd, dir, timeout, java.util.Map.of());
+    }
+
+    /** Runs a command with these variables added to the environment. */
+    static Proc run(List<String> cmd, Path dir, Duration timeout, java.util.Map<String, String> env) {
         try {
             ProcessBuilder pb = new ProcessBuilder(cmd);
+            pb.environment().putAll(env);
             if (dir != null) {
                 pb.directory(dir.toFile());
             }

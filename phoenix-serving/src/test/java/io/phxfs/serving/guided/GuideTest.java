@@ -1,0 +1,149 @@
+package io.phxfs.serving.guided;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.phxfs.serving.text.HfTokenizer;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.BitSet;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The vocabulary trie's allowed sets against a brute force over every token, and whole guided
+ * generations from random logits: for the byte-level tiny-chat-llama and the SentencePiece
+ * tiny-chat-gpt2 vocabularies, whatever the logits, a guided output that ends is a value of
+ * its schema, and the end token comes only then.
+ */
+class GuideTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String SCHEMA = """
+            {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+              "kind": {"enum": ["a", "bb", "ccc"]}, "n": {"type": "integer"},
+              "more": {"type": "array", "items": {"type": "boolean"}, "maxItems": 3}},
+             "required": ["name", "kind"], "additionalProperties": false}""";
+    private static HfTokenizer llama;
+    private static HfTokenizer gpt2;
+
+    @BeforeAll
+    static void open() throws Exception {
+        llama = HfTokenizer.open(fixture("tiny-chat-llama"));
+        gpt2 = HfTokenizer.open(fixture("tiny-chat-gpt2"));
+    }
+
+    @AfterAll
+    static void close() {
+        llama.close();
+        gpt2.close();
+    }
+
+    private static Path fixture(String name) {
+        for (String key : new String[] {"phx.fixtures", "phx.fixtures.fallback"}) {
+            String v = System.getProperty(key);
+            if (v != null && !v.isBlank() && Files.isDirectory(Path.of(v))) {
+                return Path.of(v).resolve(name);
+            }
+        }
+        throw new IllegalStateException("fixtures not found");
+    }
+
+    private static HfTokenizer tokenizer(String which) {
+        return which.equals("llama") ? llama : gpt2;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"llama", "gpt2"})
+    void theTriesAllowedSetIsEveryTokenTheStateAccepts(String which) throws Exception {
+        HfTokenizer t = tokenizer(which);
+        GuidedVocabulary v = GuidedVocabulary.of(t, t.vocabSize());
+        JsonSchemaMatcher m = JsonSchemaMatcher.compile(JSON.readTree(SCHEMA));
+        String[] prefixes = {"", "{", "{\"na", "{\"name\": \"x", "{\"name\": \"xy\", \"kind\": \"b", "{\"name\": \"\", \"kind\": \"a\""};
+        for (String p : prefixes) {
+            MatchState s = m.start();
+            for (byte b : p.getBytes(StandardCharsets.UTF_8)) {
+                s = s.advance(b & 0xff);
+            }
+            assertNotNull(s, p);
+            BitSet brute = new BitSet();
+            for (int id = 0; id < t.vocabSize(); id++) {
+                byte[] bytes = t.tokenBytes(id);
+                if (bytes == null || bytes.length == 0) {
+                    continue;
+                }
+                MatchState x = s;
+                for (byte b : bytes) {
+                    x = x == null ? null : x.advance(b & 0xff);
+                }
+                if (x != null) {
+                    brute.set(id);
+                }
+            }
+            assertEquals(brute, v.allowed(s), which + " after \"" + p + "\"");
+            assertFalse(brute.isEmpty(), p);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"llama", "gpt2"})
+    void guidedGenerationsFromRandomLogitsAreValuesOfTheSchema(String which) throws Exception {
+        HfTokenizer t = tokenizer(which);
+        GuidedVocabulary v = GuidedVocabulary.of(t, t.vocabSize() + 7); // logits wider than the vocabulary, as models pad them
+        JsonNode schema = JSON.readTree(SCHEMA);
+        int eos = t.tokenId(t.eosToken().orElseThrow()).orElseThrow();
+        Random rnd = new Random(5);
+        int ended = 0;
+        for (int run = 0; run < 40; run++) {
+            Guide g = new Guide(v, JsonSchemaMatcher.compile(schema));
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            boolean end = false;
+            for (int step = 0; step < 300 && !end; step++) {
+                float[] logits = new float[v.size()];
+                for (int i = 0; i < logits.length; i++) {
+                    logits[i] = (float) rnd.nextGaussian() * 3;
+                }
+                // an end token the model favours: it must still wait for a whole value
+                logits[eos] = 5;
+                boolean accepting = g.accepting();
+                g.mask(logits, Set.of(eos));
+                int id = argmax(logits);
+                if (id == eos) {
+                    assertTrue(accepting, which + ": the end came before the value was whole: " + out);
+                    end = true;
+                } else {
+                    out.writeBytes(t.tokenBytes(id));
+                    g.advance(id);
+                }
+            }
+            if (end) {
+                ended++;
+                JsonNode value = JSON.readTree(out.toByteArray());
+                assertTrue(value.isObject() && value.has("name") && value.has("kind"), which + ": " + out);
+                assertTrue(Arrays.asList("a", "bb", "ccc").contains(value.get("kind").asText()), which + ": " + out);
+                assertTrue(value.get("name").asText().codePointCount(0, value.get("name").asText().length()) <= 8);
+            }
+        }
+        assertTrue(ended >= 30, which + ": " + ended + " of 40 guided runs ended within 300 tokens");
+    }
+
+    private static int argmax(float[] x) {
+        int best = 0;
+        for (int i = 1; i < x.length; i++) {
+            if (x[i] > x[best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+}
