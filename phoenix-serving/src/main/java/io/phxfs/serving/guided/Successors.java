@@ -1,44 +1,55 @@
 package io.phxfs.serving.guided;
 
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
 
 /**
- * The configurations that one byte leads to, deduplicated by value. Most steps produce one or a
- * handful, which a linear scan with a hash check handles without allocating; a hash set takes over
- * only for large sets.
+ * The configurations that one byte leads to, deduplicated by value. Most steps produce none or
+ * one, which take no array; a few more are scanned linearly with a hash check; a hash set takes
+ * over only for large sets.
  */
 final class Successors {
     private static final int LINEAR_LIMIT = 8;
 
-    private FrameStack[] items = new FrameStack[4];
+    private FrameStack first;
+    private FrameStack[] items;
     private int size;
     private Set<FrameStack> index;
 
     void add(FrameStack s) {
+        if (size == 0) {
+            first = s;
+            size = 1;
+            return;
+        }
         if (index != null) {
             if (!index.add(s)) {
                 return;
             }
         } else {
             for (int i = 0; i < size; i++) {
-                FrameStack t = items[i];
+                FrameStack t = get(i);
                 if (t == s || (t.hashCode() == s.hashCode() && t.equals(s))) {
                     return;
                 }
             }
             if (size == LINEAR_LIMIT) {
-                index = new HashSet<>();
-                for (int i = 0; i < size; i++) {
-                    index.add(items[i]);
-                }
+                index = new HashSet<>(Arrays.asList(toArray()));
                 index.add(s);
             }
         }
-        if (size == items.length) {
-            items = java.util.Arrays.copyOf(items, size * 2);
+        if (items == null) {
+            items = new FrameStack[4];
+            items[0] = first;
+        } else if (size == items.length) {
+            items = Arrays.copyOf(items, size * 2);
         }
         items[size++] = s;
+    }
+
+    private FrameStack get(int i) {
+        return i == 0 ? first : items[i];
     }
 
     int size() {
@@ -51,7 +62,7 @@ final class Successors {
             return false;
         }
         for (int i = 0; i < size; i++) {
-            if (configs[i] != items[i]) {
+            if (configs[i] != get(i)) {
                 return false;
             }
         }
@@ -59,6 +70,6 @@ final class Successors {
     }
 
     FrameStack[] toArray() {
-        return java.util.Arrays.copyOf(items, size);
+        return items == null ? new FrameStack[] {first} : Arrays.copyOf(items, size);
     }
 }

@@ -196,6 +196,22 @@ class JsonSchemaMatcherTest {
     }
 
     @Test
+    void manyAlternativesAtOnce() {
+        // twelve tools: twelve live configurations after "{", past the linear deduplication
+        StringBuilder tools = new StringBuilder("{\"type\":\"array\",\"minItems\":1,\"items\":{\"anyOf\":[");
+        for (int t = 0; t < 12; t++) {
+            tools.append(t == 0 ? "" : ",").append("{\"type\":\"object\",\"properties\":{\"name\":{\"const\":\"tool_")
+                    .append(t).append("\"},\"parameters\":{\"type\":\"object\",\"properties\":{\"p").append(t)
+                    .append("\":{\"type\":\"integer\"}},\"required\":[\"p").append(t).append("\"]}},\"required\":[\"name\",\"parameters\"]}");
+        }
+        JsonSchemaMatcher m = schema(tools.append("]}}").toString());
+        assertTrue(accepts(m, "[{\"name\":\"tool_11\",\"parameters\":{\"p11\":3}},{\"name\":\"tool_1\",\"parameters\":{\"p1\":4}}]"));
+        assertFalse(accepts(m, "[{\"name\":\"tool_11\",\"parameters\":{\"p1\":3}}]"));
+        assertFalse(accepts(m, "[{\"name\":\"tool_12\",\"parameters\":{\"p12\":3}}]"));
+        assertEquals(feed(m, "[{\"name\":\"tool_"), feed(m, "[ {\"name\": \"tool_"));
+    }
+
+    @Test
     void recursiveSchemasThroughDefsAndTheRoot() {
         JsonSchemaMatcher tree = schema("""
                 {"$defs":{"node":{"type":"object","properties":{"value":{"type":"integer"},
