@@ -43,22 +43,37 @@ public final class GuidedVocabulary {
      * @return the trie
      */
     public static GuidedVocabulary of(HfTokenizer tokenizer, int size) {
-        Integer[] order = new Integer[size];
         byte[][] all = new byte[size][];
+        for (int id = 0; id < size; id++) {
+            all[id] = tokenizer.tokenBytes(id);
+        }
+        return of(all);
+    }
+
+    /**
+     * The trie of tokens given as their bytes.
+     *
+     * @param tokens per id its bytes, null for ids that are never allowed (special, unknown);
+     *        kept, not copied
+     * @return the trie
+     */
+    public static GuidedVocabulary of(byte[][] tokens) {
+        int size = tokens.length;
+        byte[][] all = tokens;
+        Integer[] order = new Integer[size];
         int n = 0;
         for (int id = 0; id < size; id++) {
-            byte[] b = tokenizer.tokenBytes(id);
-            all[id] = b;
+            byte[] b = all[id];
             // a token that adds nothing would let a guided output run on without progress
             if (b != null && b.length > 0) {
                 order[n++] = id;
             }
         }
         Integer[] ids = Arrays.copyOf(order, n);
-        Arrays.sort(ids, (x, y) -> Arrays.compareUnsigned(tokenizer.tokenBytes(x), tokenizer.tokenBytes(y)));
+        Arrays.sort(ids, (x, y) -> Arrays.compareUnsigned(all[x], all[y]));
         long bytes = 0;
         for (int id : ids) {
-            bytes += tokenizer.tokenBytes(id).length;
+            bytes += all[id].length;
         }
         int cap = (int) Math.min(Integer.MAX_VALUE - 8, bytes + 1);
         byte[] label = new byte[cap];
@@ -77,7 +92,7 @@ public final class GuidedVocabulary {
         int[] path = new int[64];
         byte[] previous = new byte[0];
         for (int id : ids) {
-            byte[] b = tokenizer.tokenBytes(id);
+            byte[] b = all[id];
             int common = 0;
             while (common < b.length && common < previous.length && b[common] == previous[common]) {
                 common++;
