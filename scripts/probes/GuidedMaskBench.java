@@ -1,0 +1,142 @@
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.phxfs.serving.guided.Guide;
+import io.phxfs.serving.guided.GuidedVocabulary;
+import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.MatchState;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.BitSet;
+import java.util.Random;
+import java.util.Set;
+
+/**
+ * Guided decoding's cost per step on real vocabularies: OpenAI's cl100k_base (100,256 tokens, the
+ * base Llama 3 extended to 128k) and o200k_base (200,000), read from the tiktoken npm package's
+ * encoder files (scripts/bench-guided.sh fetches them). For a schema of the serve tests: the
+ * trie's build, one walk of the vocabulary from states along an answer (the allowed set), and a
+ * 300-step guided generation from random logits through Guide.mask (with its per-state cache),
+ * as the engine runs it.
+ *
+ *   java -cp samples/target/phoenix-cli.jar scripts/probes/GuidedMaskBench.java ENCODER.json...
+ */
+public class GuidedMaskBench {
+    static final String SCHEMA = """
+            {"type": "object", "properties": {
+              "city": {"type": "string", "maxLength": 40},
+              "unit": {"enum": ["celsius", "fahrenheit"]},
+              "days": {"type": "integer"},
+              "ok": {"type": "boolean"},
+              "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 4},
+              "note": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+             "required": ["city", "unit", "days", "ok"], "additionalProperties": false}""";
+
+    static byte[][] tokens(Path encoder) throws Exception {
+        JsonNode e = new ObjectMapper().readTree(encoder.toFile());
+        String[] lines = e.get("bpe_ranks").asText().split("\n");
+        int max = 0;
+        for (var it = e.get("special_tokens").properties().iterator(); it.hasNext();) {
+            max = Math.max(max, it.next().getValue().asInt());
+        }
+        byte[][] out = new byte[max + 1][];
+        for (String line : lines) {
+            String[] f = line.split(" ");
+            if (f.length < 2) {
+                continue;
+            }
+            int rank = Integer.parseInt(f[1]);
+            for (int i = 2; i < f.length; i++) {
+                byte[] b = Base64.getDecoder().decode(f[i]);
+                if (rank >= out.length) {
+                    out = Arrays.copyOf(out, rank + 1);
+                }
+                out[rank++] = b;
+            }
+        }
+        return out;
+    }
+
+    static double median(double[] x) {
+        double[] s = x.clone();
+        Arrays.sort(s);
+        return s[s.length / 2];
+    }
+
+    public static void main(String[] args) throws Exception {
+        JsonNode schema = new ObjectMapper().readTree(SCHEMA);
+        for (String a : args) {
+            byte[][] vocab = tokens(Path.of(a));
+            long n = Arrays.stream(vocab).filter(b -> b != null).count();
+            long t0 = System.nanoTime();
+            GuidedVocabulary v = GuidedVocabulary.of(vocab);
+            double build = (System.nanoTime() - t0) / 1e6;
+            System.out.printf("%s: %d tokens, trie built in %.0f ms%n", Path.of(a).getFileName(), n, build);
+            String[] prefixes = {"", "{", "{\"city\": \"Zu", "{\"city\": \"Zurich\", \"unit\": \"cel",
+                "{\"city\": \"Zurich\", \"unit\": \"celsius\", \"days\": 1", "{\"city\": \"Zurich\", \"unit\": \"celsius\", \"days\": 12,"
+                    + " \"ok\": true, \"note\": \"a free", "{\"city\": \"Zurich\", \"unit\": \"celsius\", \"days\": 12, \"ok\": true}"};
+            System.out.println("| state (bytes so far) | allowed tokens | one walk of the vocabulary (median of 15) |");
+            System.out.println("|---|---|---|");
+            JsonSchemaMatcher m = JsonSchemaMatcher.compile(schema);
+            for (int warm = 0; warm < 3; warm++) {
+                for (String p : prefixes) {
+                    MatchState s = m.start();
+                    for (byte b : p.getBytes(StandardCharsets.UTF_8)) {
+                        s = s.advance(b & 0xff);
+                    }
+                    double[] ms = new double[15];
+                    BitSet allowed = null;
+                    for (int r = 0; r < ms.length; r++) {
+                        long t = System.nanoTime();
+                        allowed = v.allowed(s);
+                        ms[r] = (System.nanoTime() - t) / 1e6;
+                    }
+                    if (warm == 2) {
+                        System.out.printf("| `%s` | %d | %.2f ms |%n", p.length() > 40 ? "..." + p.substring(p.length() - 37) : p,
+                                allowed.cardinality(), median(ms));
+                    }
+                }
+            }
+            // a guided generation as the engine runs it: mask, choose, advance; the mask cache hit where the state repeats
+            Random rnd = new Random(1);
+            int eos = vocab.length - 1;
+            double[] step = new double[300];
+            int steps = 0;
+            int ended = 0;
+            ByteArrayOutputStream text = new ByteArrayOutputStream();
+            for (int run = 0; run < 3; run++) {
+                Guide g = new Guide(v, JsonSchemaMatcher.compile(schema));
+                text.reset();
+                for (int i = 0; i < 100; i++) {
+                    float[] logits = new float[vocab.length];
+                    for (int k = 0; k < logits.length; k++) {
+                        logits[k] = (float) rnd.nextGaussian();
+                    }
+                    long t = System.nanoTime();
+                    g.mask(logits, Set.of(eos));
+                    step[steps++] = (System.nanoTime() - t) / 1e6;
+                    int best = 0;
+                    for (int k = 1; k < logits.length; k++) {
+                        if (logits[k] > logits[best]) {
+                            best = k;
+                        }
+                    }
+                    if (best == eos) {
+                        ended++;
+                        break;
+                    }
+                    text.writeBytes(vocab[best]);
+                    g.advance(best);
+                }
+            }
+            double[] done = Arrays.copyOf(step, steps);
+            double mean = Arrays.stream(done).average().orElse(0);
+            System.out.printf("guided generation: %d steps (%d of 3 runs ended on their own): Guide.mask per step median %.2f ms,"
+                    + " mean %.2f ms, max %.1f ms; last answer: %s%n", steps, ended, median(done), mean,
+                    Arrays.stream(done).max().orElse(0), text.toString(StandardCharsets.UTF_8).replace("\n", "\\n"));
+        }
+    }
+}
