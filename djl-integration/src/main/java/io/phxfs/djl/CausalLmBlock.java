@@ -104,6 +104,31 @@ public abstract class CausalLmBlock extends AbstractBlock {
         return f;
     }
 
+    /**
+     * A Linear module's weight {@code [out, in]} as {@code [in, out]} for {@code x.matMul} (a
+     * view), with its bias when it has one.
+     *
+     * @param module the module's name, e.g. {@code model.layers.0.mlp.up_proj}
+     * @param bias whether it has {@code .bias}
+     * @return the projection
+     */
+    Linear linear(String module, boolean bias) {
+        NDArray w = transposed(weight(module + ".weight", Parameter.Type.WEIGHT));
+        return new Linear(w, bias ? weight(module + ".bias", Parameter.Type.BIAS) : null);
+    }
+
+    /**
+     * A weight transposed (a view), owned by the block's manager.
+     *
+     * @param w the weight
+     * @return its transpose
+     */
+    NDArray transposed(NDArray w) {
+        NDArray t = w.transpose();
+        t.attach(manager);
+        return t;
+    }
+
     private NDArray convert(NDArray a) {
         NDArray f = TensorViews.convert(a, dtype);
         f.attach(manager);

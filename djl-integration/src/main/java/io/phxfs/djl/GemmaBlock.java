@@ -121,17 +121,6 @@ public final class GemmaBlock extends CausalLmBlock {
         return positions;
     }
 
-    private Linear linear(String module, boolean bias) {
-        NDArray w = transposed(weight(module + ".weight", Parameter.Type.WEIGHT));
-        return new Linear(w, bias ? weight(module + ".bias", Parameter.Type.BIAS) : null);
-    }
-
-    private NDArray transposed(NDArray w) {
-        NDArray t = w.transpose();
-        t.attach(manager);
-        return t;
-    }
-
     /** A Gemma norm's weight as what it multiplies by: {@code 1 + weight} in float32, as transformers computes it. */
     private NDArray norm(String name) {
         NDArray w = Precision.to(weight(name, Parameter.Type.GAMMA), DataType.FLOAT32).add(1);

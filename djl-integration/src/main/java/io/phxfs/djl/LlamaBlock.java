@@ -157,11 +157,6 @@ public final class LlamaBlock extends CausalLmBlock {
         return positions;
     }
 
-    /** A Linear module's weight {@code [out, in]} as {@code [in, out]} for x.matMul (a view), with its bias when it has one. */
-    private Linear linear(String module, boolean bias) {
-        NDArray w = transposed(weight(module + ".weight", Parameter.Type.WEIGHT));
-        return new Linear(w, bias ? weight(module + ".bias", Parameter.Type.BIAS) : null);
-    }
 
     private String contextLimit() {
         if (positions < config.integer("max_position_embeddings")) {
@@ -176,11 +171,6 @@ public final class LlamaBlock extends CausalLmBlock {
         return w == null ? x : rmsNorm(x, w);
     }
 
-    private NDArray transposed(NDArray w) {
-        NDArray t = w.transpose();
-        t.attach(manager);
-        return t;
-    }
 
     /** As transformers' LlamaRMSNorm: in float32, cast back, then scaled by the weight in the compute dtype. */
     private NDArray rmsNorm(NDArray x, NDArray w) {

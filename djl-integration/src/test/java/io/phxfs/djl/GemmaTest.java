@@ -245,30 +245,19 @@ class GemmaTest {
         mm.put("tie_word_embeddings", false);
         JSON.writeValue(dir.resolve("config.json").toFile(), mm);
         Exception untied = assertThrows(Exception.class, () -> LlamaFamilyTest.load(dir).close());
-        Throwable u = untied;
-        while (u.getCause() != null) {
-            u = u.getCause();
-        }
-        assertTrue(u.getMessage().contains("lm_head"), "an untied head is read from lm_head: " + u.getMessage());
+        assertTrue(Gpt2ZooTest.rootMessage(untied).contains("lm_head"), "an untied head is read from lm_head: "
+                + Gpt2ZooTest.rootMessage(untied));
         mm.remove("tie_word_embeddings");
         textConfig.put("hidden_activation", "relu");
         JSON.writeValue(dir.resolve("config.json").toFile(), mm);
         Exception relu = assertThrows(Exception.class, () -> LlamaFamilyTest.load(dir).close());
-        Throwable r = relu;
-        while (r.getCause() != null) {
-            r = r.getCause();
-        }
-        assertTrue(r.getMessage().contains("\"text_config.hidden_activation\" relu"), r.getMessage());
+        assertTrue(Gpt2ZooTest.rootMessage(relu).contains("\"text_config.hidden_activation\" relu"), Gpt2ZooTest.rootMessage(relu));
         textConfig.remove("hidden_activation");
         // a field of the section is named with it
         textConfig.put("num_hidden_layers", "four");
         JSON.writeValue(dir.resolve("config.json").toFile(), mm);
         Exception e = assertThrows(Exception.class, () -> LlamaFamilyTest.load(dir).close());
-        Throwable root0 = e;
-        while (root0.getCause() != null) {
-            root0 = root0.getCause();
-        }
-        assertTrue(root0.getMessage().contains("\"text_config.num_hidden_layers\" is four, not a number"), root0.getMessage());
+        assertTrue(Gpt2ZooTest.rootMessage(e).contains("\"text_config.num_hidden_layers\" is four, not a number"), Gpt2ZooTest.rootMessage(e));
     }
 
     private static ObjectNode config(String fixture) throws Exception {

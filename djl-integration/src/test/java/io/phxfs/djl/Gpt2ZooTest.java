@@ -176,7 +176,7 @@ class Gpt2ZooTest {
         String config = java.nio.file.Files.readString(TestFixtures.file("tiny-gpt2/config.json"));
         java.nio.file.Files.copy(TestFixtures.file("tiny-gpt2/model.safetensors"), dir.resolve("model.safetensors"));
         String[][] cases = {
-            {"\"model_type\": \"gpt2\"", "\"model_type\": \"gemma2\"", "model_type \"gemma2\" is not supported"},
+            {"\"model_type\": \"gpt2\"", "\"model_type\": \"falcon\"", "model_type \"falcon\" is not supported"},
             {"\"activation_function\": \"gelu_new\"", "\"activation_function\": \"relu\"", "\"activation_function\" relu"},
             {"\"scale_attn_by_inverse_layer_idx\": false", "\"scale_attn_by_inverse_layer_idx\": true",
                 "\"scale_attn_by_inverse_layer_idx\" true is not supported"},
