@@ -60,6 +60,12 @@ out.required_single = await whole({ tools: job.tools, tool_choice: 'required', p
 const completion = await client.completions.create({ model: job.model, prompt: 'The answer as JSON:', max_tokens: job.max_tokens,
   temperature: 0, response_format: format });
 out.completion = { text: completion.choices[0].text, finish_reason: completion.choices[0].finish_reason };
+// vLLM's own fields and extras, as clients send them through the SDK (extra keys go into the body)
+out.guided_json = await whole({ guided_json: job.schema });
+out.structured = await whole({ structured_outputs: { json: job.schema } });
+out.ignore_eos = await whole({ response_format: format, ignore_eos: true });
+out.stop_ids = await whole({ response_format: format, stop_token_ids: job.stop_token_ids });
+out.defs_required = await whole({ tools: job.defs_tools, tool_choice: 'required', parallel_tool_calls: false });
 try {
   await client.chat.completions.create({ ...base, response_format: { type: 'json_schema',
     json_schema: { name: 'bad', schema: job.bad_schema } } });

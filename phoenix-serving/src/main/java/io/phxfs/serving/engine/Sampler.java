@@ -65,12 +65,21 @@ final class Sampler {
      */
     int next(float[] logits, Set<Integer> eos) {
         adjust(logits, eos);
+        Set<Integer> ends = null;
+        boolean wholeBefore = false;
         if (guide != null) {
-            guide.mask(logits, ends(eos));
+            ends = ends(eos);
+            wholeBefore = guide.accepting();
+            guideMask(logits, ends);
         }
         int token = choose(logits);
         if (guide != null) {
-            guide.advance(token);
+            // an ending token ends a guided output only where it is whole; before, a stop token
+            // that the schema's text uses (a "}" in stop_token_ids) is that text
+            guidedEnd = wholeBefore && ends.contains(token);
+            if (!guidedEnd) {
+                guide.advance(token);
+            }
         }
         generated++;
         counts.merge(token, 1, Integer::sum);
@@ -78,6 +87,54 @@ final class Sampler {
             seen.set(token);
         }
         return token;
+    }
+
+    /**
+     * The guide's mask (an ending token only where the output is a whole value, or as the
+     * schema's own text), then, when every token the schema allows was ruled out by the
+     * request's other settings, a failure rather than a token outside the schema.
+     */
+    private void guideMask(float[] logits, Set<Integer> ends) {
+        guide.mask(logits, ends);
+        for (float l : logits) {
+            if (l != Float.NEGATIVE_INFINITY) {
+                return;
+            }
+        }
+        throw new IllegalStateException("guided decoding: no token can continue the output as the schema requires:"
+                + " the request's other settings (logit_bias, min_tokens, stop_token_ids, ...) rule out every token"
+                + " the schema allows here");
+    }
+
+    /**
+     * Whether this request's output is guided by a schema.
+     *
+     * @return true with a guide
+     */
+    boolean guided() {
+        return guide != null;
+    }
+
+    /**
+     * Whether the last token chosen for a guided output ended it: an ending token chosen where
+     * the output was a whole value (not one written as the schema's text).
+     *
+     * @return false for free text
+     */
+    boolean guidedEnd() {
+        return guidedEnd;
+    }
+
+    private boolean guidedEnd;
+
+    /**
+     * Whether a guided output is a whole value that nothing but whitespace could extend: the
+     * generation ends there (whether or not an end token is allowed, with ignore_eos say).
+     *
+     * @return false for free text
+     */
+    boolean guideFinished() {
+        return guide != null && guide.finished();
     }
 
     /** What ends a guided output: EOS (unless ignored) and the request's stop tokens. */

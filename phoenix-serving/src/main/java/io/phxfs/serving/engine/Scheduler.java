@@ -417,13 +417,15 @@ final class Scheduler implements Runnable {
         s.lastTokenNanos = now;
         s.lastToken = token;
         SamplingParams sp = s.request.sampling();
-        boolean end = eos.contains(token) && !sp.ignoreEos() || sp.stopTokenIds().contains(token);
+        boolean end = s.sampler.guided() ? s.sampler.guidedEnd()
+                : eos.contains(token) && !sp.ignoreEos() || sp.stopTokenIds().contains(token);
         // as vLLM's: the token that ended the generation is not in the text unless asked for, and
         // no stop string ends it before min_tokens
         String added = end && !sp.includeStopStrInOutput() ? "" : s.detokenizer.add(token);
         String text = s.generated < sp.minTokens() ? added : s.stops.accept(added);
         FinishReason reason = null;
-        if (s.stops.stopped() || end) {
+        // a guided output that is a whole value ends with its last byte (no end token needed)
+        if (s.stops.stopped() || end || s.sampler.guideFinished()) {
             reason = FinishReason.STOP;
         } else if (s.generated >= s.request.sampling().maxTokens() || s.kv.cache().length() + 1 > s.kv.capacity()) {
             reason = FinishReason.LENGTH;

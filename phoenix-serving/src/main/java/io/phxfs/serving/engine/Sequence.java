@@ -37,7 +37,9 @@ final class Sequence implements GenerationHandle {
     }
 
     void startText(HfTokenizer tokenizer) {
-        detokenizer = new IncrementalDetokenizer(tokenizer, request.promptIds(), request.sampling().skipSpecialTokens());
+        // a guided output is text whose bytes the schema matched: no space cleanup rewrites it
+        detokenizer = new IncrementalDetokenizer(tokenizer, request.promptIds(), request.sampling().skipSpecialTokens(),
+                request.guide() != null);
     }
 
     @Override

@@ -54,10 +54,10 @@ public final class Guide {
                 any = true;
             }
         }
-        if (!any) {
-            // every allowed token was ruled out by the other rules (min_tokens keeps the ends out,
-            // a logit_bias of -100...), or the schema has nowhere left to go: end rather than
-            // emit a token that breaks the schema
+        if (!any && endOk) {
+            // a whole value whose end tokens the other rules ruled out (min_tokens keeps them out):
+            // end rather than emit a token that breaks the schema; a value not yet whole is left
+            // with nothing allowed, which the sampler reports
             for (int id : ends) {
                 if (id < logits.length) {
                     logits[id] = 0;
@@ -83,6 +83,15 @@ public final class Guide {
         if (s != null) {
             state = s;
         }
+    }
+
+    /**
+     * Whether the output is a whole value that nothing but whitespace could extend.
+     *
+     * @return true when it should end here
+     */
+    public boolean finished() {
+        return state.finished();
     }
 
     /**

@@ -50,11 +50,25 @@ public final class IncrementalDetokenizer {
      * @throws NullPointerException when an argument is null
      */
     public IncrementalDetokenizer(HfTokenizer tokenizer, int[] promptIds, boolean skipSpecialTokens) {
+        this(tokenizer, promptIds, skipSpecialTokens, false);
+    }
+
+    /**
+     * Starts the stream of one generated sequence, guided or not.
+     *
+     * @param tokenizer the model's tokenizer
+     * @param promptIds the prompt the generation continues (only checked)
+     * @param skipSpecialTokens whether special tokens are left out
+     * @param guided the output was guided by a schema: the tokenizer's {@code clean_up_tokenization_spaces}
+     *        does not apply to text whose bytes the schema matched ({@code " ."} in an enum value must stay)
+     * @throws NullPointerException when an argument is null
+     */
+    public IncrementalDetokenizer(HfTokenizer tokenizer, int[] promptIds, boolean skipSpecialTokens, boolean guided) {
         this.tokenizer = Objects.requireNonNull(tokenizer, "tokenizer");
         Objects.requireNonNull(promptIds, "promptIds");
         this.vocabulary = tokenizer.vocabulary();
         this.skipSpecialTokens = skipSpecialTokens;
-        this.cleanup = tokenizer.cleansUpSpaces() ? new SpaceCleanup() : null;
+        this.cleanup = tokenizer.cleansUpSpaces() && !guided ? new SpaceCleanup() : null;
     }
 
     /**

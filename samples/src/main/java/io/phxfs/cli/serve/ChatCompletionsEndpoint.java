@@ -171,14 +171,13 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
 
     /**
      * The whole response of a forced tool choice: a named function's output is its arguments
-     * (finish reason "stop", as OpenAI's for a named choice); a required choice's is the list of
-     * calls (finish reason "tool_calls"). An output cut short is returned as content, with no calls.
+     * (finish reason "stop", as OpenAI's for a named choice; cut short by max_tokens, the call
+     * with the arguments so far and "length", as vLLM and the stream give it); a required
+     * choice's is the list of calls (finish reason "tool_calls"), or, cut short before the list
+     * closed, the text as content.
      */
     private static byte[] forcedWhole(OpenAiJson.Head head, StreamBridge.Outcome o, String named) {
         if (named != null) {
-            if (o.reason() == FinishReason.LENGTH) {
-                return OpenAiJson.chatCompletion(head, null, o.text(), List.of(), o.reason().wire(), o.usage());
-            }
             var call = new io.phxfs.serving.tools.ToolCall(io.phxfs.serving.tools.ToolCallIds.OPENAI.get(), named, o.text().strip());
             return OpenAiJson.chatCompletion(head, null, null, List.of(call), o.reason().wire(), o.usage());
         }

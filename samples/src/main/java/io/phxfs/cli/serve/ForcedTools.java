@@ -18,8 +18,8 @@ import java.util.Map;
  * arguments (its {@code parameters} schema) and becomes one call of it. Required, the output is
  * a JSON list of <code>{"name": ..., "parameters": {...}}</code> (each item one of the tools,
  * at least one, one at most with {@code parallel_tool_calls: false}) and becomes those calls.
- * The tools' {@code $defs} are gathered at the top of the list's schema, where their
- * {@code #/$defs/...} references then point.
+ * Each tool's schema keeps its own definitions under the list's {@code $defs}, in a namespace of
+ * its own.
  */
 final class ForcedTools {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -36,19 +36,28 @@ final class ForcedTools {
         return switch (t.choice()) {
             case NAMED -> {
                 int i = index(t.tools(), t.named());
-                JsonNode parameters = JSON.valueToTree(function(t.tools().get(i)).get("parameters"));
-                yield compile(parameters == null || parameters.isNull() ? null : parameters,
-                        "tools[" + i + "].function.parameters");
+                yield compile(parameters(t.tools().get(i)), "tools[" + i + "].function.parameters");
             }
-            case REQUIRED -> compile(listSchema(t), "tools");
+            case REQUIRED -> {
+                // each tool's own faults are named with the tool, before the list puts them together
+                for (int i = 0; i < t.tools().size(); i++) {
+                    compile(parameters(t.tools().get(i)), "tools[" + i + "].function.parameters");
+                }
+                yield compile(listSchema(t), "tools");
+            }
             default -> null;
         };
     }
 
+    /** A tool's parameters schema, or any object where it has none. */
+    private static JsonNode parameters(Map<String, Object> tool) {
+        Object p = function(tool).get("parameters");
+        return p == null ? ANY_OBJECT : JSON.valueToTree(p);
+    }
+
+    private static final JsonNode ANY_OBJECT = JSON.createObjectNode().put("type", "object").put("additionalProperties", true);
+
     private static JsonSchemaMatcher compile(JsonNode schema, String where) {
-        if (schema == null) {
-            return JsonSchemaMatcher.anyObject();
-        }
         try {
             return JsonSchemaMatcher.compile(schema);
         } catch (UnsupportedSchemaException e) {
@@ -56,7 +65,13 @@ final class ForcedTools {
         }
     }
 
-    /** The required list's schema: items each one of the tools by name, with its parameters. */
+    /**
+     * The required list's schema: items each one of the tools by name, with its parameters. Each
+     * tool's parameters and definitions go under {@code $defs} in a namespace of their own
+     * ({@code __tool_i}, {@code __tool_i__Name}), their references rewritten to match, so that
+     * two tools' definitions of the same name stay apart and {@code #} still means the tool's own
+     * parameters.
+     */
     static ObjectNode listSchema(ToolRequests.Tools t) {
         ObjectNode list = JSON.createObjectNode();
         list.put("type", "array");
@@ -66,31 +81,52 @@ final class ForcedTools {
         }
         ArrayNode anyOf = list.putObject("items").putArray("anyOf");
         ObjectNode defs = JSON.createObjectNode();
-        for (Map<String, Object> tool : t.tools()) {
-            Map<?, ?> f = function(tool);
+        for (int i = 0; i < t.tools().size(); i++) {
+            Map<String, Object> tool = t.tools().get(i);
+            String ns = "__tool_" + i;
+            ObjectNode p = ((ObjectNode) parameters(tool)).deepCopy();
+            for (String key : new String[] {"$defs", "definitions"}) {
+                if (p.remove(key) instanceof ObjectNode d) {
+                    d.properties().forEach(e -> defs.set(ns + "__" + e.getKey(), namespaced(e.getValue(), ns)));
+                }
+            }
+            defs.set(ns, namespaced(p, ns));
             ObjectNode item = anyOf.addObject();
             item.put("type", "object");
             ObjectNode props = item.putObject("properties");
-            props.putObject("name").put("type", "string").putArray("enum").add((String) f.get("name"));
-            JsonNode parameters = f.get("parameters") == null ? null : JSON.valueToTree(f.get("parameters"));
-            if (parameters instanceof ObjectNode p) {
-                p = p.deepCopy();
-                for (String key : new String[] {"$defs", "definitions"}) {
-                    if (p.get(key) instanceof ObjectNode d) {
-                        d.properties().forEach(e -> defs.set(e.getKey(), e.getValue()));
-                        p.remove(key);
-                    }
-                }
-                props.set("parameters", p);
-            } else {
-                props.putObject("parameters").put("type", "object").put("additionalProperties", true);
-            }
+            props.putObject("name").put("type", "string").putArray("enum").add((String) function(tool).get("name"));
+            props.putObject("parameters").put("$ref", "#/$defs/" + ns);
             item.putArray("required").add("name").add("parameters");
         }
-        if (!defs.isEmpty()) {
-            list.set("$defs", defs);
-        }
+        list.set("$defs", defs);
         return list;
+    }
+
+    /** A copy of {@code schema} whose local references point into the tool's namespace. */
+    private static JsonNode namespaced(JsonNode schema, String ns) {
+        JsonNode copy = schema.deepCopy();
+        rewrite(copy, ns);
+        return copy;
+    }
+
+    private static void rewrite(JsonNode n, String ns) {
+        if (n instanceof ObjectNode o) {
+            if (o.get("$ref") instanceof com.fasterxml.jackson.databind.node.TextNode r) {
+                String ref = r.textValue();
+                if (ref.equals("#")) {
+                    o.put("$ref", "#/$defs/" + ns);
+                } else {
+                    for (String prefix : new String[] {"#/$defs/", "#/definitions/"}) {
+                        if (ref.startsWith(prefix)) {
+                            o.put("$ref", "#/$defs/" + ns + "__" + ref.substring(prefix.length()));
+                        }
+                    }
+                }
+            }
+            o.properties().forEach(e -> rewrite(e.getValue(), ns));
+        } else if (n instanceof ArrayNode a) {
+            a.forEach(e -> rewrite(e, ns));
+        }
     }
 
     /**

@@ -2,13 +2,18 @@ package io.phxfs.cli.serve;
 
 import static io.phxfs.cli.serve.ServeTesting.JSON;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.networknt.schema.InputFormat;
 import com.networknt.schema.SchemaRegistry;
 import com.networknt.schema.SpecificationVersion;
+import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.MatchState;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -42,6 +47,18 @@ class StructuredOutputTest {
               "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"],
               "additionalProperties": false}}}]""";
 
+    /**
+     * Two tools whose definitions share a name but differ, one in pydantic v1's {@code definitions}:
+     * under "required" each keeps its own.
+     */
+    static final String DEFS_TOOLS = """
+            [{"type": "function", "function": {"name": "pick", "parameters": {"type": "object",
+              "properties": {"item": {"$ref": "#/$defs/Item"}}, "required": ["item"], "additionalProperties": false,
+              "$defs": {"Item": {"enum": ["red", "blue"]}}}}},
+             {"type": "function", "function": {"name": "count", "parameters": {"type": "object",
+              "properties": {"item": {"$ref": "#/definitions/Item"}}, "required": ["item"], "additionalProperties": false,
+              "definitions": {"Item": {"type": "boolean"}}}}}]""";
+
     private static void assertValid(JsonNode schema, String text, String what) throws Exception {
         JSON.readTree(text); // JSON at all
         var errors = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12).getSchema(schema.toString())
@@ -63,6 +80,14 @@ class StructuredOutputTest {
             job.set("messages", JSON.readTree("[{\"role\": \"user\", \"content\": \"What is the weather in Zurich?\"}]"));
             job.set("bad_schema", JSON.readTree("{\"type\": \"object\", \"properties\": {\"zip\": {\"type\": \"string\","
                     + " \"pattern\": \"^[0-9]{5}$\"}}}"));
+            // stop tokens the schema's own text uses: they may end only a whole value
+            ArrayNode stops = job.putArray("stop_token_ids");
+            for (String t : List.of("}", "\"", ",")) {
+                for (int id : s.server().engine().tokenizer().encode(t, false)) {
+                    stops.add(id);
+                }
+            }
+            job.set("defs_tools", JSON.readTree(DEFS_TOOLS));
             JsonNode out = ServeTesting.sdk(job, Files.readString(ServeTesting.root().resolve(
                     "samples/src/test/node/openai_structured.mjs")));
 
@@ -78,6 +103,27 @@ class StructuredOutputTest {
             JsonNode obj = out.path("object_whole");
             if (obj.path("finish_reason").asText().equals("stop")) {
                 assertTrue(JSON.readTree(obj.path("content").asText()).isObject(), "json_object: " + obj);
+            } else {
+                // cut by max_tokens: still every byte on the way to an object
+                assertEquals("length", obj.path("finish_reason").asText(), obj.toString());
+                MatchState m = JsonSchemaMatcher.anyObject().start();
+                for (byte b : obj.path("content").asText().getBytes(StandardCharsets.UTF_8)) {
+                    m = m.advance(b & 0xff);
+                    assertNotNull(m, "json_object cut short is a prefix of an object: " + obj);
+                }
+            }
+            for (String k : List.of("guided_json", "structured", "ignore_eos", "stop_ids")) {
+                JsonNode r = out.path(k);
+                assertEquals("stop", r.path("finish_reason").asText(), k + ": " + r);
+                assertValid(answer, r.path("content").asText(), k);
+            }
+            JsonNode dr = out.path("defs_required");
+            assertEquals("tool_calls", dr.path("finish_reason").asText(), dr.toString());
+            JsonNode defsTools = JSON.readTree(DEFS_TOOLS);
+            for (JsonNode c : dr.path("tool_calls")) {
+                JsonNode params = c.path("name").asText().equals("pick") ? defsTools.get(0).path("function").path("parameters")
+                        : defsTools.get(1).path("function").path("parameters");
+                assertValid(params, c.path("arguments").asText(), "a tool's own $defs/definitions: " + c);
             }
 
             JsonNode weather = tools.get(0).path("function").path("parameters");
@@ -118,6 +164,7 @@ class StructuredOutputTest {
 
             JsonNode bad = out.path("bad");
             assertEquals(400, bad.path("status").asInt(), bad.toString());
+            assertEquals("response_format.json_schema.schema", bad.path("param").asText(), bad.toString());
             assertTrue(bad.path("message").asText().contains("pattern"), bad.toString());
             assertTrue(bad.path("message").asText().contains("/properties/zip"), bad.toString());
         }
