@@ -87,4 +87,52 @@ class TokenBytesTest {
                     : got, fixture + ": a two-byte character");
         }
     }
+
+    /**
+     * A Metaspace decoder (Llama 2's and Mistral's tokenizer.json in their newer form) and an
+     * added token that is not special (Qwen's {@code <tool_call>}): the bytes are the decoded
+     * text, the added token's being its content.
+     */
+    @org.junit.jupiter.api.Test
+    void aMetaspaceDecoderAndANonSpecialAddedToken(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var root = json.createObjectNode();
+        root.put("version", "1.0");
+        var added = root.putArray("added_tokens");
+        added.addObject().put("id", 0).put("content", "<unk>").put("special", true).put("single_word", false)
+                .put("lstrip", false).put("rstrip", false).put("normalized", false);
+        added.addObject().put("id", 9).put("content", "<tool_call>").put("special", false).put("single_word", false)
+                .put("lstrip", false).put("rstrip", false).put("normalized", false);
+        root.putNull("normalizer");
+        root.putObject("pre_tokenizer").put("type", "Metaspace").put("replacement", "\u2581").put("prepend_scheme", "first")
+                .put("split", true);
+        root.putNull("post_processor");
+        root.putObject("decoder").put("type", "Metaspace").put("replacement", "\u2581").put("prepend_scheme", "first")
+                .put("split", true);
+        var model = root.putObject("model");
+        model.put("type", "BPE").putNull("dropout").put("unk_token", "<unk>").putNull("continuing_subword_prefix")
+                .putNull("end_of_word_suffix").put("fuse_unk", false).put("byte_fallback", false).put("ignore_merges", false);
+        var vocab = model.putObject("vocab");
+        String[] pieces = {"<unk>", "\u2581", "a", "b", "\u2581a", "\u2581b", "ab", "\u2581ab", "{"};
+        for (int i = 0; i < pieces.length; i++) {
+            vocab.put(pieces[i], i);
+        }
+        vocab.put("<tool_call>", 9);
+        var merges = model.putArray("merges");
+        merges.add("\u2581 a").add("\u2581 b").add("a b").add("\u2581a b");
+        java.nio.file.Files.writeString(dir.resolve("tokenizer.json"), json.writeValueAsString(root));
+        try (HfTokenizer t = HfTokenizer.open(dir)) {
+            assertArrayEquals(" ab".getBytes(StandardCharsets.UTF_8), t.tokenBytes(7), "\u2581ab is a space and ab");
+            assertArrayEquals("<tool_call>".getBytes(StandardCharsets.UTF_8), t.tokenBytes(9), "a non-special added token: its content");
+            assertNull(t.tokenBytes(0), "a special token adds nothing");
+            int[] ids = {7, 9, 5, 8};
+            ByteArrayOutputStream b = new ByteArrayOutputStream();
+            for (int id : ids) {
+                b.writeBytes(t.tokenBytes(id));
+            }
+            String text = b.toString(StandardCharsets.UTF_8);
+            String decoded = t.decode(ids, true);
+            assertTrue(text.equals(decoded) || text.equals(" " + decoded), "bytes \"" + text + "\" decode \"" + decoded + "\"");
+        }
+    }
 }
