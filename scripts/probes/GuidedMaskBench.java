@@ -20,7 +20,9 @@ import java.util.Set;
  * encoder files (scripts/bench-guided.sh fetches them). For a schema of the serve tests: the
  * trie's build, one walk of the vocabulary from states along an answer (the allowed set), and a
  * 300-step guided generation from random logits through Guide.mask (with its per-state cache),
- * as the engine runs it.
+ * as the engine runs it. Then a bounded string (maxLength, whose every position is a new state, so
+ * the cache never answers) written with English text, tokenized greedily (longest token first):
+ * one uncached walk per step.
  *
  *   java -cp samples/target/phoenix-cli.jar scripts/probes/GuidedMaskBench.java ENCODER.json...
  */
@@ -32,7 +34,8 @@ public class GuidedMaskBench {
               "days": {"type": "integer"},
               "ok": {"type": "boolean"},
               "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 4},
-              "note": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+              "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+              "summary": {"type": "string", "maxLength": 280}},
              "required": ["city", "unit", "days", "ok"], "additionalProperties": false}""";
 
     static byte[][] tokens(Path encoder) throws Exception {
@@ -66,6 +69,80 @@ public class GuidedMaskBench {
         return s[s.length / 2];
     }
 
+    static final String SENTENCE = "The weather in Zürich stays mild this week, with light rain on Tuesday and sunshine"
+            + " returning by the weekend; pack a jacket, and expect 12 to 18 degrees in the afternoons.";
+
+    /** The text as tokens, the longest token that is a prefix of the rest first. */
+    static int[] greedyTokens(byte[][] vocab, byte[] text) {
+        java.util.Map<String, Integer> ids = new java.util.HashMap<>();
+        int longest = 0;
+        for (int id = 0; id < vocab.length; id++) {
+            if (vocab[id] != null && vocab[id].length > 0) {
+                ids.putIfAbsent(new String(vocab[id], StandardCharsets.ISO_8859_1), id);
+                longest = Math.max(longest, vocab[id].length);
+            }
+        }
+        String rest = new String(text, StandardCharsets.ISO_8859_1);
+        int[] out = new int[text.length];
+        int n = 0;
+        for (int at = 0; at < rest.length();) {
+            for (int len = Math.min(longest, rest.length() - at); ; len--) {
+                Integer id = ids.get(rest.substring(at, at + len));
+                if (id != null) {
+                    out[n++] = id;
+                    at += len;
+                    break;
+                }
+            }
+        }
+        return Arrays.copyOf(out, n);
+    }
+
+    /** Per step of writing {@link #SENTENCE} into the bounded "summary" string: one uncached walk (median of 3). */
+    static void boundedString(GuidedVocabulary v, byte[][] vocab, JsonSchemaMatcher m) {
+        String prefix = "{\"city\": \"Zurich\", \"unit\": \"celsius\", \"days\": 12, \"ok\": true, \"summary\": \"";
+        int[] tokens = greedyTokens(vocab, SENTENCE.getBytes(StandardCharsets.UTF_8));
+        for (int warm = 0; warm < 2; warm++) {
+            MatchState s = m.start();
+            for (byte b : prefix.getBytes(StandardCharsets.UTF_8)) {
+                s = s.advance(b & 0xff);
+            }
+            double[] step = new double[tokens.length];
+            long allowedSum = 0;
+            for (int i = 0; i < tokens.length; i++) {
+                double[] ms = new double[3];
+                for (int r = 0; r < ms.length; r++) {
+                    long t = System.nanoTime();
+                    Object allowed = v.allowed(s);
+                    ms[r] = (System.nanoTime() - t) / 1e6;
+                    allowedSum += r == 0 ? count(allowed) : 0;
+                }
+                step[i] = median(ms);
+                for (byte b : vocab[tokens[i]]) {
+                    s = s.advance(b & 0xff);
+                }
+            }
+            if (warm == 1) {
+                System.out.printf("bounded string (maxLength 280), %d chars in %d tokens: allowed per step median %.2f ms,"
+                        + " mean %.2f ms, max %.2f ms; %d allowed on average%n", SENTENCE.length(), tokens.length,
+                        median(step), Arrays.stream(step).average().orElse(0), Arrays.stream(step).max().orElse(0),
+                        allowedSum / tokens.length);
+            }
+        }
+    }
+
+    static int count(Object allowed) {
+        return allowed instanceof BitSet b ? b.cardinality() : (Integer) invoke(allowed, "size");
+    }
+
+    static Object invoke(Object o, String method) {
+        try {
+            return o.getClass().getMethod(method).invoke(o);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         JsonNode schema = new ObjectMapper().readTree(SCHEMA);
         for (String a : args) {
@@ -88,7 +165,7 @@ public class GuidedMaskBench {
                         s = s.advance(b & 0xff);
                     }
                     double[] ms = new double[15];
-                    BitSet allowed = null;
+                    Object allowed = null;
                     for (int r = 0; r < ms.length; r++) {
                         long t = System.nanoTime();
                         allowed = v.allowed(s);
@@ -96,10 +173,11 @@ public class GuidedMaskBench {
                     }
                     if (warm == 2) {
                         System.out.printf("| `%s` | %d | %.2f ms |%n", p.length() > 40 ? "..." + p.substring(p.length() - 37) : p,
-                                allowed.cardinality(), median(ms));
+                                count(allowed), median(ms));
                     }
                 }
             }
+            boundedString(v, vocab, m);
             // a guided generation as the engine runs it: mask, choose, advance; the mask cache hit where the state repeats
             Random rnd = new Random(1);
             int eos = vocab.length - 1;
