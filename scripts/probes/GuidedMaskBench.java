@@ -102,7 +102,7 @@ public class GuidedMaskBench {
     static void boundedString(GuidedVocabulary v, byte[][] vocab, JsonSchemaMatcher m) {
         String prefix = "{\"city\": \"Zurich\", \"unit\": \"celsius\", \"days\": 12, \"ok\": true, \"summary\": \"";
         int[] tokens = greedyTokens(vocab, SENTENCE.getBytes(StandardCharsets.UTF_8));
-        for (int warm = 0; warm < 2; warm++) {
+        for (int warm = 0; warm < 5; warm++) {
             MatchState s = m.start();
             for (byte b : prefix.getBytes(StandardCharsets.UTF_8)) {
                 s = s.advance(b & 0xff);
@@ -122,7 +122,7 @@ public class GuidedMaskBench {
                     s = s.advance(b & 0xff);
                 }
             }
-            if (warm == 1) {
+            if (warm == 4) {
                 System.out.printf("bounded string (maxLength 280), %d chars in %d tokens: allowed per step median %.2f ms,"
                         + " mean %.2f ms, max %.2f ms; %d allowed on average%n", SENTENCE.length(), tokens.length,
                         median(step), Arrays.stream(step).average().orElse(0), Arrays.stream(step).max().orElse(0),

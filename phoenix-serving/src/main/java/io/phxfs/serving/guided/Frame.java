@@ -24,6 +24,15 @@ sealed interface Frame permits ValueStartFrame, StringFrame, NumberFrame, Litera
         return false;
     }
 
+    /**
+     * How many characters of plain string text (see {@link PlainStringTokens}) this frame, on top,
+     * reads while staying live: -1 when it is not inside a string's text, {@link Integer#MAX_VALUE}
+     * when the string has no length left to bound.
+     */
+    default int plainTextRoom() {
+        return -1;
+    }
+
     /** The value on top of {@code below} has just been completed: hand control back to its container. */
     static void valueCompleted(FrameStack below, Successors out) {
         out.add(below.replaceHead(below.head().resume()));

@@ -19,6 +19,7 @@ public final class MatchState {
     // derived from configs, computed on first use; benign races compute the same value
     private byte accepting = UNKNOWN;
     private byte finished = UNKNOWN;
+    private int plainRoom = Integer.MIN_VALUE; // not computed yet
 
     private MatchState(FrameStack[] configs) {
         this.configs = configs;
@@ -89,6 +90,34 @@ public final class MatchState {
             finished = done ? YES : NO;
         }
         return finished == YES;
+    }
+
+    /**
+     * How much plain string text (whole UTF-8 characters without quote, backslash or control
+     * bytes: {@link PlainStringTokens}) this state reads while staying live. Where every live
+     * configuration is inside a string's text, any plain text of at most this many characters
+     * leads to a live state, and plain text of more characters to none; that lets
+     * {@link GuidedVocabulary#allowed} answer plain tokens from a table instead of a walk.
+     *
+     * @return -1 when some configuration is not inside a string's text (in an escape, in the
+     *         middle of a character, in a literal, outside strings); else the largest number of
+     *         characters some configuration may still take, {@link Integer#MAX_VALUE} when
+     *         unbounded
+     */
+    int plainStringRoom() {
+        if (plainRoom == Integer.MIN_VALUE) {
+            int room = configs.length == 0 ? -1 : 0;
+            for (FrameStack c : configs) {
+                int r = c.head().plainTextRoom();
+                if (r < 0) {
+                    room = -1;
+                    break;
+                }
+                room = Math.max(room, r);
+            }
+            plainRoom = room;
+        }
+        return plainRoom;
     }
 
     @Override

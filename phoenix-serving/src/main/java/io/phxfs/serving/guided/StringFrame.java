@@ -16,6 +16,20 @@ record StringFrame(StringShape shape, int count, int mode, int exLo, int exHi, i
         return new StringFrame(shape, 0, Utf8StringLexer.TEXT, 0, names, 0);
     }
 
+    /**
+     * Plain text (whole characters, no quote, backslash or control byte) goes on with the text
+     * mode unchanged, fails only past maxLength, and with key exclusions only narrows the range of
+     * names, which is checked at the closing quote: so the room is what maxLength leaves.
+     */
+    @Override
+    public int plainTextRoom() {
+        if (mode != Utf8StringLexer.TEXT) {
+            return -1;
+        }
+        // the count is exact up to maxLength when there is one (countCap is maxLength then)
+        return shape.maxLength == StringShape.UNBOUNDED ? Integer.MAX_VALUE : shape.maxLength - count;
+    }
+
     @Override
     public void step(int b, FrameStack self, Successors out) {
         int r = Utf8StringLexer.step(mode, b, shape.excluded == null);
