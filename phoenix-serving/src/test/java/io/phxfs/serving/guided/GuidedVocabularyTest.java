@@ -17,6 +17,9 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Random;
 import java.util.Set;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -111,6 +114,29 @@ class GuidedVocabularyTest {
         }
         // the table's path was taken, for bounded strings too
         assertTrue(inText > 500 && bounded > 50, inText + " states in string text, " + bounded + " bounded");
+    }
+
+    private static final byte[][] TRICKY = trickyVocabulary();
+    private static final GuidedVocabulary TRICKY_VOCABULARY = GuidedVocabulary.of(TRICKY);
+
+    @Property(tries = 300)
+    void allowedIsTheBruteForceOnRandomStatesOfTheCorpus(@ForAll @IntRange(min = 0, max = 15) int schema,
+            @ForAll long seed, @ForAll @IntRange(min = 0, max = 2) int style, @ForAll @IntRange(min = 0, max = 999) int cut)
+            throws Exception {
+        int i = Math.min(schema, SchemaCorpus.ENTRIES.size() - 1);
+        JsonNode instance = new RandomInstances(SchemaCorpus.ENTRIES.get(i).schema(), seed).next();
+        String text = switch (style) {
+            case 0 -> JSON.writeValueAsString(instance);
+            case 1 -> JSON.writerWithDefaultPrettyPrinter().writeValueAsString(instance);
+            default -> JSON.writer().with(JsonWriteFeature.ESCAPE_NON_ASCII).writeValueAsString(instance);
+        };
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
+        // any cut, through escapes and characters too; the state may be dead where the matcher refuses a rewriting
+        MatchState s = Bytes.feed(JsonSchemaMatcher.compile(SchemaCorpus.ENTRIES.get(i).schema()).start(),
+                java.util.Arrays.copyOf(bytes, cut % (bytes.length + 1)));
+        if (s != null) {
+            assertEquals(bruteForce(TRICKY, s), TRICKY_VOCABULARY.allowed(s), SchemaCorpus.ENTRIES.get(i).name() + ": " + s);
+        }
     }
 
     @Test
