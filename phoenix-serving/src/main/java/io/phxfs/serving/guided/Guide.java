@@ -1,25 +1,26 @@
 package io.phxfs.serving.guided;
 
-import java.util.BitSet;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.IntConsumer;
 
 /**
  * One request's guided output: where its text stands in the schema's language, and the logits
  * mask that keeps it there. Each step rules out every token whose bytes cannot continue a value
  * of the schema; the ending tokens (EOS, the request's stop tokens) are allowed only once the
  * output is a whole value, and once nothing but whitespace could follow they are all that is
- * allowed. The allowed sets of recent states are kept (a string's interior is one state whatever
- * its text), so a long string costs one walk of the vocabulary, not one per token. Used by one
- * thread (the engine's) at a time.
+ * allowed. The allowed sets of recent states are kept ({@link TokenSet}s: a few hundred ids
+ * outside strings, a bitset inside), so that states that recur (a free string's interior is one
+ * state whatever its text) cost one lookup. Used by one thread (the engine's) at a time.
  */
 public final class Guide {
     private static final int CACHED_STATES = 64;
     private final GuidedVocabulary vocabulary;
-    private final Map<MatchState, BitSet> allowed = new LinkedHashMap<>(16, 0.75f, true) {
+    private final Map<MatchState, TokenSet> allowed = new LinkedHashMap<>(16, 0.75f, true) {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<MatchState, BitSet> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<MatchState, TokenSet> eldest) {
             return size() > CACHED_STATES;
         }
     };
@@ -43,26 +44,65 @@ public final class Guide {
      * @param ends the tokens that end the output (EOS and the request's stop tokens)
      */
     public void mask(float[] logits, Set<Integer> ends) {
-        BitSet ok = state.finished() ? new BitSet() : allowed.computeIfAbsent(state, vocabulary::allowed);
+        TokenSet ok = state.finished() ? TokenSet.EMPTY : allowed.computeIfAbsent(state, vocabulary::allowed);
+        // the ends are few: save their logits, mask as if they were not there, put them back where allowed
+        int[] endIds = new int[ends.size()];
+        float[] endLogits = new float[endIds.length];
+        int n = 0;
+        for (int id : ends) {
+            if (id >= 0 && id < logits.length) {
+                endIds[n] = id;
+                endLogits[n++] = logits[id];
+            }
+        }
+        GapMask gaps = new GapMask(logits);
+        ok.forEach(gaps);
+        gaps.finish();
+        boolean any = gaps.any;
         boolean endOk = state.accepting();
-        boolean any = false;
-        for (int id = 0; id < logits.length; id++) {
-            boolean keep = ok.get(id) || endOk && ends.contains(id);
-            if (!keep) {
-                logits[id] = Float.NEGATIVE_INFINITY;
-            } else if (logits[id] != Float.NEGATIVE_INFINITY) {
-                any = true;
+        if (endOk) {
+            for (int i = 0; i < n; i++) {
+                logits[endIds[i]] = endLogits[i];
+                any |= endLogits[i] != Float.NEGATIVE_INFINITY;
             }
         }
         if (!any && endOk) {
             // a whole value whose end tokens the other rules ruled out (min_tokens keeps them out):
             // end rather than emit a token that breaks the schema; a value not yet whole is left
             // with nothing allowed, which the sampler reports
-            for (int id : ends) {
-                if (id < logits.length) {
-                    logits[id] = 0;
-                }
+            for (int i = 0; i < n; i++) {
+                logits[endIds[i]] = 0;
             }
+        }
+    }
+
+    /**
+     * Rules out the logits between the allowed ids, which come in increasing order: each id
+     * costs one step, each gap one fill.
+     */
+    private static final class GapMask implements IntConsumer {
+        private final float[] logits;
+        private int next;
+        boolean any;
+
+        GapMask(float[] logits) {
+            this.logits = logits;
+        }
+
+        @Override
+        public void accept(int id) {
+            if (id >= logits.length) {
+                return; // the vocabulary may be wider than these logits
+            }
+            if (id > next) { // inside strings most ids follow one another: no gap
+                Arrays.fill(logits, next, id, Float.NEGATIVE_INFINITY);
+            }
+            any |= logits[id] != Float.NEGATIVE_INFINITY;
+            next = id + 1;
+        }
+
+        void finish() {
+            Arrays.fill(logits, next, logits.length, Float.NEGATIVE_INFINITY);
         }
     }
 

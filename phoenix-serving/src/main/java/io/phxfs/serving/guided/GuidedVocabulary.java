@@ -80,9 +80,9 @@ public final class GuidedVocabulary {
      * The tokens whose bytes a state accepts, each leading to a live state.
      *
      * @param state where the output is
-     * @return the allowed ids (a new set)
+     * @return the allowed ids
      */
-    public BitSet allowed(MatchState state) {
+    public TokenSet allowed(MatchState state) {
         int room = state.plainStringRoom();
         BitSet out;
         if (room >= 0) {
@@ -93,6 +93,6 @@ public final class GuidedVocabulary {
             out = new BitSet(size);
             all.walk(state, out);
         }
-        return out;
+        return TokenSet.of(out, size);
     }
 }

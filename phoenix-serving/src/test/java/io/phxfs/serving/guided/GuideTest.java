@@ -18,6 +18,7 @@ import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -90,7 +91,7 @@ class GuideTest {
                     brute.set(id);
                 }
             }
-            assertEquals(brute, v.allowed(s), which + " after \"" + p + "\"");
+            assertEquals(brute, v.allowed(s).toBitSet(), which + " after \"" + p + "\"");
             assertFalse(brute.isEmpty(), p);
         }
     }
@@ -135,6 +136,52 @@ class GuideTest {
             }
         }
         assertTrue(ended >= 30, which + ": " + ended + " of 40 guided runs ended within 300 tokens");
+    }
+
+    @Test
+    void theMaskKeepsTheAllowedTokensAndTheEndsOnlyWhereTheValueIsWhole() {
+        byte[][] tokens = GuidedVocabularyTest.trickyVocabulary();
+        GuidedVocabulary v = GuidedVocabulary.of(tokens);
+        JsonSchemaMatcher m = JsonSchemaMatcherTest.schema("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\","
+                + "\"maxLength\":4},\"kind\":{\"enum\":[\"red\",\"redder\"]}},\"required\":[\"name\"]}");
+        Set<Integer> ends = Set.of(0, 1, tokens.length + 3); // no bytes, empty bytes, past the logits
+        Random rnd = new Random(9);
+        int steps = 0;
+        int accepting = 0;
+        for (int run = 0; run < 60; run++) {
+            Guide g = new Guide(v, m);
+            MatchState s = m.start();
+            for (int step = 0; step < 40; step++, steps++) {
+                float[] logits = new float[tokens.length];
+                for (int i = 0; i < logits.length; i++) {
+                    logits[i] = rnd.nextInt(8) == 0 ? Float.NEGATIVE_INFINITY : (float) rnd.nextGaussian();
+                }
+                float[] before = logits.clone();
+                g.mask(logits, ends);
+                assertEquals(s.finished(), g.finished());
+                TokenSet ok = s.finished() ? TokenSet.EMPTY : v.allowed(s);
+                boolean any = false;
+                for (int id = 0; id < logits.length; id++) {
+                    boolean keep = ok.contains(id) || s.accepting() && ends.contains(id);
+                    any |= keep && before[id] != Float.NEGATIVE_INFINITY;
+                }
+                for (int id = 0; id < logits.length; id++) {
+                    boolean keep = ok.contains(id) || s.accepting() && ends.contains(id);
+                    // a whole value with nothing left to choose ends (the ends at 0); one not whole is left
+                    // with nothing, which the sampler reports
+                    float expected = !any && s.accepting() && ends.contains(id) ? 0 : keep ? before[id] : Float.NEGATIVE_INFINITY;
+                    assertEquals(expected, logits[id], "token " + id + " after " + s);
+                }
+                accepting += s.accepting() ? 1 : 0;
+                int id = argmax(logits);
+                if (ends.contains(id)) {
+                    break;
+                }
+                g.advance(id);
+                s = Bytes.feed(s, tokens[id]);
+            }
+        }
+        assertTrue(accepting > 10 && steps > 300, accepting + " accepting states in " + steps + " steps");
     }
 
     private static int argmax(float[] x) {

@@ -107,7 +107,7 @@ class GuidedVocabularyTest {
         int inText = 0;
         int bounded = 0;
         for (MatchState s : corpusStates(25, 40)) {
-            assertEquals(bruteForce(tokens, s), v.allowed(s), s.toString());
+            assertEquals(bruteForce(tokens, s), v.allowed(s).toBitSet(), s.toString());
             int room = s.plainStringRoom();
             inText += room >= 0 ? 1 : 0;
             bounded += room >= 0 && room < Integer.MAX_VALUE ? 1 : 0;
@@ -135,7 +135,7 @@ class GuidedVocabularyTest {
         MatchState s = Bytes.feed(JsonSchemaMatcher.compile(SchemaCorpus.ENTRIES.get(i).schema()).start(),
                 java.util.Arrays.copyOf(bytes, cut % (bytes.length + 1)));
         if (s != null) {
-            assertEquals(bruteForce(TRICKY, s), TRICKY_VOCABULARY.allowed(s), SchemaCorpus.ENTRIES.get(i).name() + ": " + s);
+            assertEquals(bruteForce(TRICKY, s), TRICKY_VOCABULARY.allowed(s).toBitSet(), SchemaCorpus.ENTRIES.get(i).name() + ": " + s);
         }
     }
 
@@ -161,14 +161,14 @@ class GuidedVocabularyTest {
             for (int k = 1; k < c.length; k++) {
                 MatchState s = Bytes.feed(m, c[k]);
                 assertNotNull(s, c[0] + " after " + c[k]);
-                assertEquals(bruteForce(tokens, s), v.allowed(s), c[0] + " after " + c[k]);
+                assertEquals(bruteForce(tokens, s), v.allowed(s).toBitSet(), c[0] + " after " + c[k]);
                 // and cut inside the last character: a partial UTF-8 state at the start of the token
                 byte[] b = c[k].getBytes(StandardCharsets.UTF_8);
                 if (b[b.length - 1] < 0) {
                     MatchState partial = Bytes.feed(m.start(), java.util.Arrays.copyOf(b, b.length - 1));
                     assertNotNull(partial, c[k]);
                     assertEquals(-1, partial.plainStringRoom(), c[k]);
-                    assertEquals(bruteForce(tokens, partial), v.allowed(partial), c[0] + " inside the last character of " + c[k]);
+                    assertEquals(bruteForce(tokens, partial), v.allowed(partial).toBitSet(), c[0] + " inside the last character of " + c[k]);
                 }
             }
         }
@@ -185,7 +185,7 @@ class GuidedVocabularyTest {
             GuidedVocabulary v = GuidedVocabulary.of(tokens);
             int inText = 0;
             for (MatchState s : corpusStates(3, 6)) {
-                assertEquals(bruteForce(tokens, s), v.allowed(s), fixture + ": " + s);
+                assertEquals(bruteForce(tokens, s), v.allowed(s).toBitSet(), fixture + ": " + s);
                 inText += s.plainStringRoom() >= 0 ? 1 : 0;
             }
             assertTrue(inText > 20, inText + " states in string text");
