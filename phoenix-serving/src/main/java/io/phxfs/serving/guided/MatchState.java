@@ -10,6 +10,13 @@ import java.util.Arrays;
  * and can key a cache of token masks.
  */
 public final class MatchState {
+    /**
+     * The most configurations a state may hold. Each byte costs a step of every configuration, and
+     * a schema whose alternatives start alike and nest ({@code anyOf} of arrays of the same
+     * {@code anyOf}...) doubles them at every level; past this many, a decode step would cost
+     * seconds, so the output is refused rather than guided slowly.
+     */
+    public static final int MAX_ALTERNATIVES = 1024;
     private static final byte UNKNOWN = 0;
     private static final byte NO = 1;
     private static final byte YES = 2;
@@ -45,6 +52,8 @@ public final class MatchState {
      * @return the state after it, or null when no output matching the schema starts with the bytes
      *         so far followed by {@code b}
      * @throws IllegalArgumentException for a value outside 0..255
+     * @throws IllegalStateException when more than {@link #MAX_ALTERNATIVES} configurations would
+     *         be live after it: the schema is too ambiguous to guide
      */
     public MatchState advance(int b) {
         if ((b & ~0xFF) != 0) {
@@ -56,6 +65,11 @@ public final class MatchState {
         }
         if (out.size() == 0) {
             return null;
+        }
+        if (out.size() > MAX_ALTERNATIVES) {
+            throw new IllegalStateException("the schema is too ambiguous to guide: after this output " + out.size()
+                    + " readings of it are live at once, more than " + MAX_ALTERNATIVES
+                    + " (alternatives that start alike nest: anyOf, type lists, optional properties)");
         }
         return out.sameAs(configs) ? this : new MatchState(out.toArray());
     }

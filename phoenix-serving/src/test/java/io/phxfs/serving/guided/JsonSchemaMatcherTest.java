@@ -212,6 +212,26 @@ class JsonSchemaMatcherTest {
     }
 
     @Test
+    void tooManyLiveAlternativesAreRefusedWithAClearMessage() {
+        // two alike branches at every level: each "[" doubles the readings of the output
+        JsonSchemaMatcher m = schema("{\"anyOf\":[{\"type\":\"array\",\"items\":{\"$ref\":\"#\"}},"
+                + "{\"type\":\"array\",\"items\":{\"$ref\":\"#\"},\"maxItems\":5}]}");
+        MatchState s = feed(m, "[".repeat(10));
+        assertNotNull(s, "2^10 = 1024 readings are still guided");
+        assertTrue(accepts(m, "[".repeat(10) + "]".repeat(10)));
+        MatchState at = s;
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> at.advance('['));
+        assertTrue(e.getMessage().contains("too ambiguous to guide") && e.getMessage().contains("2048")
+                && e.getMessage().contains("1024"), e.getMessage());
+        // the vocabulary's walk and the guide pass it on: the engine fails that request only
+        GuidedVocabulary v = GuidedVocabulary.of(new byte[][] {utf8("["), utf8("]"), utf8("[[")});
+        assertThrows(IllegalStateException.class, () -> v.allowed(at));
+        // a deep value whose schema is not ambiguous stays one reading
+        JsonSchemaMatcher tree = schema("{\"type\":\"array\",\"items\":{\"$ref\":\"#\"}}");
+        assertTrue(accepts(tree, "[".repeat(3000) + "]".repeat(3000)));
+    }
+
+    @Test
     void recursiveSchemasThroughDefsAndTheRoot() {
         JsonSchemaMatcher tree = schema("""
                 {"$defs":{"node":{"type":"object","properties":{"value":{"type":"integer"},
