@@ -24,7 +24,7 @@ final class SchemaCompiler {
             "array");
     /** Keywords that constrain a value (as opposed to annotations and the combinators). */
     private static final List<String> CONSTRAINTS = List.of("type", "properties", "required", "additionalProperties",
-            "enum", "const", "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength");
+            "enum", "const", "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "format");
 
     private final JsonNode root;
     private final Map<String, SchemaNode> byPointer = new HashMap<>();
@@ -77,6 +77,9 @@ final class SchemaCompiler {
             throw new UnsupportedSchemaException(p, "nullable", "it must be true or false");
         }
         boolean nullable = nullableNode != null && nullableNode.booleanValue();
+        if (schema.has("format")) {
+            format(schema, p); // an unknown format is refused whatever the type: int32's range is a constraint too
+        }
         if (nullable) {
             node.addShape(LiteralSet.NULL);
         }
@@ -225,7 +228,7 @@ final class SchemaCompiler {
             if (schema.has("items") || schema.has("prefixItems") || schema.has("minItems") || schema.has("maxItems")) {
                 types.add("array");
             }
-            if (schema.has("minLength") || schema.has("maxLength")) {
+            if (schema.has("minLength") || schema.has("maxLength") || schema.has("format")) {
                 types.add("string");
             }
             return List.copyOf(types);
@@ -251,6 +254,9 @@ final class SchemaCompiler {
     private ValueShape shape(String type, JsonNode schema, String p) {
         return switch (type) {
             case "string" -> {
+                if (schema.has("format")) {
+                    yield formatted(schema, p);
+                }
                 int min = count(schema, "minLength", p, 0);
                 int max = count(schema, "maxLength", p, StringShape.UNBOUNDED);
                 yield min == 0 && max == StringShape.UNBOUNDED ? StringShape.ANY : new StringShape(min, max, null);
@@ -262,6 +268,25 @@ final class SchemaCompiler {
             case "object" -> object(schema, p);
             default -> array(schema, p);
         };
+    }
+
+    private static StringFormat format(JsonNode schema, String p) {
+        JsonNode f = schema.get("format");
+        StringFormat format = f.isTextual() ? StringFormat.of(f.textValue()) : null;
+        if (format == null) {
+            throw new UnsupportedSchemaException(p, "format", "only the formats date, time, date-time and uuid are enforced, not " + f);
+        }
+        return format;
+    }
+
+    private static FormatShape formatted(JsonNode schema, String p) {
+        StringFormat format = format(schema, p);
+        for (String k : List.of("minLength", "maxLength")) {
+            if (schema.has(k)) {
+                throw new UnsupportedSchemaException(p, k, "it stands beside format, whose strings have their own lengths");
+            }
+        }
+        return new FormatShape(format);
     }
 
     private static int count(JsonNode schema, String keyword, String p, int absent) {

@@ -13,19 +13,19 @@ final class SchemaKeywords {
     /** Enforced by the compiler. */
     static final Set<String> ENFORCED = Set.of("type", "properties", "required", "additionalProperties", "enum",
             "const", "anyOf", "oneOf", "allOf", "$ref", "items", "prefixItems", "minItems", "maxItems", "minLength",
-            "maxLength", "nullable");
+            "maxLength", "nullable", "format");
 
     /**
-     * Constrain nothing: annotations, and the containers of definitions (compiled where a
+     * Constrain nothing: annotations ({@code example} is OpenAPI's; {@code x-} extensions are
+     * accepted by their prefix), and the containers of definitions (compiled where a
      * {@code $ref} uses them). {@code discriminator} is OpenAPI's hint for a {@code oneOf} whose
      * branches carry distinct constant tags, which the branches themselves enforce.
      */
-    static final Set<String> IGNORED = Set.of("title", "description", "default", "examples", "$schema", "$id",
+    static final Set<String> IGNORED = Set.of("title", "description", "default", "examples", "example", "$schema", "$id",
             "$comment", "deprecated", "readOnly", "writeOnly", "strict", "discriminator", "$defs", "definitions");
 
     private static final Map<String, String> REFUSED = Map.ofEntries(
             Map.entry("pattern", "strings matching a regular expression are not enforced"),
-            Map.entry("format", "string formats are not enforced"),
             Map.entry("minimum", "numeric bounds are not enforced"),
             Map.entry("maximum", "numeric bounds are not enforced"),
             Map.entry("exclusiveMinimum", "numeric bounds are not enforced"),
@@ -67,7 +67,8 @@ final class SchemaKeywords {
      * @throws UnsupportedSchemaException for any other
      */
     static void check(String pointer, String keyword) {
-        if (ENFORCED.contains(keyword) || IGNORED.contains(keyword)) {
+        // x-*: vendor extensions (OpenAPI's), annotations by definition
+        if (ENFORCED.contains(keyword) || IGNORED.contains(keyword) || keyword.startsWith("x-")) {
             return;
         }
         String why = REFUSED.get(keyword);

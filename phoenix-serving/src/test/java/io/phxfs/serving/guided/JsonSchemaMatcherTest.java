@@ -232,6 +232,60 @@ class JsonSchemaMatcherTest {
     }
 
     @Test
+    void datesTimesAndUuidsAreTheirFormats() {
+        JsonSchemaMatcher date = schema("{\"type\":\"string\",\"format\":\"date\"}");
+        for (String ok : new String[] {"2024-02-29", "2000-02-29", "2023-12-31", "0001-01-01", "1999-04-30"}) {
+            assertTrue(accepts(date, "\"" + ok + "\""), ok);
+        }
+        for (String bad : new String[] {"2023-02-29", "1900-02-29", "2023-04-31", "2023-13-01", "2023-00-10", "2023-01-00",
+            "2023-01-32", "2023-1-01", "20230101", "2023-01-01T", "2023-01-0", ""}) {
+            assertFalse(accepts(date, "\"" + bad + "\""), bad);
+        }
+        // every day of some years, and the days around them, as java.time's calendar has them
+        for (int year : new int[] {0, 4, 100, 1900, 2000, 2023, 2024, 9999}) {
+            for (int month = 0; month <= 13; month++) {
+                for (int day = 0; day <= 32; day++) {
+                    String text = String.format("%04d-%02d-%02d", year, month, day);
+                    boolean exists;
+                    try {
+                        java.time.LocalDate.parse(text);
+                        exists = true;
+                    } catch (java.time.format.DateTimeParseException e) {
+                        exists = false;
+                    }
+                    assertEquals(exists, accepts(date, "\"" + text + "\""), text);
+                }
+            }
+        }
+        assertNull(feed(date, "\"2023-02-3"), "no day of February starts with 3");
+        assertNotNull(feed(date, "\"2023-04-3"));
+        assertNull(feed(date, "\"2023-04-31"));
+
+        JsonSchemaMatcher time = schema("{\"type\":\"string\",\"format\":\"time\"}");
+        for (String ok : new String[] {"00:00:00Z", "23:59:59+01:00", "12:30:05.123Z", "08:00:00.123456789-18:00", "01:02:03+17:59"}) {
+            assertTrue(accepts(time, "\"" + ok + "\""), ok);
+        }
+        for (String bad : new String[] {"24:00:00Z", "12:60:00Z", "12:00:60Z", "12:00:00", "12:00Z", "12:00:00+1:00",
+            "12:00:00+24:00", "12:00:00+18:01", "12:00:00-19:00", "12:00:00.Z", "12:00:00.1234567890Z", "12:00:00z"}) {
+            assertFalse(accepts(time, "\"" + bad + "\""), bad);
+        }
+
+        JsonSchemaMatcher dateTime = schema("{\"type\":[\"string\",\"null\"],\"format\":\"date-time\"}");
+        assertTrue(accepts(dateTime, "\"2024-02-29T23:59:59.5+05:30\""));
+        assertTrue(accepts(dateTime, "null"));
+        assertFalse(accepts(dateTime, "\"2024-02-29 23:59:59Z\""));
+        assertFalse(accepts(dateTime, "\"2024-02-29\""));
+
+        JsonSchemaMatcher uuid = schema("{\"format\":\"uuid\"}");
+        assertTrue(accepts(uuid, "\"123e4567-e89b-12d3-A456-426614174000\""));
+        assertFalse(accepts(uuid, "\"123e4567e89b12d3a456426614174000\""));
+        assertFalse(accepts(uuid, "\"123e4567-e89b-12d3-a456-42661417400g\""));
+        assertFalse(accepts(uuid, "1"), "a format without a type makes a string");
+        // a format on another type is about strings only
+        assertTrue(accepts(schema("{\"type\":\"integer\",\"format\":\"date\"}"), "12"));
+    }
+
+    @Test
     void recursiveSchemasThroughDefsAndTheRoot() {
         JsonSchemaMatcher tree = schema("""
                 {"$defs":{"node":{"type":"object","properties":{"value":{"type":"integer"},
@@ -299,7 +353,9 @@ class JsonSchemaMatcherTest {
         return Stream.of(
                 Arguments.of("{\"type\":\"object\",\"properties\":{\"age\":{\"type\":\"integer\",\"minimum\":0}}}", "/properties/age", "minimum"),
                 Arguments.of("{\"type\":\"string\",\"pattern\":\"^a$\"}", "", "pattern"),
-                Arguments.of("{\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"date\"}}}", "/properties/d", "format"),
+                Arguments.of("{\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"email\"}}}", "/properties/d", "format"),
+                Arguments.of("{\"type\":\"integer\",\"format\":\"int32\"}", "", "format"),
+                Arguments.of("{\"type\":\"string\",\"format\":\"date\",\"maxLength\":8}", "", "maxLength"),
                 Arguments.of("{\"type\":\"number\",\"maximum\":3}", "", "maximum"),
                 Arguments.of("{\"type\":\"number\",\"exclusiveMinimum\":3}", "", "exclusiveMinimum"),
                 Arguments.of("{\"type\":\"number\",\"exclusiveMaximum\":3}", "", "exclusiveMaximum"),
@@ -321,7 +377,7 @@ class JsonSchemaMatcherTest {
                 Arguments.of("{\"allOf\":[{\"type\":\"object\"},{\"required\":[\"a\"]}]}", "", "allOf"),
                 Arguments.of("{\"type\":\"object\",\"anyOf\":[{}]}", "", "type"),
                 Arguments.of("{\"$defs\":{\"a\":{\"anyOf\":[{\"$ref\":\"#/$defs/a\"},{\"type\":\"null\"}]}},\"$ref\":\"#/$defs/a\"}", "/$defs/a", "$ref"),
-                Arguments.of("{\"type\":\"object\",\"properties\":{\"a~/b\":{\"x-unknown\":1}}}", "/properties/a~0~1b", "x-unknown"),
+                Arguments.of("{\"type\":\"object\",\"properties\":{\"a~/b\":{\"xunknown\":1}}}", "/properties/a~0~1b", "xunknown"),
                 Arguments.of("{\"type\":\"object\",\"required\":[\"a\"]}", "", "required"),
                 Arguments.of("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}]}", "", "items"),
                 Arguments.of("{\"type\":\"strung\"}", "", "type"),
@@ -345,7 +401,8 @@ class JsonSchemaMatcherTest {
         JsonSchemaMatcher m = schema("""
                 {"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"urn:x","$comment":"c","title":"T",
                  "description":"d","default":{},"examples":[{}],"deprecated":false,"readOnly":false,"writeOnly":false,
-                 "strict":true,"type":"object","properties":{"a":{"type":"string","title":"A"}},"required":["a"]}""");
+                 "strict":true,"type":"object","properties":{"a":{"type":"string","title":"A","example":"x",
+                 "x-order":1,"x-vendor":{"minimum":3}}},"required":["a"],"x-generator":"openapi"}""");
         assertTrue(accepts(m, "{\"a\":\"x\"}"));
     }
 

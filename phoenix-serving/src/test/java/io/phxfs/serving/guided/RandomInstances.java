@@ -99,7 +99,8 @@ final class RandomInstances {
             return any(depth);
         }
         return switch (types.get(rnd.nextInt(types.size()))) {
-            case "string" -> F.textNode(string(s.path("minLength").asInt(0), s.path("maxLength").asInt(Integer.MAX_VALUE)));
+            case "string" -> F.textNode(s.has("format") ? formatted(s.get("format").textValue())
+                    : string(s.path("minLength").asInt(0), s.path("maxLength").asInt(Integer.MAX_VALUE)));
             case "integer" -> integer();
             case "number" -> number();
             case "boolean" -> F.booleanNode(rnd.nextBoolean());
@@ -124,7 +125,7 @@ final class RandomInstances {
             if (s.has("items") || s.has("prefixItems") || s.has("minItems") || s.has("maxItems")) {
                 out.add("array");
             }
-            if (s.has("minLength") || s.has("maxLength")) {
+            if (s.has("minLength") || s.has("maxLength") || s.has("format")) {
                 out.add("string");
             }
         } else if (t.isArray()) {
@@ -142,6 +143,48 @@ final class RandomInstances {
             sb.append(rnd.nextInt(3) == 0 ? CHARS[rnd.nextInt(CHARS.length)] : String.valueOf((char) ('a' + rnd.nextInt(26))));
         }
         return sb.toString();
+    }
+
+    /** A string of an RFC 3339 or RFC 4122 format, from java.time's calendar (not the matcher's). */
+    private String formatted(String format) {
+        return switch (format) {
+            case "date" -> date();
+            case "time" -> time();
+            case "date-time" -> date() + "T" + time();
+            case "uuid" -> {
+                StringBuilder u = new StringBuilder(new java.util.UUID(rnd.nextLong(), rnd.nextLong()).toString());
+                for (int i = 0; i < u.length(); i++) {
+                    u.setCharAt(i, rnd.nextBoolean() ? Character.toUpperCase(u.charAt(i)) : u.charAt(i));
+                }
+                yield u.toString();
+            }
+            default -> throw new IllegalArgumentException(format);
+        };
+    }
+
+    private String date() {
+        int year = rnd.nextInt(4) == 0 ? new int[] {0, 1, 1900, 2000, 2024, 9999}[rnd.nextInt(6)] : rnd.nextInt(10_000);
+        java.time.YearMonth ym = java.time.YearMonth.of(year, 1 + rnd.nextInt(12));
+        int day = rnd.nextBoolean() ? ym.lengthOfMonth() : 1 + rnd.nextInt(ym.lengthOfMonth());
+        return String.format("%04d-%02d-%02d", year, ym.getMonthValue(), day);
+    }
+
+    private String time() {
+        StringBuilder t = new StringBuilder(String.format("%02d:%02d:%02d", rnd.nextInt(24), rnd.nextInt(60), rnd.nextInt(60)));
+        if (rnd.nextBoolean()) {
+            t.append('.');
+            for (int i = 1 + rnd.nextInt(9); i > 0; i--) {
+                t.append((char) ('0' + rnd.nextInt(10)));
+            }
+        }
+        if (rnd.nextBoolean()) {
+            t.append('Z');
+        } else {
+            // java.time's offsets, the validator's: within 18:00
+            int minutes = rnd.nextInt(18 * 60 + 1);
+            t.append(rnd.nextBoolean() ? '+' : '-').append(String.format("%02d:%02d", minutes / 60, minutes % 60));
+        }
+        return t.toString();
     }
 
     private JsonNode integer() {

@@ -166,7 +166,13 @@ final class SchemaCorpus {
             entry("const object and definitions", """
                     {"definitions":{"v":{"const":{"version":[1,2],"ok":true}}},
                      "type":"object","properties":{"v":{"$ref":"#/definitions/v"},"s":{"type":"string","nullable":true}},
-                     "required":["v"]}"""));
+                     "required":["v"]}"""),
+            entry("formats", """
+                    {"type":"object","properties":{"day":{"type":"string","format":"date"},
+                      "at":{"type":"string","format":"date-time"},"t":{"type":["string","null"],"format":"time"},
+                      "id":{"type":"string","format":"uuid","x-note":"OpenAPI extension","example":"x"},
+                      "ids":{"type":"array","items":{"format":"uuid"},"maxItems":2}},
+                     "required":["day","at","id"]}"""));
 
     private static Entry entry(String name, String json) {
         try {
