@@ -24,7 +24,9 @@ final class SchemaCompiler {
             "array");
     /** Keywords that constrain a value (as opposed to annotations and the combinators). */
     private static final List<String> CONSTRAINTS = List.of("type", "properties", "required", "additionalProperties",
-            "enum", "const", "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "format");
+            "enum", "const", "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "format",
+            "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
+    private static final List<String> BOUNDS = List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
 
     private final JsonNode root;
     private final Map<String, SchemaNode> byPointer = new HashMap<>();
@@ -89,7 +91,13 @@ final class SchemaCompiler {
         } else if (schema.has("enum") || schema.has("const")) {
             literals(node, schema, p);
         } else {
-            for (String type : types(schema, p)) {
+            List<String> types = types(schema, p);
+            for (String bound : BOUNDS) {
+                if (schema.has(bound) && (!types.contains("integer") || types.contains("number"))) {
+                    throw new UnsupportedSchemaException(p, bound, "numeric bounds are enforced on integers only (type integer)");
+                }
+            }
+            for (String type : types) {
                 ValueShape shape = shape(type, schema, p);
                 if (shape != null) {
                     node.addShape(shape);
@@ -262,7 +270,7 @@ final class SchemaCompiler {
                 yield min == 0 && max == StringShape.UNBOUNDED ? StringShape.ANY : new StringShape(min, max, null);
             }
             case "number" -> NumberShape.NUMBER;
-            case "integer" -> NumberShape.INTEGER;
+            case "integer" -> BOUNDS.stream().anyMatch(schema::has) ? IntegerBounds.of(schema, p) : NumberShape.INTEGER;
             case "boolean" -> LiteralSet.BOOLEAN;
             case "null" -> LiteralSet.NULL;
             case "object" -> object(schema, p);

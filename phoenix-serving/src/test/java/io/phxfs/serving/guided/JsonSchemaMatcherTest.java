@@ -286,6 +286,46 @@ class JsonSchemaMatcherTest {
     }
 
     @Test
+    void integerBoundsAreReadDigitByDigit() {
+        long[][] ranges = {{-5, 120}, {1, 1}, {-20, -10}, {0, 0}, {7, 7000}, {-1000, -999}, {-3, 3}, {100, 199}, {-9, 9000}};
+        java.util.List<String> candidates = new java.util.ArrayList<>();
+        for (int v = -12_000; v <= 12_000; v++) {
+            candidates.add(Integer.toString(v));
+        }
+        candidates.addAll(java.util.List.of("-0", "00", "01", "-01", "1.0", "1e2", "-", ""));
+        for (long[] r : ranges) {
+            JsonSchemaMatcher m = schema("{\"type\":\"integer\",\"minimum\":" + r[0] + ",\"maximum\":" + r[1] + "}");
+            java.util.Set<String> prefixes = new java.util.HashSet<>();
+            for (long v = r[0]; v <= r[1]; v++) {
+                String text = Long.toString(v);
+                for (int k = 1; k <= text.length(); k++) {
+                    prefixes.add(text.substring(0, k));
+                }
+            }
+            for (String c : candidates) {
+                boolean inRange = !c.equals("-0") && c.matches("-?(0|[1-9][0-9]*)") && Long.parseLong(c) >= r[0]
+                        && Long.parseLong(c) <= r[1];
+                assertEquals(inRange, accepts(m, c), c + " in " + r[0] + ".." + r[1]);
+                // live exactly where some integer of the range begins so
+                assertEquals(prefixes.contains(c), !c.isEmpty() && feed(m, c) != null, "prefix " + c + " of " + r[0] + ".." + r[1]);
+            }
+        }
+        JsonSchemaMatcher exclusive = schema("{\"type\":[\"integer\",\"null\"],\"exclusiveMinimum\":0,\"exclusiveMaximum\":2.5}");
+        assertFalse(accepts(exclusive, "0"));
+        assertTrue(accepts(exclusive, "1") && accepts(exclusive, "2") && accepts(exclusive, "null"));
+        assertFalse(accepts(exclusive, "3"));
+        JsonSchemaMatcher big = schema("{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":1e6}}");
+        assertTrue(accepts(big, "[1000000, 9223372036854775807]"));
+        assertFalse(accepts(big, "[999999]"));
+        assertNotNull(feed(big, "[9"), "9,000,000 is still ahead");
+        assertFalse(accepts(big, "[92233720368547758070]"), "past the longs");
+        // bounds that leave nothing: no integer, the other types stay
+        JsonSchemaMatcher none = schema("{\"type\":[\"integer\",\"string\"],\"minimum\":5,\"maximum\":4}");
+        assertNull(feed(none, "5"));
+        assertTrue(accepts(none, "\"s\""));
+    }
+
+    @Test
     void recursiveSchemasThroughDefsAndTheRoot() {
         JsonSchemaMatcher tree = schema("""
                 {"$defs":{"node":{"type":"object","properties":{"value":{"type":"integer"},
@@ -351,7 +391,10 @@ class JsonSchemaMatcherTest {
 
     static Stream<Arguments> refusedSchemas() {
         return Stream.of(
-                Arguments.of("{\"type\":\"object\",\"properties\":{\"age\":{\"type\":\"integer\",\"minimum\":0}}}", "/properties/age", "minimum"),
+                Arguments.of("{\"type\":\"object\",\"properties\":{\"age\":{\"type\":\"number\",\"minimum\":0}}}", "/properties/age", "minimum"),
+                Arguments.of("{\"minimum\":0}", "", "minimum"),
+                Arguments.of("{\"type\":[\"integer\",\"number\"],\"maximum\":0}", "", "maximum"),
+                Arguments.of("{\"type\":\"integer\",\"exclusiveMinimum\":true,\"minimum\":1}", "", "exclusiveMinimum"),
                 Arguments.of("{\"type\":\"string\",\"pattern\":\"^a$\"}", "", "pattern"),
                 Arguments.of("{\"properties\":{\"d\":{\"type\":\"string\",\"format\":\"email\"}}}", "/properties/d", "format"),
                 Arguments.of("{\"type\":\"integer\",\"format\":\"int32\"}", "", "format"),
@@ -382,7 +425,7 @@ class JsonSchemaMatcherTest {
                 Arguments.of("{\"type\":\"array\",\"items\":[{\"type\":\"string\"}]}", "", "items"),
                 Arguments.of("{\"type\":\"strung\"}", "", "type"),
                 Arguments.of("{\"enum\":[\"a\",\"b\"],\"maxLength\":1}", "", "maxLength"),
-                Arguments.of("{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"integer\",\"minimum\":1}]}", "/anyOf/1", "minimum"));
+                Arguments.of("{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"number\",\"minimum\":1}]}", "/anyOf/1", "minimum"));
     }
 
     @ParameterizedTest

@@ -101,7 +101,8 @@ final class RandomInstances {
         return switch (types.get(rnd.nextInt(types.size()))) {
             case "string" -> F.textNode(s.has("format") ? formatted(s.get("format").textValue())
                     : string(s.path("minLength").asInt(0), s.path("maxLength").asInt(Integer.MAX_VALUE)));
-            case "integer" -> integer();
+            case "integer" -> s.has("minimum") || s.has("maximum") || s.has("exclusiveMinimum") || s.has("exclusiveMaximum")
+                    ? boundedInteger(s) : integer();
             case "number" -> number();
             case "boolean" -> F.booleanNode(rnd.nextBoolean());
             case "null" -> F.nullNode();
@@ -185,6 +186,31 @@ final class RandomInstances {
             t.append(rnd.nextBoolean() ? '+' : '-').append(String.format("%02d:%02d", minutes / 60, minutes % 60));
         }
         return t.toString();
+    }
+
+    /** An integer within the schema's bounds, often at them. */
+    private JsonNode boundedInteger(JsonNode s) {
+        long lo = Long.MIN_VALUE / 2;
+        long hi = Long.MAX_VALUE / 2;
+        if (s.has("minimum")) {
+            lo = Math.max(lo, (long) Math.ceil(s.get("minimum").doubleValue()));
+        }
+        if (s.has("exclusiveMinimum")) {
+            lo = Math.max(lo, (long) Math.floor(s.get("exclusiveMinimum").doubleValue()) + 1);
+        }
+        if (s.has("maximum")) {
+            hi = Math.min(hi, (long) Math.floor(s.get("maximum").doubleValue()));
+        }
+        if (s.has("exclusiveMaximum")) {
+            hi = Math.min(hi, (long) Math.ceil(s.get("exclusiveMaximum").doubleValue()) - 1);
+        }
+        long span = hi - lo;
+        return F.numberNode(switch (rnd.nextInt(4)) {
+            case 0 -> lo;
+            case 1 -> hi;
+            case 2 -> lo + Math.floorMod(rnd.nextLong(), Math.min(span, 1000) + 1);
+            default -> lo + Math.floorMod(rnd.nextLong(), span + 1);
+        });
     }
 
     private JsonNode integer() {

@@ -172,7 +172,13 @@ final class SchemaCorpus {
                       "at":{"type":"string","format":"date-time"},"t":{"type":["string","null"],"format":"time"},
                       "id":{"type":"string","format":"uuid","x-note":"OpenAPI extension","example":"x"},
                       "ids":{"type":"array","items":{"format":"uuid"},"maxItems":2}},
-                     "required":["day","at","id"]}"""));
+                     "required":["day","at","id"]}"""),
+            entry("integer bounds", """
+                    {"type":"object","properties":{"age":{"type":"integer","minimum":0,"maximum":130},
+                      "delta":{"type":["integer","null"],"exclusiveMinimum":-50,"exclusiveMaximum":50.5},
+                      "big":{"type":"integer","minimum":1000000},"neg":{"type":"integer","maximum":-10},
+                      "choice":{"anyOf":[{"type":"integer","minimum":100,"maximum":199},{"type":"integer","minimum":150,"maximum":2500}]}},
+                     "required":["age","big"]}"""));
 
     private static Entry entry(String name, String json) {
         try {
