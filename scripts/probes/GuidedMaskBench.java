@@ -158,7 +158,7 @@ public class GuidedMaskBench {
             System.out.println("| state (bytes so far) | allowed tokens | one walk of the vocabulary (median of 15) |");
             System.out.println("|---|---|---|");
             JsonSchemaMatcher m = JsonSchemaMatcher.compile(schema);
-            for (int warm = 0; warm < 3; warm++) {
+            for (int warm = 0; warm < 8; warm++) { // the JIT compiles the walk's paths in the first rounds
                 for (String p : prefixes) {
                     MatchState s = m.start();
                     for (byte b : p.getBytes(StandardCharsets.UTF_8)) {
@@ -171,7 +171,7 @@ public class GuidedMaskBench {
                         allowed = v.allowed(s);
                         ms[r] = (System.nanoTime() - t) / 1e6;
                     }
-                    if (warm == 2) {
+                    if (warm == 7) {
                         System.out.printf("| `%s` | %d | %.2f ms |%n", p.length() > 40 ? "..." + p.substring(p.length() - 37) : p,
                                 count(allowed), median(ms));
                     }

@@ -37,7 +37,14 @@ public final class TokenSet {
         int n = bits.cardinality();
         // an id costs 32 bits as an int; the bitset, one bit per id of the universe
         if ((long) n * Integer.SIZE <= Math.max(universe, bits.length())) {
-            return n == 0 ? EMPTY : new TokenSet(bits.stream().toArray(), null, n);
+            if (n == 0) {
+                return EMPTY;
+            }
+            int[] ids = new int[n];
+            for (int i = 0, id = bits.nextSetBit(0); id >= 0; id = bits.nextSetBit(id + 1)) {
+                ids[i++] = id;
+            }
+            return new TokenSet(ids, null, n);
         }
         return new TokenSet(null, bits, n);
     }
