@@ -12,8 +12,9 @@ import java.util.Objects;
  * whitespace between tokens (each run at most 64 bytes), numbers of at most 32 bytes, object
  * properties in the order the schema lists them, no properties beyond the declared ones unless
  * {@code additionalProperties} allows them, enum and const values written as their compact JSON.
- * Keywords it cannot enforce ({@code pattern}, {@code minimum}, ...) make {@link #compile} throw
- * rather than be ignored.
+ * Formats {@code date}, {@code time}, {@code date-time} and {@code uuid} and bounds on integers are
+ * enforced byte by byte; keywords it cannot enforce ({@code pattern}, {@code multipleOf}, bounds
+ * on other numbers, ...) make {@link #compile} throw rather than be ignored.
  *
  * <p>A matcher is immutable and may be shared between threads and requests.
  */
