@@ -44,7 +44,7 @@ public final class Guide {
      * @param ends the tokens that end the output (EOS and the request's stop tokens)
      */
     public void mask(float[] logits, Set<Integer> ends) {
-        TokenSet ok = state.finished() ? TokenSet.EMPTY : allowed.computeIfAbsent(state, vocabulary::allowed);
+        TokenSet ok = state.finished() ? TokenSet.EMPTY : allowedNow();
         // the ends are few: save their logits, mask as if they were not there, put them back where allowed
         int[] endIds = new int[ends.size()];
         float[] endLogits = new float[endIds.length];
@@ -74,6 +74,27 @@ public final class Guide {
                 logits[endIds[i]] = 0;
             }
         }
+    }
+
+    /** The current state's allowed set, from the cache where it is worth keeping there. */
+    private TokenSet allowedNow() {
+        TokenSet ok = allowed.get(state);
+        if (ok == null) {
+            ok = vocabulary.allowed(state);
+            // a bounded string's positions are a new state at every character and take the
+            // plain-text table's fast path: kept, their full-width sets would crowd the cache
+            // (and its memory) with entries used once
+            int room = state.plainStringRoom();
+            if (room < 0 || room == Integer.MAX_VALUE) {
+                allowed.put(state, ok);
+            }
+        }
+        return ok;
+    }
+
+    /** The number of allowed sets kept, for tests of the cache's footprint. */
+    int cachedStates() {
+        return allowed.size();
     }
 
     /**

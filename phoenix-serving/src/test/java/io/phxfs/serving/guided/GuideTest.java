@@ -184,6 +184,42 @@ class GuideTest {
         assertTrue(accepting > 10 && steps > 300, accepting + " accepting states in " + steps + " steps");
     }
 
+    @Test
+    void aBoundedStringsPositionsAreNotKeptInTheCache() {
+        byte[][] tokens = GuidedVocabularyTest.trickyVocabulary();
+        GuidedVocabulary v = GuidedVocabulary.of(tokens);
+        int quote = -1;
+        int a = -1;
+        for (int id = 0; id < tokens.length; id++) {
+            if (tokens[id] != null && tokens[id].length == 1) {
+                quote = tokens[id][0] == '"' ? id : quote;
+                a = tokens[id][0] == 'a' ? id : a;
+            }
+        }
+        Guide g = new Guide(v, JsonSchemaMatcherTest.schema("{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":40}}"));
+        g.mask(new float[tokens.length], Set.of(0));
+        g.advance(tokens.length); // no bytes: moves nothing
+        int before = g.cachedStates();
+        assertEquals(1, before, "the start is kept");
+        for (String piece : new String[] {"[", "\""}) {
+            for (int id = 0; id < tokens.length; id++) {
+                if (tokens[id] != null && new String(tokens[id], StandardCharsets.UTF_8).equals(piece)) {
+                    g.mask(new float[tokens.length], Set.of(0));
+                    g.advance(id);
+                    break;
+                }
+            }
+        }
+        int outside = g.cachedStates();
+        for (int i = 0; i < 30; i++) {
+            float[] logits = new float[tokens.length];
+            g.mask(logits, Set.of(0));
+            assertTrue(logits[a] == 0 && logits[quote] == 0, "step " + i);
+            g.advance(a);
+        }
+        assertEquals(outside, g.cachedStates(), "30 positions inside the bounded string, none kept");
+    }
+
     private static int argmax(float[] x) {
         int best = 0;
         for (int i = 1; i < x.length; i++) {
