@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Guided decoding's cost per step on real vocabularies (cl100k_base, o200k_base from the tiktoken npm
-# package): scripts/probes/GuidedMaskBench.java. Needs `mvn install` first (the CLI jar) and npm.
+# package): scripts/probes/GuidedMaskBench.java. Builds the CLI jar when it is missing; needs npm.
 # Usage: scripts/bench-guided.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JAVA_HOME=$(scripts/setup.sh)
+export JAVA_HOME
+[ -f samples/target/phoenix-cli.jar ] || mvn -B -q -ntp -DskipTests install
 dir=build/guided-bench
 mkdir -p "$dir"
 if [ ! -f "$dir/package/encoders/o200k_base.json" ]; then

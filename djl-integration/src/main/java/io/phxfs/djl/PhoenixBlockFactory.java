@@ -6,6 +6,7 @@ import ai.djl.ndarray.types.DataType;
 import ai.djl.nn.Block;
 import ai.djl.nn.BlockFactory;
 import ai.djl.pytorch.engine.PtNDManager;
+import io.phxfs.safetensors.TensorSelector;
 import io.phxfs.safetensors.WeightLoader;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -155,8 +156,14 @@ public final class PhoenixBlockFactory implements BlockFactory {
         }
         ai.djl.Device device = model.getNDManager().getDevice();
         // a model on a GPU gets its weights read straight into that GPU's memory
-        WeightLoader loader = device.isGpu() ? WeightLoader.builder().toDevice(device.getDeviceId()).build()
-                : PhoenixWeights.defaultLoader();
+        WeightLoader.Builder builder = device.isGpu() ? WeightLoader.builder().toDevice(device.getDeviceId())
+                : PhoenixWeights.defaultLoaderBuilder();
+        if (config != file) {
+            // a multimodal checkpoint computed as its text model: its vision tower (0.4B parameters
+            // in Gemma 3's) is not read at all
+            builder.select(TensorSelector.of(PhoenixBlockFactory::textModelTensor));
+        }
+        WeightLoader loader = builder.build();
         PhoenixWeights weights = PhoenixWeights.load(dir, model.getNDManager(), loader);
         try {
             DataType dt = dtype != null ? dtype : device.isGpu() ? checkpointDtype(file, weights) : DataType.FLOAT32;
@@ -169,6 +176,17 @@ public final class PhoenixBlockFactory implements BlockFactory {
             weights.close();
             throw e;
         }
+    }
+
+    /** Whether a multimodal checkpoint's tensor belongs to its text model (not the vision tower or its projector). */
+    static boolean textModelTensor(String name) {
+        for (String vision : new String[] {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+            "model.multi_modal_projector."}) {
+            if (name.startsWith(vision)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

@@ -81,7 +81,16 @@ public final class PhoenixWeights implements AutoCloseable {
      * @return a new loader
      */
     public static WeightLoader defaultLoader() {
-        return WeightLoader.builder().into(TensorAllocator.perTensor(Phoenix.open().host()::allocate)).build();
+        return defaultLoaderBuilder().build();
+    }
+
+    /**
+     * {@link #defaultLoader()}'s builder, for a load that also selects tensors.
+     *
+     * @return a builder of the default loader
+     */
+    public static WeightLoader.Builder defaultLoaderBuilder() {
+        return WeightLoader.builder().into(TensorAllocator.perTensor(Phoenix.open().host()::allocate));
     }
 
     /**

@@ -223,6 +223,9 @@ class GemmaTest {
         try (ZooModel<long[], float[][]> a = LlamaFamilyTest.load(text); ZooModel<long[], float[][]> b = LlamaFamilyTest.load(dir);
              var pa = a.newPredictor(); var pb = b.newPredictor()) {
             assertEquals("gemma3_text", ((CausalLmBlock) b.getBlock()).config().modelType());
+            PhoenixWeights w = ((CausalLmBlock) b.getBlock()).weights();
+            assertTrue(!w.contains("vision_tower.vision_model.embeddings.patch_embedding.weight"), "the vision tower is not read");
+            assertTrue(w.contains(root + "embed_tokens.weight"), "the text model is");
             float[][] la = pa.predict(ids);
             float[][] lb = pb.predict(ids);
             for (int t = 0; t < la.length; t++) {
