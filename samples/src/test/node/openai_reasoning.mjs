@@ -4,7 +4,8 @@
 //   node openai_reasoning.mjs JOB.json
 //
 // JOB.json: {"requests": [{"name", "baseURL", "model", "max_tokens", "messages", "tools"?,
-//                          "chat_template_kwargs"?}, ...]}
+//                          "chat_template_kwargs"?, "response_format"?, "logit_bias"?, "seed"?,
+//                          "tool_choice"?, "temperature"? (default 0)}, ...]}
 // Each request is asked whole and streamed. The SDK keeps fields it does not know (vLLM's
 // reasoning_content and reasoning) on the message and delta objects; the stream's deltas are
 // accumulated by hand, with a note of whether any reasoning came after content and whether
@@ -15,8 +16,11 @@ import { readFileSync } from 'node:fs';
 const job = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 
 function params(r) {
-  const p = { model: r.model, messages: r.messages, max_tokens: r.max_tokens, temperature: 0 };
+  const p = { model: r.model, messages: r.messages, max_tokens: r.max_tokens, temperature: r.temperature ?? 0 };
   if (r.tools) p.tools = r.tools;
+  for (const k of ['response_format', 'logit_bias', 'seed', 'tool_choice']) {
+    if (r[k] !== undefined) p[k] = r[k];
+  }
   if (r.chat_template_kwargs) p.chat_template_kwargs = r.chat_template_kwargs;
   return p;
 }

@@ -238,7 +238,8 @@ public final class GenerationEngine implements AutoCloseable {
                     + ((long) ids.length + max) + ", past the model's context of " + card.contextLength()
                     + " tokens; shorten the prompt or lower max_tokens");
         }
-        Guide guide = request.guide() == null ? null : new Guide(guidedVocabulary(), request.guide());
+        Guide guide = request.guide() == null ? null : new Guide(guidedVocabulary(), request.guide(),
+                request.reasoning());
         Sequence s = new Sequence(request, java.util.Objects.requireNonNull(listener, "listener"), guide);
         scheduler.submit(s);
         return s;

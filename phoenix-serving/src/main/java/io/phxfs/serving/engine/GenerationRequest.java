@@ -1,6 +1,7 @@
 package io.phxfs.serving.engine;
 
 import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.ReasoningGate;
 import java.util.Objects;
 
 /**
@@ -12,9 +13,25 @@ import java.util.Objects;
  * @param cacheSalt mixed into the prefix-cache keys (vLLM's {@code cache_salt}): prompts with
  *        different salts never share cached KV; null or empty for none
  * @param guide the JSON Schema the output must match (structured outputs), or null for free text
+ * @param reasoning where a reasoning model's guided output starts to be guided (after its
+ *        reasoning block), or null to guide it from its first token; ignored without a guide
  */
 public record GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt,
-                                JsonSchemaMatcher guide) {
+                                JsonSchemaMatcher guide, ReasoningGate reasoning) {
+    /**
+     * A request guided from its first token, or for free text.
+     *
+     * @param id the request's id
+     * @param promptIds the prompt
+     * @param sampling how to choose tokens and when to stop
+     * @param cacheSalt the prefix-cache salt, or null
+     * @param guide the JSON Schema the output must match, or null for free text
+     */
+    public GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt,
+                             JsonSchemaMatcher guide) {
+        this(id, promptIds, sampling, cacheSalt, guide, null);
+    }
+
     /**
      * A request for free text.
      *
@@ -24,7 +41,7 @@ public record GenerationRequest(String id, int[] promptIds, SamplingParams sampl
      * @param cacheSalt the prefix-cache salt, or null
      */
     public GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt) {
-        this(id, promptIds, sampling, cacheSalt, null);
+        this(id, promptIds, sampling, cacheSalt, null, null);
     }
 
     /**

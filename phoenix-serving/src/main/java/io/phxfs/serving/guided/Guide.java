@@ -1,6 +1,7 @@
 package io.phxfs.serving.guided;
 
 import java.util.Arrays;
+import java.util.BitSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -13,7 +14,12 @@ import java.util.function.IntConsumer;
  * output is a whole value, and once nothing but whitespace could follow they are all that is
  * allowed. The allowed sets of recent states are kept ({@link TokenSet}s: a few hundred ids
  * outside strings, a bitset inside), so that states that recur (a free string's interior is one
- * state whatever its text) cost one lookup. Used by one thread (the engine's) at a time.
+ * state whatever its text) cost one lookup.
+ *
+ * <p>With a {@link ReasoningGate} the schema applies only after the model's reasoning block:
+ * inside it every token is allowed but those that would close the block and go on with bytes
+ * no value starts with; before it (where the output may open one) a token must either continue
+ * the opening tag or start a value. Used by one thread (the engine's) at a time.
  */
 public final class Guide {
     private static final int CACHED_STATES = 64;
@@ -24,17 +30,53 @@ public final class Guide {
             return size() > CACHED_STATES;
         }
     };
-    private MatchState state;
+    private final ReasoningGate gate;
+    private final MatchState start;
+    private Position pos;
+
+    /** Where the output is guided: before a block it may open, inside the block, or in the value. */
+    private enum Phase { BEFORE, REASONING, GUIDED }
+
+    /**
+     * A position of the output: in {@code BEFORE}, the leading whitespace and the bytes of the
+     * opening tag read, with the value's state if the output so far may also start a value
+     * (null if not); in {@code REASONING}, the bytes of the closing tag the output ends with; in
+     * {@code GUIDED}, the value's state.
+     */
+    private record Position(Phase phase, int ws, int matched, MatchState state) {
+        static Position guided(MatchState s) {
+            return new Position(Phase.GUIDED, 0, 0, s);
+        }
+    }
+
+    /**
+     * A guide at the start of the output, guided from its first byte.
+     *
+     * @param vocabulary the model's vocabulary trie
+     * @param matcher the schema the output must match
+     */
+    public Guide(GuidedVocabulary vocabulary, JsonSchemaMatcher matcher) {
+        this(vocabulary, matcher, null);
+    }
 
     /**
      * A guide at the start of the output.
      *
      * @param vocabulary the model's vocabulary trie
      * @param matcher the schema the output must match
+     * @param gate where a reasoning model's output starts to be guided, or null for its first byte
      */
-    public Guide(GuidedVocabulary vocabulary, JsonSchemaMatcher matcher) {
+    public Guide(GuidedVocabulary vocabulary, JsonSchemaMatcher matcher, ReasoningGate gate) {
         this.vocabulary = vocabulary;
-        this.state = matcher.start();
+        this.start = matcher.start();
+        this.gate = gate;
+        if (gate == null) {
+            this.pos = Position.guided(start);
+        } else if (gate.startsInside()) {
+            this.pos = new Position(Phase.REASONING, 0, 0, null);
+        } else {
+            this.pos = new Position(Phase.BEFORE, 0, 0, start);
+        }
     }
 
     /**
@@ -44,7 +86,55 @@ public final class Guide {
      * @param ends the tokens that end the output (EOS and the request's stop tokens)
      */
     public void mask(float[] logits, Set<Integer> ends) {
-        TokenSet ok = state.finished() ? TokenSet.EMPTY : allowedNow();
+        Position p = pos;
+        switch (p.phase()) {
+            case GUIDED -> mask(logits, ends, p.state().finished() ? TokenSet.EMPTY : allowedNow(p.state()),
+                    p.state().accepting());
+            case BEFORE -> {
+                BitSet ok = p.state() == null ? new BitSet() : vocabulary.allowed(p.state()).toBitSet();
+                byte[] open = gate.open();
+                vocabulary.walk(p.ws() << 8 | p.matched(), (st, b) -> {
+                    int ws = st >>> 8;
+                    int k = st & 0xff;
+                    if (k == 0 && ReasoningGate.leadingSpace(b)) {
+                        return ws < JsonWhitespace.MAX_RUN ? (ws + 1) << 8 : -1;
+                    }
+                    if ((open[k] & 0xff) != b) {
+                        return -1;
+                    }
+                    return k + 1 == open.length ? TokenTrie.EVERYTHING : ws << 8 | (k + 1);
+                }, ok);
+                mask(logits, ends, TokenSet.of(ok, vocabulary.size()), p.state() != null && p.state().accepting());
+            }
+            case REASONING -> maskClosings(logits, p);
+        }
+    }
+
+    /**
+     * Inside the reasoning block every token is free but one that closes the block and goes on
+     * with bytes no value starts with. Only tokens that complete the closing tag can: those that
+     * hold it whole (a short list per vocabulary), and those that begin with its rest after one
+     * of the tag's prefixes the output ends with.
+     */
+    private void maskClosings(float[] logits, Position p) {
+        BitSet closing = new BitSet();
+        for (int id : vocabulary.containing(gate.close())) {
+            closing.set(id);
+        }
+        byte[] close = gate.close();
+        for (int k = p.matched(); k > 0; k = gate.border(k)) {
+            vocabulary.walk(k, (i, b) -> (close[i] & 0xff) != b ? -1 : i + 1 == close.length ? TokenTrie.EVERYTHING : i + 1,
+                    closing);
+        }
+        for (int id = closing.nextSetBit(0); id >= 0 && id < logits.length; id = closing.nextSetBit(id + 1)) {
+            if (after(p, vocabulary.bytes(id)) == null) {
+                logits[id] = Float.NEGATIVE_INFINITY;
+            }
+        }
+    }
+
+    /** Rules out all but {@code ok}, and the ends unless the output may end here. */
+    private void mask(float[] logits, Set<Integer> ends, TokenSet ok, boolean endOk) {
         // the ends are few: save their logits, mask as if they were not there, put them back where allowed
         int[] endIds = new int[ends.size()];
         float[] endLogits = new float[endIds.length];
@@ -59,7 +149,6 @@ public final class Guide {
         ok.forEach(gaps);
         gaps.finish();
         boolean any = gaps.any;
-        boolean endOk = state.accepting();
         if (endOk) {
             for (int i = 0; i < n; i++) {
                 logits[endIds[i]] = endLogits[i];
@@ -77,7 +166,7 @@ public final class Guide {
     }
 
     /** The current state's allowed set, from the cache where it is worth keeping there. */
-    private TokenSet allowedNow() {
+    private TokenSet allowedNow(MatchState state) {
         TokenSet ok = allowed.get(state);
         if (ok == null) {
             ok = vocabulary.allowed(state);
@@ -137,13 +226,60 @@ public final class Guide {
         if (bytes == null) {
             return;
         }
-        MatchState s = state;
-        for (byte b : bytes) {
-            s = s == null ? null : s.advance(b & 0xff);
+        Position p = pos;
+        if (p.phase() == Phase.GUIDED) {
+            MatchState s = p.state();
+            for (byte b : bytes) {
+                s = s == null ? null : s.advance(b & 0xff);
+            }
+            if (s != null && s != p.state()) {
+                pos = Position.guided(s);
+            }
+            return;
         }
-        if (s != null) {
-            state = s;
+        Position next = after(p, bytes);
+        if (next != null) {
+            pos = next;
         }
+    }
+
+    /** The position after {@code bytes} from {@code p}, or null where they cannot come. */
+    private Position after(Position p, byte[] bytes) {
+        for (int i = 0; i < bytes.length && p != null; i++) {
+            p = step(p, bytes[i] & 0xff);
+        }
+        return p;
+    }
+
+    /** The position after one byte, or null where it cannot come. */
+    private Position step(Position p, int b) {
+        return switch (p.phase()) {
+            case GUIDED -> {
+                MatchState s = p.state().advance(b);
+                yield s == null ? null : Position.guided(s);
+            }
+            case REASONING -> {
+                int m = gate.closeStep(p.matched(), b);
+                yield m == gate.closeLength() ? Position.guided(start) : new Position(Phase.REASONING, 0, m, null);
+            }
+            case BEFORE -> {
+                MatchState value = p.state() == null ? null : p.state().advance(b);
+                byte[] open = gate.open();
+                int ws = p.ws();
+                int k = p.matched();
+                if (k == 0 && ReasoningGate.leadingSpace(b) && ws < JsonWhitespace.MAX_RUN) {
+                    ws++;
+                } else if ((open[k] & 0xff) == b) {
+                    k++;
+                    if (k == open.length) {
+                        yield new Position(Phase.REASONING, 0, 0, null);
+                    }
+                } else {
+                    yield value == null ? null : Position.guided(value);
+                }
+                yield new Position(Phase.BEFORE, ws, k, value);
+            }
+        };
     }
 
     /**
@@ -152,15 +288,30 @@ public final class Guide {
      * @return true when it should end here
      */
     public boolean finished() {
-        return state.finished();
+        return pos.phase() == Phase.GUIDED && pos.state().finished();
     }
 
     /**
-     * Whether the output so far is a whole value of the schema.
+     * Whether the output may end here: a whole value of the schema, or (with a gate) inside the
+     * reasoning block, where an end token ends the output as it does free text.
      *
      * @return true when it may end here
      */
     public boolean accepting() {
-        return state.accepting();
+        Position p = pos;
+        return switch (p.phase()) {
+            case GUIDED -> p.state().accepting();
+            case REASONING -> true;
+            case BEFORE -> p.state() != null && p.state().accepting();
+        };
+    }
+
+    /**
+     * Whether the schema applies to the next token: false before and inside a reasoning block.
+     *
+     * @return true once the output is guided
+     */
+    public boolean guiding() {
+        return pos.phase() == Phase.GUIDED;
     }
 }

@@ -1,7 +1,11 @@
 package io.phxfs.serving.guided;
 
 import io.phxfs.serving.text.HfTokenizer;
+import java.util.Arrays;
 import java.util.BitSet;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.IntBinaryOperator;
 
 /**
  * A model's vocabulary ({@link HfTokenizer#tokenBytes}) prepared for finding the tokens a guided
@@ -9,8 +13,9 @@ import java.util.BitSet;
  * the first byte the state refuses. Inside a string, where nearly every token is allowed and such
  * a walk would visit the whole trie, the tokens that are plain text ({@link PlainStringTokens})
  * are taken from a table by their character count, and only the others (quotes, escapes, control
- * bytes, partial UTF-8) are walked, in a second, small trie. Built once per server; immutable, so
- * requests on any thread share it.
+ * bytes, partial UTF-8) are walked, in a second, small trie. Built once per server; immutable but
+ * for a memo of the tokens that hold a reasoning gate's tag (a concurrent map), so requests on any
+ * thread share it.
  */
 public final class GuidedVocabulary {
     private final int size;
@@ -19,6 +24,8 @@ public final class GuidedVocabulary {
     private final TokenTrie all;
     private final PlainStringTokens plain;
     private final TokenTrie notPlain;
+    /** Per tag (a reasoning gate's), the tokens whose bytes contain it: a memo, filled on first use. */
+    private final Map<String, int[]> containing = new ConcurrentHashMap<>();
 
     private GuidedVocabulary(byte[][] bytes, TokenTrie all, PlainStringTokens plain, TokenTrie notPlain) {
         this.size = bytes.length;
@@ -94,5 +101,47 @@ public final class GuidedVocabulary {
             all.walk(state, out);
         }
         return TokenSet.of(out, size);
+    }
+
+    /**
+     * Adds the tokens whose bytes a small automaton reads (see {@link TokenTrie#walk(int,
+     * IntBinaryOperator, BitSet)}).
+     */
+    void walk(int start, IntBinaryOperator step, BitSet out) {
+        all.walk(start, step, out);
+    }
+
+    /**
+     * The tokens whose bytes contain {@code tag} whole: computed once per tag with a scan of the
+     * vocabulary, then kept.
+     */
+    int[] containing(byte[] tag) {
+        return containing.computeIfAbsent(new String(tag, java.nio.charset.StandardCharsets.ISO_8859_1), k -> {
+            int[] out = new int[16];
+            int n = 0;
+            for (int id = 0; id < size; id++) {
+                byte[] b = bytes[id];
+                if (b != null && indexOf(b, tag) >= 0) {
+                    if (n == out.length) {
+                        out = Arrays.copyOf(out, 2 * n);
+                    }
+                    out[n++] = id;
+                }
+            }
+            return Arrays.copyOf(out, n);
+        });
+    }
+
+    private static int indexOf(byte[] b, byte[] tag) {
+        outer:
+        for (int i = 0; i + tag.length <= b.length; i++) {
+            for (int j = 0; j < tag.length; j++) {
+                if (b[i + j] != tag[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
     }
 }

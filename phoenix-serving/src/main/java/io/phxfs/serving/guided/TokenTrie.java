@@ -2,6 +2,7 @@ package io.phxfs.serving.guided;
 
 import java.util.Arrays;
 import java.util.BitSet;
+import java.util.function.IntBinaryOperator;
 import java.util.function.IntPredicate;
 
 /**
@@ -115,6 +116,41 @@ final class TokenTrie {
             for (int c = firstChild[node]; c >= 0; c = nextSibling[c]) {
                 MatchState next = s.advance(label[c] & 0xff);
                 if (next != null) {
+                    if (top == nodeStack.length) {
+                        nodeStack = Arrays.copyOf(nodeStack, 2 * top);
+                        stateStack = Arrays.copyOf(stateStack, 2 * top);
+                    }
+                    nodeStack[top] = c;
+                    stateStack[top++] = next;
+                }
+            }
+        }
+    }
+
+    /** What a byte step of {@link #walk(int, IntBinaryOperator, BitSet)} returns to take the whole subtree. */
+    static final int EVERYTHING = Integer.MAX_VALUE;
+
+    /**
+     * Adds to {@code out} every token of this trie whose bytes a small automaton over int states
+     * reads without dying: {@code step} gives the state after a byte, -1 for none, or
+     * {@link #EVERYTHING} when any bytes may follow (the whole subtree is taken).
+     */
+    void walk(int start, IntBinaryOperator step, BitSet out) {
+        int[] nodeStack = new int[64];
+        int[] stateStack = new int[64];
+        stateStack[0] = start;
+        int top = 1;
+        while (top > 0) {
+            int node = nodeStack[--top];
+            int s = stateStack[top];
+            if (node != 0) {
+                for (int t = tokenHead[node]; t >= 0; t = nextToken[t]) {
+                    out.set(t);
+                }
+            }
+            for (int c = firstChild[node]; c >= 0; c = nextSibling[c]) {
+                int next = s == EVERYTHING ? EVERYTHING : step.applyAsInt(s, label[c] & 0xff);
+                if (next >= 0) {
                     if (top == nodeStack.length) {
                         nodeStack = Arrays.copyOf(nodeStack, 2 * top);
                         stateStack = Arrays.copyOf(stateStack, 2 * top);

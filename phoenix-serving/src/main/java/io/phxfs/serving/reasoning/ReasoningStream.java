@@ -1,5 +1,7 @@
 package io.phxfs.serving.reasoning;
 
+import io.phxfs.serving.guided.ReasoningGate;
+
 /**
  * One response's text split at its {@code <think>...</think>} block as it is generated: each
  * piece goes in, and what is settled comes out, text as soon as it cannot be the start of a
@@ -78,6 +80,20 @@ public final class ReasoningStream {
         String rest = held.toString();
         held.setLength(0);
         return state == State.REASONING ? new ReasoningDelta(rest, "") : new ReasoningDelta("", rest);
+    }
+
+    /**
+     * Where a guided output read by this stream starts to be guided: after the block (the schema
+     * applies to the content, as vLLM guides a reasoning model's structured output).
+     *
+     * @return the gate, or null where the whole output is content (thinking off)
+     */
+    public ReasoningGate guideGate() {
+        return switch (start) {
+            case CONTENT_ONLY -> null;
+            case REASONING -> ReasoningGate.inside(CLOSE);
+            case CONTENT_UNTIL_OPEN -> ReasoningGate.mayOpen(OPEN, CLOSE);
+        };
     }
 
     /**

@@ -5,6 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.phxfs.serving.guided.Guide;
+import io.phxfs.serving.guided.GuidedVocabulary;
+import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.ReasoningGate;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -178,5 +183,44 @@ class ReasoningParserTest {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> ReasoningParsers.byName("granite"));
         assertEquals("unknown reasoning parser \"granite\"; this server has deepseek_r1, qwen3", e.getMessage());
+    }
+
+    /** Whether a guide gated as {@code stream} says is guiding after {@code text}, read a byte a token. */
+    private static boolean guidedAfter(ReasoningStream stream, String text) {
+        byte[][] bytes = new byte[256][];
+        for (int b = 0; b < 256; b++) {
+            bytes[b] = new byte[] {(byte) b};
+        }
+        ReasoningGate gate = stream.guideGate();
+        Guide g = new Guide(GuidedVocabulary.of(bytes), JsonSchemaMatcher.anyObject(), gate);
+        for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
+            g.advance(b & 0xff);
+        }
+        return g.guiding();
+    }
+
+    @Test
+    void aGuidedOutputIsGuidedWhereTheParserReadsContent() {
+        // thinking off: no block is looked for, the output is guided from its start
+        assertEquals(null, QWEN3.open(false).guideGate());
+        assertTrue(guidedAfter(QWEN3.open(false), ""));
+        // qwen3: a block at the start (after whitespace), or content from the first byte
+        assertEquals("mayOpen <think> until </think>", QWEN3.open(true).guideGate().toString());
+        assertFalse(guidedAfter(QWEN3.open(true), " \n<thi"));
+        assertFalse(guidedAfter(QWEN3.open(true), "<think>{\"a\": 1} still thinking"));
+        assertTrue(guidedAfter(QWEN3.open(true), "<think>x</think>"));
+        assertTrue(guidedAfter(QWEN3.open(true), " {"));
+        // after a prompt that opened the block, and deepseek_r1 always: reasoning up to </think>
+        assertEquals("inside until </think>", QWEN3.open(true, true).guideGate().toString());
+        assertFalse(guidedAfter(QWEN3.open(true, true), "{\"a\": 1}"));
+        assertTrue(guidedAfter(QWEN3.open(true, true), "hm </think>"));
+        assertEquals("inside until </think>", R1.open(false).guideGate().toString());
+        assertFalse(guidedAfter(R1.open(true), "<think>x</thin"));
+        assertTrue(guidedAfter(R1.open(true), "<think>x</think>\n\n{"));
+        // the parser agrees: the content is what the guide reads
+        for (String out : List.of("<think>x</think>\n{\"a\": 1}", " {\"a\": 1}")) {
+            ReasoningOutput o = QWEN3.parse(out, true);
+            assertTrue(o.content().strip().startsWith("{"), out);
+        }
     }
 }

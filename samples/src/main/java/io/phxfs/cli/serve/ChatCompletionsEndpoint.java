@@ -5,6 +5,7 @@ import io.phxfs.serving.engine.FinishReason;
 import io.phxfs.serving.engine.SamplingParams;
 import io.phxfs.serving.engine.Usage;
 import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.ReasoningGate;
 import io.phxfs.serving.text.ChatTemplate;
 import io.phxfs.serving.text.ChatTemplateException;
 import io.phxfs.serving.reasoning.ReasoningOutput;
@@ -140,14 +141,20 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
         boolean opened = ReasoningParser.promptOpens(prompt);
         ToolRequests.Tools tools = c.tools();
         JsonSchemaMatcher forced = ForcedTools.matcher(tools);
+        // a reasoning model thinks first: its output is guided from the end of its reasoning block,
+        // and the guided value is the content (vLLM's structured outputs with a reasoning parser)
+        ReasoningGate gate = (forced != null || c.format() != null) && reasoner != null
+                ? reasoner.open(thinking, opened).guideGate() : null;
         if (forced != null) {
-            // the output is the call(s) itself: no parser, no reasoning block to split off
-            return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), new ForcedToolChunks(head, usage, tools.named()),
-                    o -> forcedWhole(head, o, tools.named()), forced);
-        }
-        if (c.format() != null) {
-            // a guided output is JSON from its first token: there is no reasoning block to split off
-            reasoner = null;
+            // the content is the call(s) itself: no tool parser
+            StreamBridge.Chunks calls = new ForcedToolChunks(head, usage, tools.named());
+            if (reasoner != null) {
+                calls = new ReasoningChunks(head, usage, reasoner.open(thinking, opened), calls);
+            }
+            ReasoningParser r = reasoner;
+            return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), calls,
+                    o -> forcedWhole(head, o, tools.named(), r == null ? null : r.parse(o.text(), thinking, opened)),
+                    forced, gate);
         }
         StreamBridge.Chunks chunks;
         if (parser != null) {
@@ -166,7 +173,8 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
         boolean parallel = c.tools().parallel();
         ReasoningParser r = reasoner;
         return new Job(head, ids, sampling, c.cacheSalt(), c.stream(), chunks,
-                o -> whole(head, o, r == null ? null : r.parse(o.text(), thinking, opened), parser, parallel), c.format());
+                o -> whole(head, o, r == null ? null : r.parse(o.text(), thinking, opened), parser, parallel), c.format(),
+                gate);
     }
 
     /**
@@ -174,16 +182,19 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
      * (finish reason "stop", as OpenAI's for a named choice; cut short by max_tokens, the call
      * with the arguments so far and "length", as vLLM and the stream give it); a required
      * choice's is the list of calls (finish reason "tool_calls"), or, cut short before the list
-     * closed, the text as content.
+     * closed, the text as content. With a reasoning parser the calls are read from the content
+     * after the reasoning block, which the answer carries as the reasoning.
      */
-    private static byte[] forcedWhole(OpenAiJson.Head head, StreamBridge.Outcome o, String named) {
+    private static byte[] forcedWhole(OpenAiJson.Head head, StreamBridge.Outcome o, String named,
+                                      ReasoningOutput reasoning) {
+        String text = reasoning == null ? o.text() : reasoning.content() == null ? "" : reasoning.content();
         if (named != null) {
-            var call = new io.phxfs.serving.tools.ToolCall(io.phxfs.serving.tools.ToolCallIds.OPENAI.get(), named, o.text().strip());
-            return OpenAiJson.chatCompletion(head, null, null, List.of(call), o.reason().wire(), o.usage());
+            var call = new io.phxfs.serving.tools.ToolCall(io.phxfs.serving.tools.ToolCallIds.OPENAI.get(), named, text.strip());
+            return OpenAiJson.chatCompletion(head, reasoning, null, List.of(call), o.reason().wire(), o.usage());
         }
-        var calls = ForcedTools.requiredCalls(o.text());
-        return calls.isEmpty() ? OpenAiJson.chatCompletion(head, null, o.text(), List.of(), o.reason().wire(), o.usage())
-                : OpenAiJson.chatCompletion(head, null, null, calls, "tool_calls", o.usage());
+        var calls = ForcedTools.requiredCalls(text);
+        return calls.isEmpty() ? OpenAiJson.chatCompletion(head, reasoning, text, List.of(), o.reason().wire(), o.usage())
+                : OpenAiJson.chatCompletion(head, reasoning, null, calls, "tool_calls", o.usage());
     }
 
     /**

@@ -6,6 +6,7 @@ import io.phxfs.serving.engine.GenerationRequest;
 import io.phxfs.serving.engine.QueueFullException;
 import io.phxfs.serving.engine.SamplingParams;
 import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.ReasoningGate;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
@@ -28,9 +29,15 @@ abstract class GenerationEndpoint implements Endpoint {
      *
      * @param whole the response to a request that does not stream, from its outcome
      * @param guide the JSON Schema the output is guided to, or null for free text
+     * @param gate where a reasoning model's output starts to be guided, or null for its first token
      */
     record Job(OpenAiJson.Head head, int[] promptIds, SamplingParams sampling, String cacheSalt, boolean stream,
-               StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole, JsonSchemaMatcher guide) {
+               StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole, JsonSchemaMatcher guide,
+               ReasoningGate gate) {
+        Job(OpenAiJson.Head head, int[] promptIds, SamplingParams sampling, String cacheSalt, boolean stream,
+            StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole, JsonSchemaMatcher guide) {
+            this(head, promptIds, sampling, cacheSalt, stream, chunks, whole, guide, null);
+        }
     }
 
     /** Reads the endpoint's fields (the model already checked), tokenizes, and says how to answer. */
@@ -52,7 +59,7 @@ abstract class GenerationEndpoint implements Endpoint {
         GenerationRequest request;
         try {
             request = new GenerationRequest(job.head().id(), job.promptIds(), job.sampling(),
-                    ctx.policy().salt(job.cacheSalt()), job.guide());
+                    ctx.policy().salt(job.cacheSalt()), job.guide(), job.gate());
         } catch (IllegalArgumentException e) {
             throw ApiException.fromEngine(e);
         }
