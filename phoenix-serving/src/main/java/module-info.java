@@ -12,6 +12,7 @@ module io.phxfs.serving {
     requires ai.djl.tokenizers;
     requires jinjava;
     requires com.fasterxml.jackson.databind;
+    requires org.apache.lucene.core;
 
     exports io.phxfs.serving.engine;
     exports io.phxfs.serving.text;

@@ -4,12 +4,14 @@
 //   node openai_structured.mjs JOB.json
 //
 // JOB.json: {"baseURL": ..., "model": NAME, "max_tokens": N, "schema": {...}, "tools": [...],
-//            "messages": [...], "bad_schema": {...}}
+//            "messages": [...], "bad_schema": {...}, "regex": "...", "choices": [...], "pattern_schema": {...}}
 // Asked: response_format json_schema whole, streamed (content deltas joined) and through
 // chat.completions.parse (which JSON-parses the content into message.parsed); json_object;
 // tool_choice naming a function, whole and streamed (arguments deltas joined by index);
 // tool_choice "required", whole and streamed; a completion (/v1/completions) with
-// response_format json_schema; and a schema the server cannot enforce (the SDK's error).
+// response_format json_schema; vLLM's regex and choice (structured_outputs, guided_regex,
+// guided_choice), a schema with patterns, a completion with guided_choice; and what the server
+// cannot enforce (the SDK's errors).
 import OpenAI from 'openai';
 import { readFileSync } from 'node:fs';
 
@@ -66,11 +68,27 @@ out.structured = await whole({ structured_outputs: { json: job.schema } });
 out.ignore_eos = await whole({ response_format: format, ignore_eos: true });
 out.stop_ids = await whole({ response_format: format, stop_token_ids: job.stop_token_ids });
 out.defs_required = await whole({ tools: job.defs_tools, tool_choice: 'required', parallel_tool_calls: false });
-try {
-  await client.chat.completions.create({ ...base, response_format: { type: 'json_schema',
-    json_schema: { name: 'bad', schema: job.bad_schema } } });
-  out.bad = { error: null };
-} catch (e) {
-  out.bad = { status: e.status, message: e.message, param: e.param ?? e.error?.param ?? null };
+// text guided by a regular expression or a list of choices, vLLM's old and new fields
+out.choice_old = await whole({ guided_choice: job.choices });
+out.choice = await whole({ structured_outputs: { choice: job.choices } });
+out.regex = await whole({ structured_outputs: { regex: job.regex } });
+out.regex_stream = await streamed({ structured_outputs: { regex: job.regex } });
+out.regex_old = await whole({ guided_regex: job.regex });
+out.pattern = await whole({ response_format: { type: 'json_schema', json_schema: { name: 'p', schema: job.pattern_schema } } });
+const pick = await client.completions.create({ model: job.model, prompt: 'The city:', max_tokens: job.max_tokens,
+  temperature: 0, guided_choice: job.choices });
+out.completion_choice = { text: pick.choices[0].text, finish_reason: pick.choices[0].finish_reason };
+
+async function failure(extra) {
+  try {
+    await client.chat.completions.create({ ...base, ...extra });
+    return { error: null };
+  } catch (e) {
+    return { status: e.status, message: e.message, param: e.param ?? e.error?.param ?? null };
+  }
 }
+out.bad = await failure({ response_format: { type: 'json_schema', json_schema: { name: 'bad', schema: job.bad_schema } } });
+out.bad_regex = await failure({ structured_outputs: { regex: 'a(?=b)' } });
+out.two_kinds = await failure({ guided_regex: 'a', structured_outputs: { choice: ['a'] } });
+out.bad_choice = await failure({ guided_choice: ['a', 3] });
 console.log(JSON.stringify(out));

@@ -1,6 +1,6 @@
 package io.phxfs.serving.engine;
 
-import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.OutputGrammar;
 import io.phxfs.serving.guided.ReasoningGate;
 import java.util.Objects;
 
@@ -12,12 +12,13 @@ import java.util.Objects;
  * @param sampling how to choose tokens and when to stop
  * @param cacheSalt mixed into the prefix-cache keys (vLLM's {@code cache_salt}): prompts with
  *        different salts never share cached KV; null or empty for none
- * @param guide the JSON Schema the output must match (structured outputs), or null for free text
+ * @param guide the language the output must belong to (structured outputs: a JSON Schema, a regular
+ *        expression, a list of choices), or null for free text
  * @param reasoning where a reasoning model's guided output starts to be guided (after its
  *        reasoning block), or null to guide it from its first token; ignored without a guide
  */
 public record GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt,
-                                JsonSchemaMatcher guide, ReasoningGate reasoning) {
+                                OutputGrammar guide, ReasoningGate reasoning) {
     /**
      * A request guided from its first token, or for free text.
      *
@@ -28,7 +29,7 @@ public record GenerationRequest(String id, int[] promptIds, SamplingParams sampl
      * @param guide the JSON Schema the output must match, or null for free text
      */
     public GenerationRequest(String id, int[] promptIds, SamplingParams sampling, String cacheSalt,
-                             JsonSchemaMatcher guide) {
+                             OutputGrammar guide) {
         this(id, promptIds, sampling, cacheSalt, guide, null);
     }
 

@@ -6,8 +6,8 @@ package io.phxfs.serving.guided;
  * waiting for the value above them to finish. Frames are immutable values (records) whose schema
  * parts compare by identity, so equal positions in the same schema are equal frames.
  */
-sealed interface Frame permits ValueStartFrame, StringFrame, FormatFrame, NumberFrame, IntegerRangeFrame, LiteralFrame, ObjectFrame,
-        ArrayFrame, RootFrame {
+sealed interface Frame permits ValueStartFrame, StringFrame, FormatFrame, PatternFrame, NumberFrame, IntegerRangeFrame, LiteralFrame,
+        ObjectFrame, ArrayFrame, RootFrame, TextFrame {
     /**
      * Reads byte {@code b} with this frame on top of {@code self}, adding every configuration it
      * can lead to (none when the byte cannot continue).

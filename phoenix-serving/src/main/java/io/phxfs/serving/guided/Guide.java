@@ -53,9 +53,9 @@ public final class Guide {
      * A guide at the start of the output, guided from its first byte.
      *
      * @param vocabulary the model's vocabulary trie
-     * @param matcher the schema the output must match
+     * @param matcher the language the output must belong to (a JSON Schema's, a regular expression's...)
      */
-    public Guide(GuidedVocabulary vocabulary, JsonSchemaMatcher matcher) {
+    public Guide(GuidedVocabulary vocabulary, OutputGrammar matcher) {
         this(vocabulary, matcher, null);
     }
 
@@ -63,10 +63,10 @@ public final class Guide {
      * A guide at the start of the output.
      *
      * @param vocabulary the model's vocabulary trie
-     * @param matcher the schema the output must match
+     * @param matcher the language the output must belong to (a JSON Schema's, a regular expression's...)
      * @param gate where a reasoning model's output starts to be guided, or null for its first byte
      */
-    public Guide(GuidedVocabulary vocabulary, JsonSchemaMatcher matcher, ReasoningGate gate) {
+    public Guide(GuidedVocabulary vocabulary, OutputGrammar matcher, ReasoningGate gate) {
         this.vocabulary = vocabulary;
         this.start = matcher.start();
         this.gate = gate;

@@ -12,13 +12,15 @@ import java.util.Objects;
  * whitespace between tokens (each run at most 64 bytes), numbers of at most 32 bytes, object
  * properties in the order the schema lists them, no properties beyond the declared ones unless
  * {@code additionalProperties} allows them, enum and const values written as their compact JSON.
- * Formats {@code date}, {@code time}, {@code date-time} and {@code uuid} and bounds on integers are
- * enforced byte by byte; keywords it cannot enforce ({@code pattern}, {@code multipleOf}, bounds
- * on other numbers, ...) make {@link #compile} throw rather than be ignored.
+ * Formats {@code date}, {@code time}, {@code date-time} and {@code uuid}, bounds on integers and
+ * {@code pattern} (matched whole, as xgrammar does, in the syntax {@link TextGrammar#regex} reads,
+ * by characters a string holds unescaped) are enforced byte by byte; keywords it cannot enforce
+ * ({@code multipleOf}, bounds on other numbers, ...) make {@link #compile} throw rather than be
+ * ignored.
  *
  * <p>A matcher is immutable and may be shared between threads and requests.
  */
-public final class JsonSchemaMatcher {
+public final class JsonSchemaMatcher implements OutputGrammar {
     private static final JsonSchemaMatcher ANY_OBJECT = new JsonSchemaMatcher(SchemaNode.of("", AnyValue.OBJECT));
 
     private final MatchState start;
@@ -49,11 +51,7 @@ public final class JsonSchemaMatcher {
         return ANY_OBJECT;
     }
 
-    /**
-     * The state before the first byte.
-     *
-     * @return the initial state
-     */
+    @Override
     public MatchState start() {
         return start;
     }

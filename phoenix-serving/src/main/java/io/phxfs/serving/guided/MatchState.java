@@ -3,7 +3,7 @@ package io.phxfs.serving.guided;
 import java.util.Arrays;
 
 /**
- * Where a {@link JsonSchemaMatcher} stands after some bytes: the set of pushdown configurations
+ * Where an {@link OutputGrammar} stands after some bytes: the set of pushdown configurations
  * still alive (several where the schema leaves a choice open: {@code anyOf}, a list of types,
  * optional properties). Immutable, with equality and hash by value, so that states reached through
  * different bytes compare equal (inside a free string after {@code "ab"} and after {@code "cd"})
@@ -43,6 +43,11 @@ public final class MatchState {
         }
         FrameStack bottom = new FrameStack(RootFrame.WAITING, null);
         return new MatchState(new FrameStack[] {bottom.push(new ValueStartFrame(root, 0))});
+    }
+
+    /** The state before an output that is text of {@code language}, with no JSON around it. */
+    static MatchState initialText(ByteLanguage language) {
+        return new MatchState(new FrameStack[] {new FrameStack(new TextFrame(language, language.start()), null)});
     }
 
     /**
@@ -98,8 +103,13 @@ public final class MatchState {
     public boolean finished() {
         if (finished == UNKNOWN) {
             boolean done = accepting();
+            // whitespace after a whole JSON value changes nothing; in text it is text
+            boolean text = false;
+            for (FrameStack c : configs) {
+                text |= c.head() instanceof TextFrame;
+            }
             for (int b = 0; done && b < 256; b++) {
-                done = JsonWhitespace.is(b) || advance(b) == null;
+                done = (!text && JsonWhitespace.is(b)) || advance(b) == null;
             }
             finished = done ? YES : NO;
         }

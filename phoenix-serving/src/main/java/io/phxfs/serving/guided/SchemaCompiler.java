@@ -25,7 +25,7 @@ final class SchemaCompiler {
     /** Keywords that constrain a value (as opposed to annotations and the combinators). */
     private static final List<String> CONSTRAINTS = List.of("type", "properties", "required", "additionalProperties",
             "enum", "const", "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "format",
-            "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
+            "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
     private static final List<String> BOUNDS = List.of("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
 
     private final JsonNode root;
@@ -236,7 +236,7 @@ final class SchemaCompiler {
             if (schema.has("items") || schema.has("prefixItems") || schema.has("minItems") || schema.has("maxItems")) {
                 types.add("array");
             }
-            if (schema.has("minLength") || schema.has("maxLength") || schema.has("format")) {
+            if (schema.has("minLength") || schema.has("maxLength") || schema.has("format") || schema.has("pattern")) {
                 types.add("string");
             }
             return List.copyOf(types);
@@ -263,10 +263,16 @@ final class SchemaCompiler {
         return switch (type) {
             case "string" -> {
                 if (schema.has("format")) {
+                    if (schema.has("pattern")) {
+                        throw new UnsupportedSchemaException(p, "pattern", "it stands beside format (use one of them)");
+                    }
                     yield formatted(schema, p);
                 }
                 int min = count(schema, "minLength", p, 0);
                 int max = count(schema, "maxLength", p, StringShape.UNBOUNDED);
+                if (schema.has("pattern")) {
+                    yield patterned(schema.get("pattern"), min, max, p);
+                }
                 yield min == 0 && max == StringShape.UNBOUNDED ? StringShape.ANY : new StringShape(min, max, null);
             }
             case "number" -> NumberShape.NUMBER;
@@ -276,6 +282,18 @@ final class SchemaCompiler {
             case "object" -> object(schema, p);
             default -> array(schema, p);
         };
+    }
+
+    /** A string whose content matches {@code pattern}, within the length bounds. */
+    private static PatternShape patterned(JsonNode pattern, int min, int max, String p) {
+        if (!pattern.isTextual()) {
+            throw new UnsupportedSchemaException(p, "pattern", "it must be a string, not " + pattern);
+        }
+        try {
+            return new PatternShape(StringContent.matching(pattern.textValue(), min, max), pattern.textValue());
+        } catch (IllegalArgumentException e) {
+            throw new UnsupportedSchemaException(p, "pattern", e.getMessage());
+        }
     }
 
     private static StringFormat format(JsonNode schema, String p) {

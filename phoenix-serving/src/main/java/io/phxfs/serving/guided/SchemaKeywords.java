@@ -13,7 +13,7 @@ final class SchemaKeywords {
     /** Enforced by the compiler. */
     static final Set<String> ENFORCED = Set.of("type", "properties", "required", "additionalProperties", "enum",
             "const", "anyOf", "oneOf", "allOf", "$ref", "items", "prefixItems", "minItems", "maxItems", "minLength",
-            "maxLength", "nullable", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum");
+            "maxLength", "nullable", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern");
 
     /**
      * Constrain nothing: annotations ({@code example} is OpenAPI's; {@code x-} extensions are
@@ -25,7 +25,6 @@ final class SchemaKeywords {
             "$comment", "deprecated", "readOnly", "writeOnly", "strict", "discriminator", "$defs", "definitions");
 
     private static final Map<String, String> REFUSED = Map.ofEntries(
-            Map.entry("pattern", "strings matching a regular expression are not enforced"),
             Map.entry("multipleOf", "numeric multiples are not enforced"),
             Map.entry("uniqueItems", "distinct array items are not enforced"),
             Map.entry("contains", "array contents beyond items and prefixItems are not enforced"),

@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.BitSet;
 import java.util.Random;
 import java.util.Set;
@@ -136,6 +137,48 @@ class GuideTest {
             }
         }
         assertTrue(ended >= 30, which + ": " + ended + " of 40 guided runs ended within 300 tokens");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"llama", "gpt2"})
+    void guidedTextFromRandomLogitsMatchesItsRegexOrIsOneOfItsChoices(String which) {
+        HfTokenizer t = tokenizer(which);
+        GuidedVocabulary v = GuidedVocabulary.of(t, t.vocabSize());
+        int eos = t.tokenId(t.eosToken().orElseThrow()).orElseThrow();
+        String regex = "(\\+\\d{1,3} )?\\d{3}-[a-z]{2,5}(, [A-Z][a-z]{0,6}){0,2}";
+        java.util.regex.Pattern oracle = java.util.regex.Pattern.compile(regex);
+        List<String> choices = List.of("New York", "New York City", "Zürich", "São Paulo", "Paris");
+        Random rnd = new Random(7);
+        int matched = 0;
+        for (int run = 0; run < 30; run++) {
+            boolean choice = run % 2 == 1;
+            Guide g = new Guide(v, choice ? TextGrammar.choice(choices) : TextGrammar.regex(regex));
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            boolean end = false;
+            for (int step = 0; step < 60 && !end && !g.finished(); step++) {
+                float[] logits = new float[v.size()];
+                for (int i = 0; i < logits.length; i++) {
+                    logits[i] = (float) rnd.nextGaussian() * 3;
+                }
+                logits[eos] = 4;
+                boolean accepting = g.accepting();
+                g.mask(logits, Set.of(eos));
+                int id = argmax(logits);
+                if (id == eos) {
+                    assertTrue(accepting, which + ": the end came before a whole match: " + out);
+                    end = true;
+                } else {
+                    out.writeBytes(t.tokenBytes(id));
+                    g.advance(id);
+                }
+            }
+            if (end || g.finished()) {
+                matched++;
+                String text = out.toString(StandardCharsets.UTF_8);
+                assertTrue(choice ? choices.contains(text) : oracle.matcher(text).matches(), which + ": \"" + text + "\"");
+            }
+        }
+        assertTrue(matched >= 25, which + ": " + matched + " of 30 guided runs ended with a match");
     }
 
     @Test

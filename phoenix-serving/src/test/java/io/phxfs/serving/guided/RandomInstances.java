@@ -100,6 +100,7 @@ final class RandomInstances {
         }
         return switch (types.get(rnd.nextInt(types.size()))) {
             case "string" -> F.textNode(s.has("format") ? formatted(s.get("format").textValue())
+                    : s.has("pattern") ? patterned(s.get("pattern").textValue(), s.path("maxLength").asInt(Integer.MAX_VALUE))
                     : string(s.path("minLength").asInt(0), s.path("maxLength").asInt(Integer.MAX_VALUE)));
             case "integer" -> s.has("minimum") || s.has("maximum") || s.has("exclusiveMinimum") || s.has("exclusiveMaximum")
                     ? boundedInteger(s) : integer();
@@ -126,7 +127,7 @@ final class RandomInstances {
             if (s.has("items") || s.has("prefixItems") || s.has("minItems") || s.has("maxItems")) {
                 out.add("array");
             }
-            if (s.has("minLength") || s.has("maxLength") || s.has("format")) {
+            if (s.has("minLength") || s.has("maxLength") || s.has("format") || s.has("pattern")) {
                 out.add("string");
             }
         } else if (t.isArray()) {
@@ -144,6 +145,31 @@ final class RandomInstances {
             sb.append(rnd.nextInt(3) == 0 ? CHARS[rnd.nextInt(CHARS.length)] : String.valueOf((char) ('a' + rnd.nextInt(26))));
         }
         return sb.toString();
+    }
+
+    /** Letters from {@code from}, {@code min} to {@code max} of them. */
+    private String letters(String from, int min, int max) {
+        StringBuilder sb = new StringBuilder();
+        int n = min + rnd.nextInt(max - min + 1);
+        int[] cps = from.codePoints().toArray();
+        for (int i = 0; i < n; i++) {
+            sb.appendCodePoint(cps[rnd.nextInt(cps.length)]);
+        }
+        return sb.toString();
+    }
+
+    /** A string of one of the corpus's patterns, written by hand (not from the matcher's automaton). */
+    private String patterned(String pattern, int maxLength) {
+        String lower = "abcdefghijklmnopqrstuvwxyz";
+        String out = switch (pattern) {
+            case "^[A-Z]{2}-\\d{3}$" -> letters(lower.toUpperCase(java.util.Locale.ROOT), 2, 2) + "-" + letters("0123456789", 3, 3);
+            case "^(red|green|blue)$" -> List.of("red", "green", "blue").get(rnd.nextInt(3));
+            case "^[a-z0-9._-]+@[a-z]+\\.[a-z]{2,3}$" -> letters(lower + "0123456789._-", 1, 6) + "@" + letters(lower, 1, 5) + "."
+                    + letters(lower, 2, 3);
+            case "^#[a-zé]+$" -> "#" + letters(lower + "é", 1, 6);
+            default -> throw new IllegalArgumentException(pattern);
+        };
+        return out.codePointCount(0, out.length()) <= maxLength ? out : patterned(pattern, maxLength);
     }
 
     /** A string of an RFC 3339 or RFC 4122 format, from java.time's calendar (not the matcher's). */

@@ -35,6 +35,14 @@ final class SchemaCorpus {
             return mixesDeclaredAndFree(schema);
         }
 
+        /**
+         * Whether some string has a {@code pattern}: its content is read unescaped (the pattern's
+         * automaton is over the characters themselves), so ASCII-escaped instances need not be accepted.
+         */
+        boolean patternStrings() {
+            return schema.findValue("pattern") != null;
+        }
+
         private static boolean mixesDeclaredAndFree(JsonNode n) {
             if (n.isObject() && n.path("properties").size() > 0 && n.has("additionalProperties")
                     && !n.get("additionalProperties").equals(JSON.getNodeFactory().booleanNode(false))) {
@@ -178,7 +186,13 @@ final class SchemaCorpus {
                       "delta":{"type":["integer","null"],"exclusiveMinimum":-50,"exclusiveMaximum":50.5},
                       "big":{"type":"integer","minimum":1000000},"neg":{"type":"integer","maximum":-10},
                       "choice":{"anyOf":[{"type":"integer","minimum":100,"maximum":199},{"type":"integer","minimum":150,"maximum":2500}]}},
-                     "required":["age","big"]}"""));
+                     "required":["age","big"]}"""),
+            entry("patterns", """
+                    {"type":"object","properties":{"code":{"type":"string","pattern":"^[A-Z]{2}-\\\\d{3}$"},
+                      "color":{"type":["string","null"],"pattern":"^(red|green|blue)$"},
+                      "mail":{"type":"string","pattern":"^[a-z0-9._-]+@[a-z]+\\\\.[a-z]{2,3}$","maxLength":14},
+                      "tags":{"type":"array","items":{"type":"string","pattern":"^#[a-zé]+$"},"maxItems":2}},
+                     "required":["code","mail"]}"""));
 
     private static Entry entry(String name, String json) {
         try {

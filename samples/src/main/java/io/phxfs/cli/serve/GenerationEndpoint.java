@@ -5,7 +5,7 @@ import io.phxfs.serving.engine.GenerationHandle;
 import io.phxfs.serving.engine.GenerationRequest;
 import io.phxfs.serving.engine.QueueFullException;
 import io.phxfs.serving.engine.SamplingParams;
-import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.OutputGrammar;
 import io.phxfs.serving.guided.ReasoningGate;
 import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
@@ -28,14 +28,14 @@ abstract class GenerationEndpoint implements Endpoint {
      * A request ready for the engine.
      *
      * @param whole the response to a request that does not stream, from its outcome
-     * @param guide the JSON Schema the output is guided to, or null for free text
+     * @param guide the language the output is guided to (a JSON Schema's, a regular expression's...), or null for free text
      * @param gate where a reasoning model's output starts to be guided, or null for its first token
      */
     record Job(OpenAiJson.Head head, int[] promptIds, SamplingParams sampling, String cacheSalt, boolean stream,
-               StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole, JsonSchemaMatcher guide,
+               StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole, OutputGrammar guide,
                ReasoningGate gate) {
         Job(OpenAiJson.Head head, int[] promptIds, SamplingParams sampling, String cacheSalt, boolean stream,
-            StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole, JsonSchemaMatcher guide) {
+            StreamBridge.Chunks chunks, Function<StreamBridge.Outcome, byte[]> whole, OutputGrammar guide) {
             this(head, promptIds, sampling, cacheSalt, stream, chunks, whole, guide, null);
         }
     }

@@ -9,7 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.phxfs.serving.engine.SamplingParams;
-import io.phxfs.serving.guided.JsonSchemaMatcher;
+import io.phxfs.serving.guided.OutputGrammar;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -69,7 +69,7 @@ final class OpenAiRequests {
      * @param format what {@code response_format} guides the output to, or null for free text
      */
     record Completion(String text, int[] ids, Sampling sampling, boolean stream, boolean includeUsage,
-                      String cacheSalt, JsonSchemaMatcher format) {
+                      String cacheSalt, OutputGrammar format) {
     }
 
     /**
@@ -84,7 +84,7 @@ final class OpenAiRequests {
      * @param format what {@code response_format} guides the output to, or null for free text
      */
     record Chat(List<Map<String, Object>> messages, Sampling sampling, boolean stream, boolean includeUsage,
-                String cacheSalt, Map<String, Object> templateKwargs, ToolRequests.Tools tools, JsonSchemaMatcher format) {
+                String cacheSalt, Map<String, Object> templateKwargs, ToolRequests.Tools tools, OutputGrammar format) {
     }
 
     /**
@@ -197,7 +197,7 @@ final class OpenAiRequests {
         rejectUnless(body, "logprobs", n -> n.isBoolean() && !n.booleanValue(), "logprobs: not supported; leave it out or false");
         rejectUnless(body, "top_logprobs", n -> false, "top_logprobs: not supported");
         ToolRequests.Tools tools = ToolRequests.read(body);
-        JsonSchemaMatcher format = ResponseFormats.read(body);
+        OutputGrammar format = ResponseFormats.read(body);
         if (format != null && (tools.choice() == ToolRequests.Choice.REQUIRED || tools.choice() == ToolRequests.Choice.NAMED)) {
             throw ApiException.invalid("response_format", "response_format: a json_object or json_schema format and"
                     + " tool_choice \"required\" or a named function both decide the output; send one of them");

@@ -59,6 +59,16 @@ class StructuredOutputTest {
               "properties": {"item": {"$ref": "#/definitions/Item"}}, "required": ["item"], "additionalProperties": false,
               "definitions": {"Item": {"type": "boolean"}}}}}]""";
 
+    static final String REGEX = "\\d{3}-[a-z]{2,5}( [A-Z][a-z]{1,4}){0,2}";
+    static final List<String> CHOICES = List.of("New York", "New York City", "Zürich", "São Paulo");
+    /** pydantic's spelling of constrained strings: {@code Field(pattern=...)}, with lengths beside. */
+    static final String PATTERN_SCHEMA = """
+            {"type": "object", "properties": {
+              "code": {"type": "string", "pattern": "^[A-Z]{2}-\\\\d{3}$"},
+              "phone": {"type": "string", "pattern": "^\\\\+?[0-9 ]{7,12}$", "maxLength": 10},
+              "color": {"anyOf": [{"type": "string", "pattern": "^(red|green)$"}, {"type": "null"}]}},
+             "required": ["code", "phone", "color"], "additionalProperties": false}""";
+
     private static void assertValid(JsonNode schema, String text, String what) throws Exception {
         JSON.readTree(text); // JSON at all
         var errors = SchemaRegistry.withDefaultDialect(SpecificationVersion.DRAFT_2020_12).getSchema(schema.toString())
@@ -79,7 +89,11 @@ class StructuredOutputTest {
             job.set("tools", tools);
             job.set("messages", JSON.readTree("[{\"role\": \"user\", \"content\": \"What is the weather in Zurich?\"}]"));
             job.set("bad_schema", JSON.readTree("{\"type\": \"object\", \"properties\": {\"zip\": {\"type\": \"string\","
-                    + " \"pattern\": \"^[0-9]{5}$\"}}}"));
+                    + " \"pattern\": \"^(?!0)[0-9]{5}$\"}}}"));
+            job.put("regex", REGEX);
+            ArrayNode choices = job.putArray("choices");
+            CHOICES.forEach(choices::add);
+            job.set("pattern_schema", JSON.readTree(PATTERN_SCHEMA));
             // stop tokens the schema's own text uses: they may end only a whole value
             ArrayNode stops = job.putArray("stop_token_ids");
             for (String t : List.of("}", "\"", ",")) {
@@ -161,6 +175,36 @@ class StructuredOutputTest {
             JsonNode completion = out.path("completion");
             assertEquals("stop", completion.path("finish_reason").asText(), completion.toString());
             assertValid(answer, completion.path("text").asText(), "completion");
+
+            // text: the whole output matches the expression, or is one of the choices
+            java.util.regex.Pattern regex = java.util.regex.Pattern.compile(REGEX);
+            for (String k : List.of("regex", "regex_old")) {
+                JsonNode r = out.path(k);
+                assertTrue(regex.matcher(r.path("content").asText()).matches(), k + ": " + r);
+                assertEquals("stop", r.path("finish_reason").asText(), k + ": " + r);
+            }
+            assertEquals(out.path("regex").path("content").asText(), out.path("regex_stream").path("content").asText(),
+                    "streamed = whole (greedy)");
+            assertEquals(out.path("regex").path("content"), out.path("regex_old").path("content"), "the same guide");
+            for (String k : List.of("choice", "choice_old")) {
+                assertTrue(CHOICES.contains(out.path(k).path("content").asText()), k + ": " + out.path(k));
+                assertEquals("stop", out.path(k).path("finish_reason").asText(), k + ": " + out.path(k));
+            }
+            assertTrue(CHOICES.contains(out.path("completion_choice").path("text").asText()), out.path("completion_choice").toString());
+            JsonNode pattern = out.path("pattern");
+            assertEquals("stop", pattern.path("finish_reason").asText(), pattern.toString());
+            assertValid(JSON.readTree(PATTERN_SCHEMA), pattern.path("content").asText(), "schema with patterns");
+            JsonNode badRegex = out.path("bad_regex");
+            assertEquals(400, badRegex.path("status").asInt(), badRegex.toString());
+            assertEquals("structured_outputs.regex", badRegex.path("param").asText(), badRegex.toString());
+            assertTrue(badRegex.path("message").asText().contains("lookarounds"), badRegex.toString());
+            JsonNode two = out.path("two_kinds");
+            assertEquals(400, two.path("status").asInt(), two.toString());
+            assertTrue(two.path("message").asText().contains("guided_regex and structured_outputs.choice: send one of them"),
+                    two.toString());
+            JsonNode badChoice = out.path("bad_choice");
+            assertEquals(400, badChoice.path("status").asInt(), badChoice.toString());
+            assertTrue(badChoice.path("message").asText().contains("guided_choice[1] must be a string"), badChoice.toString());
 
             JsonNode bad = out.path("bad");
             assertEquals(400, bad.path("status").asInt(), bad.toString());

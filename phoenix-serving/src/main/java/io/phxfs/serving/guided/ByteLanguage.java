@@ -1,0 +1,64 @@
+package io.phxfs.serving.guided;
+
+import org.apache.lucene.util.automaton.Automaton;
+import org.apache.lucene.util.automaton.ByteRunAutomaton;
+import org.apache.lucene.util.automaton.Operations;
+import org.apache.lucene.util.automaton.TooComplexToDeterminizeException;
+import org.apache.lucene.util.automaton.UTF32ToUTF8;
+
+/**
+ * A regular language of UTF-8 byte strings (a {@code pattern}, a {@code guided_regex}, a
+ * {@code guided_choice}), as a deterministic automaton read a byte at a time. Every state it
+ * reaches can still reach an accepting one, so a guide that follows it never walks into a dead
+ * end. Immutable; compares by identity (frames holding it then compare cheaply).
+ */
+final class ByteLanguage {
+    /**
+     * The most work determinizing may take (Lucene's measure): past it a pattern such as
+     * {@code (a|b)*a(a|b){20}} is refused rather than built with millions of states.
+     */
+    static final int DETERMINIZE_WORK = 20_000;
+    private final ByteRunAutomaton run;
+
+    private ByteLanguage(ByteRunAutomaton run) {
+        this.run = run;
+    }
+
+    /**
+     * The language of the UTF-8 encodings of the strings a code-point automaton accepts.
+     *
+     * @param codePoints the automaton over code points
+     * @param what what the language is, for the message of a failure
+     * @throws IllegalArgumentException where no string matches, or the automaton is too complex to build
+     */
+    static ByteLanguage of(Automaton codePoints, String what) {
+        Automaton utf8 = new UTF32ToUTF8().convert(Operations.removeDeadStates(codePoints));
+        Automaton det;
+        try {
+            det = Operations.determinize(utf8, DETERMINIZE_WORK);
+        } catch (TooComplexToDeterminizeException e) {
+            throw new IllegalArgumentException(what + " is too complex to guide by (its automaton would exceed "
+                    + DETERMINIZE_WORK + " units of work to build)");
+        }
+        det = Operations.removeDeadStates(det);
+        if (Operations.isEmpty(det)) {
+            throw new IllegalArgumentException(what + " matches no string that can be written here");
+        }
+        return new ByteLanguage(new ByteRunAutomaton(det, true));
+    }
+
+    /** The state before the first byte. */
+    int start() {
+        return 0;
+    }
+
+    /** The state after byte {@code b}, or -1 where no string of the language continues so. */
+    int step(int state, int b) {
+        return run.step(state, b);
+    }
+
+    /** Whether the bytes read to {@code state} are a whole string of the language. */
+    boolean accepts(int state) {
+        return run.isAccept(state);
+    }
+}
