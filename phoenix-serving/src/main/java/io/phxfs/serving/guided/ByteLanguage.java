@@ -19,6 +19,8 @@ final class ByteLanguage {
      */
     static final int DETERMINIZE_WORK = 20_000;
     private final ByteRunAutomaton run;
+    /** Per state, the fewest characters that lead to an accepting state (computed on first use). */
+    private volatile int[] minChars;
 
     private ByteLanguage(ByteRunAutomaton run) {
         this.run = run;
@@ -60,5 +62,76 @@ final class ByteLanguage {
     /** Whether the bytes read to {@code state} are a whole string of the language. */
     boolean accepts(int state) {
         return run.isAccept(state);
+    }
+
+    /**
+     * The fewest characters (code points: UTF-8 lead bytes) that take {@code state} to an
+     * accepting state; 0 where it accepts. A bound on the length of what is written can then be
+     * kept without walking into a dead end.
+     */
+    int minChars(int state) {
+        int[] m = minChars;
+        if (m == null) {
+            m = distances();
+            minChars = m;
+        }
+        return m[state];
+    }
+
+    /** A 0-1 breadth-first search from the accepting states over the reversed transitions. */
+    private int[] distances() {
+        int n = run.getSize();
+        int[][] into = new int[n][];
+        int[] count = new int[n];
+        for (int s = 0; s < n; s++) {
+            for (int b = 0; b < 256; b++) {
+                int t = run.step(s, b);
+                if (t >= 0) {
+                    count[t]++;
+                }
+            }
+        }
+        for (int t = 0; t < n; t++) {
+            into[t] = new int[count[t]];
+            count[t] = 0;
+        }
+        for (int s = 0; s < n; s++) {
+            for (int b = 0; b < 256; b++) {
+                int t = run.step(s, b);
+                if (t >= 0) {
+                    into[t][count[t]++] = s << 8 | b;
+                }
+            }
+        }
+        int[] dist = new int[n];
+        java.util.Arrays.fill(dist, Integer.MAX_VALUE);
+        java.util.ArrayDeque<Integer> queue = new java.util.ArrayDeque<>();
+        for (int s = 0; s < n; s++) {
+            if (run.isAccept(s)) {
+                dist[s] = 0;
+                queue.add(s);
+            }
+        }
+        while (!queue.isEmpty()) {
+            int t = queue.poll();
+            for (int edge : into[t]) {
+                int s = edge >>> 8;
+                int cost = startsCharacter(edge & 0xff) ? 1 : 0;
+                if (dist[t] + cost < dist[s]) {
+                    dist[s] = dist[t] + cost;
+                    if (cost == 0) {
+                        queue.addFirst(s);
+                    } else {
+                        queue.addLast(s);
+                    }
+                }
+            }
+        }
+        return dist;
+    }
+
+    /** Whether a UTF-8 byte begins a character (is not a continuation byte). */
+    static boolean startsCharacter(int b) {
+        return (b & 0xC0) != 0x80;
     }
 }

@@ -12,7 +12,8 @@ import java.util.Objects;
  * whitespace between tokens (each run at most 64 bytes), numbers of at most 32 bytes, object
  * properties in the order the schema lists them, no properties beyond the declared ones unless
  * {@code additionalProperties} allows them, enum and const values written as their compact JSON.
- * Formats {@code date}, {@code time}, {@code date-time} and {@code uuid}, bounds on integers and
+ * Formats {@code date}, {@code time}, {@code date-time}, {@code uuid}, {@code email},
+ * {@code hostname}, {@code ipv4} and {@code uri} ({@link RegexFormats}), bounds on integers and
  * {@code pattern} (matched whole, as xgrammar does, in the syntax {@link TextGrammar#regex} reads,
  * by characters a string holds unescaped) are enforced byte by byte; keywords it cannot enforce
  * ({@code multipleOf}, bounds on other numbers, ...) make {@link #compile} throw rather than be

@@ -266,7 +266,11 @@ final class SchemaCompiler {
                     if (schema.has("pattern")) {
                         throw new UnsupportedSchemaException(p, "pattern", "it stands beside format (use one of them)");
                     }
-                    yield formatted(schema, p);
+                    String regular = RegexFormats.of(schema.get("format").textValue());
+                    if (regular == null) {
+                        yield formatted(schema, p);
+                    }
+                    yield regular(RegexParser.parse(regular), schema, p, "format", "format " + schema.get("format").textValue());
                 }
                 int min = count(schema, "minLength", p, 0);
                 int max = count(schema, "maxLength", p, StringShape.UNBOUNDED);
@@ -289,18 +293,43 @@ final class SchemaCompiler {
         if (!pattern.isTextual()) {
             throw new UnsupportedSchemaException(p, "pattern", "it must be a string, not " + pattern);
         }
+        org.apache.lucene.util.automaton.Automaton a;
         try {
-            return new PatternShape(StringContent.matching(pattern.textValue(), min, max), pattern.textValue());
+            a = RegexParser.parse(pattern.textValue());
         } catch (IllegalArgumentException e) {
             throw new UnsupportedSchemaException(p, "pattern", e.getMessage());
         }
+        return regular(a, min, max, p, "pattern", "/" + pattern.textValue() + "/");
+    }
+
+    /** A string of a regular format, within the schema's length bounds. */
+    private static PatternShape regular(org.apache.lucene.util.automaton.Automaton a, JsonNode schema, String p, String keyword,
+                                        String what) {
+        return regular(a, count(schema, "minLength", p, 0), count(schema, "maxLength", p, StringShape.UNBOUNDED), p, keyword,
+                what);
+    }
+
+    private static PatternShape regular(org.apache.lucene.util.automaton.Automaton a, int min, int max, String p, String keyword,
+                                        String what) {
+        ByteLanguage content;
+        try {
+            content = StringContent.language(a, min, "the " + keyword);
+        } catch (IllegalArgumentException e) {
+            throw new UnsupportedSchemaException(p, keyword, e.getMessage());
+        }
+        if (max != StringShape.UNBOUNDED && content.minChars(content.start()) > max) {
+            throw new UnsupportedSchemaException(p, keyword, "its shortest string has " + content.minChars(content.start())
+                    + " characters, more than maxLength " + max);
+        }
+        return new PatternShape(content, max, what);
     }
 
     private static StringFormat format(JsonNode schema, String p) {
         JsonNode f = schema.get("format");
         StringFormat format = f.isTextual() ? StringFormat.of(f.textValue()) : null;
-        if (format == null) {
-            throw new UnsupportedSchemaException(p, "format", "only the formats date, time, date-time and uuid are enforced, not " + f);
+        if (format == null && !(f.isTextual() && RegexFormats.of(f.textValue()) != null)) {
+            throw new UnsupportedSchemaException(p, "format", "only the formats date, time, date-time, uuid, "
+                    + RegexFormats.names() + " are enforced, not " + f);
         }
         return format;
     }

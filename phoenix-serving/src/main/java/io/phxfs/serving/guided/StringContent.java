@@ -11,29 +11,31 @@ import org.apache.lucene.util.automaton.Operations;
  * stands for), with as many characters as the length bounds allow.
  */
 final class StringContent {
-    /** The widest length bound built into the automaton: each unit is a copy of a state. */
+    /** The largest minLength built into the automaton: each unit is a copy of a state. */
     static final int MAX_BOUND = RegexParser.MAX_REPEAT;
 
     private StringContent() {
     }
 
     /**
-     * The byte language of the strings matching {@code pattern} with {@code min} to {@code max} characters.
+     * The byte language of the strings matching {@code pattern} with at least {@code min}
+     * characters (the maximum is the frame's to count: {@link PatternFrame}).
      *
-     * @param max the most characters, {@link StringShape#UNBOUNDED} for no bound
      * @throws IllegalArgumentException (an {@link UnsupportedPatternException} for the pattern's
      *         own faults) naming why it cannot be enforced
      */
-    static ByteLanguage matching(String pattern, int min, int max) {
-        Automaton matches = RegexParser.parse(pattern);
+    static ByteLanguage matching(String pattern, int min) {
+        return language(RegexParser.parse(pattern), min, "the pattern");
+    }
+
+    /** As {@link #matching}, for an automaton already built. */
+    static ByteLanguage language(Automaton matches, int min, String what) {
         int[][] unescaped = RegexParser.complement(new int[][] {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}});
         Automaton plain = Automata.makeCharClass(RegexParser.starts(unescaped), RegexParser.ends(unescaped));
-        if (min > MAX_BOUND || (max != StringShape.UNBOUNDED && max > MAX_BOUND)) {
-            throw new IllegalArgumentException("length bounds above " + MAX_BOUND + " beside a pattern are not enforced");
+        if (min > MAX_BOUND) {
+            throw new IllegalArgumentException("a minLength above " + MAX_BOUND + " beside a pattern or format is not enforced");
         }
-        Automaton chars = max == StringShape.UNBOUNDED ? Operations.repeat(plain, min) : Operations.repeat(plain, min, max);
-        return ByteLanguage.of(Operations.intersection(matches, chars),
-                "the pattern with the characters a JSON string holds unescaped"
-                        + (min > 0 || max != StringShape.UNBOUNDED ? " and its length bounds" : ""));
+        return ByteLanguage.of(Operations.intersection(matches, Operations.repeat(plain, min)),
+                what + " with the characters a JSON string holds unescaped" + (min > 0 ? " and its minLength" : ""));
     }
 }

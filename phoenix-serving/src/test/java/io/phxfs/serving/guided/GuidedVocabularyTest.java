@@ -120,7 +120,7 @@ class GuidedVocabularyTest {
     private static final GuidedVocabulary TRICKY_VOCABULARY = GuidedVocabulary.of(TRICKY);
 
     @Property(tries = 300)
-    void allowedIsTheBruteForceOnRandomStatesOfTheCorpus(@ForAll @IntRange(min = 0, max = 18) int schema,
+    void allowedIsTheBruteForceOnRandomStatesOfTheCorpus(@ForAll @IntRange(min = 0, max = 19) int schema,
             @ForAll long seed, @ForAll @IntRange(min = 0, max = 2) int style, @ForAll @IntRange(min = 0, max = 999) int cut)
             throws Exception {
         int i = Math.min(schema, SchemaCorpus.ENTRIES.size() - 1);

@@ -167,12 +167,15 @@ final class RandomInstances {
             case "^[a-z0-9._-]+@[a-z]+\\.[a-z]{2,3}$" -> letters(lower + "0123456789._-", 1, 6) + "@" + letters(lower, 1, 5) + "."
                     + letters(lower, 2, 3);
             case "^#[a-zé]+$" -> "#" + letters(lower + "é", 1, 6);
+            case "^[a-z]+$" -> letters(lower, 1, 3);
             default -> throw new IllegalArgumentException(pattern);
         };
         return out.codePointCount(0, out.length()) <= maxLength ? out : patterned(pattern, maxLength);
     }
 
-    /** A string of an RFC 3339 or RFC 4122 format, from java.time's calendar (not the matcher's). */
+    private static final String LOWER = "abcdefghijklmnopqrstuvwxyz";
+
+    /** A string of a format, from java.time's calendar and hand-written shapes (not the matcher's). */
     private String formatted(String format) {
         return switch (format) {
             case "date" -> date();
@@ -185,6 +188,15 @@ final class RandomInstances {
                 }
                 yield u.toString();
             }
+            case "email" -> letters(LOWER + "0123456789_+", 1, 8) + (rnd.nextBoolean() ? "." + letters(LOWER, 1, 4) : "") + "@"
+                    + letters(LOWER, 1, 6) + "." + List.of("com", "org", "de", "io").get(rnd.nextInt(4));
+            case "hostname" -> letters(LOWER, 1, 4) + (rnd.nextBoolean() ? "-" + letters(LOWER + "0123456789", 1, 2) : "") + "."
+                    + letters(LOWER, 2, 3);
+            case "ipv4" -> rnd.nextInt(256) + "." + rnd.nextInt(256) + "." + rnd.nextInt(256) + "." + rnd.nextInt(256);
+            case "uri" -> (rnd.nextBoolean() ? "https" : "http") + "://" + letters(LOWER, 1, 8) + "." + letters(LOWER, 2, 3)
+                    + (rnd.nextBoolean() ? ":" + (1 + rnd.nextInt(9999)) : "") + "/" + letters(LOWER + "0123456789-_.~", 0, 10)
+                    + (rnd.nextBoolean() ? "?q=" + letters(LOWER + "0123456789", 1, 5) + "&x=%2F" : "")
+                    + (rnd.nextBoolean() ? "#" + letters(LOWER, 1, 4) : "");
             default -> throw new IllegalArgumentException(format);
         };
     }

@@ -131,11 +131,11 @@ class RegexParserTest {
         assertTrue(big.getMessage().contains("too complex"), big.getMessage());
         // a string's content holds no unescaped quote: a pattern that needs one has no output
         IllegalArgumentException quote = assertThrows(IllegalArgumentException.class,
-                () -> StringContent.matching("\"[a-z]+\"", 0, StringShape.UNBOUNDED));
+                () -> StringContent.matching("\"[a-z]+\"", 0));
         assertTrue(quote.getMessage().contains("matches no string"), quote.getMessage());
         IllegalArgumentException len = assertThrows(IllegalArgumentException.class,
-                () -> StringContent.matching("[a-z]{5}", 6, 9));
-        assertTrue(len.getMessage().contains("length bounds"), len.getMessage());
+                () -> StringContent.matching("[a-z]{5}", 6));
+        assertTrue(len.getMessage().contains("minLength"), len.getMessage());
         assertThrows(IllegalArgumentException.class, () -> TextGrammar.choice(List.of()));
     }
 
@@ -153,5 +153,32 @@ class RegexParserTest {
             s = s.advance(b & 0xff);
         }
         assertTrue(s.finished());
+    }
+
+    /** The text's state under {@code schema}, null where it died. */
+    private static MatchState read(String schema, String text) {
+        MatchState s = JsonSchemaMatcherTest.schema(schema).start();
+        for (byte b : text.getBytes(StandardCharsets.UTF_8)) {
+            s = s == null ? null : s.advance(b & 0xff);
+        }
+        return s;
+    }
+
+    @Test
+    void aMaxLengthBesideAPatternAllowsOnlyWhatStillEndsWithinIt() {
+        String hyphen = "{\"type\":\"string\",\"pattern\":\"^[a-z]+(-[a-z]+)?$\",\"maxLength\":4}";
+        assertNotNull(read(hyphen, "\"ab-c\""));
+        assertEquals(null, read(hyphen, "\"abc-"), "'-' needs two more characters; one is left");
+        assertEquals(null, read(hyphen, "\"ab-cd"));
+        assertEquals(null, read(hyphen, "\"ab-\""), "not a match yet");
+        String accents = "{\"type\":\"string\",\"pattern\":\"^é+$\",\"maxLength\":2}";
+        assertTrue(read(accents, "\"éé\"").accepting(), "characters, not bytes");
+        assertEquals(null, read(accents, "\"éé\u00c3".substring(0, 4)), "a third character's lead byte");
+        String url = "{\"type\":\"string\",\"format\":\"uri\",\"minLength\":1,\"maxLength\":2083}";
+        String path = "https://example.com/" + "a".repeat(2083 - 20);
+        assertEquals(2083, path.length());
+        assertTrue(read(url, "\"" + path + "\"").accepting(), "a URL of exactly 2083 characters");
+        assertEquals(null, read(url, "\"" + path + "a"), "one more");
+        assertEquals(null, read(url, "\"ftp:"), "http or https");
     }
 }

@@ -192,7 +192,14 @@ final class SchemaCorpus {
                       "color":{"type":["string","null"],"pattern":"^(red|green|blue)$"},
                       "mail":{"type":"string","pattern":"^[a-z0-9._-]+@[a-z]+\\\\.[a-z]{2,3}$","maxLength":14},
                       "tags":{"type":"array","items":{"type":"string","pattern":"^#[a-zé]+$"},"maxItems":2}},
-                     "required":["code","mail"]}"""));
+                     "required":["code","mail"]}"""),
+            entry("regular formats", """
+                    {"type":"object","properties":{"email":{"type":"string","format":"email"},
+                      "host":{"type":"string","format":"hostname","maxLength":12},
+                      "ip":{"type":["string","null"],"format":"ipv4"},
+                      "url":{"type":"string","format":"uri","minLength":1,"maxLength":2083},
+                      "short":{"type":"string","pattern":"^[a-z]+$","maxLength":3}},
+                     "required":["email","url"]}"""));
 
     private static Entry entry(String name, String json) {
         try {
