@@ -4,6 +4,9 @@ import io.phxfs.serving.guided.Guide;
 import io.phxfs.serving.guided.GuidedVocabulary;
 import io.phxfs.serving.guided.JsonSchemaMatcher;
 import io.phxfs.serving.guided.MatchState;
+import io.phxfs.serving.guided.OutputGrammar;
+import io.phxfs.serving.guided.ReasoningGate;
+import io.phxfs.serving.guided.TextGrammar;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -22,7 +25,9 @@ import java.util.Set;
  * 300-step guided generation from random logits through Guide.mask (with its per-state cache),
  * as the engine runs it. Then a bounded string (maxLength, whose every position is a new state, so
  * the cache never answers) written with English text, tokenized greedily (longest token first):
- * one uncached walk per step.
+ * one uncached walk per step. Then the regular languages (a format uri with pydantic's maxLength,
+ * a regex, a choice) and a reasoning block before a schema's value, each text written token by
+ * token (greedy) through Guide.mask as the engine runs it.
  *
  *   java -cp samples/target/phoenix-cli.jar scripts/probes/GuidedMaskBench.java ENCODER.json...
  */
@@ -143,6 +148,59 @@ public class GuidedMaskBench {
         }
     }
 
+    /** Guide.mask per step along {@code text} (greedy tokens), the fifth of five passes: median, mean, max. */
+    static void alongText(String what, GuidedVocabulary v, byte[][] vocab, OutputGrammar g, ReasoningGate gate, String text) {
+        int[] tokens = greedyTokens(vocab, text.getBytes(StandardCharsets.UTF_8));
+        for (int pass = 0; pass < 5; pass++) {
+            Guide guide = new Guide(v, g, gate);
+            double[] step = new double[tokens.length];
+            for (int i = 0; i < tokens.length; i++) {
+                float[] logits = new float[vocab.length];
+                long t = System.nanoTime();
+                guide.mask(logits, Set.of(vocab.length - 1));
+                step[i] = (System.nanoTime() - t) / 1e6;
+                if (logits[tokens[i]] == Float.NEGATIVE_INFINITY) {
+                    throw new IllegalStateException(what + ": token " + i + " of the text refused");
+                }
+                guide.advance(tokens[i]);
+            }
+            if (pass == 4) {
+                System.out.printf("| %s | %d | %.2f ms | %.2f ms | %.2f ms |%n", what, tokens.length, median(step),
+                        Arrays.stream(step).average().orElse(0), Arrays.stream(step).max().orElse(0));
+            }
+        }
+    }
+
+    static void regularLanguages(GuidedVocabulary v, byte[][] vocab) throws Exception {
+        ObjectMapper json = new ObjectMapper();
+        System.out.println("| output | tokens | Guide.mask per step, median | mean | max |");
+        System.out.println("|---|---|---|---|---|");
+        JsonSchemaMatcher url = JsonSchemaMatcher.compile(json.readTree("{\"type\": \"object\", \"properties\": {\"url\":"
+                + " {\"type\": \"string\", \"format\": \"uri\", \"minLength\": 1, \"maxLength\": 2083}}, \"required\": [\"url\"]}"));
+        alongText("format uri, maxLength 2083 (pydantic HttpUrl)", v, vocab, url, null,
+                "{\"url\": \"https://docs.example.com/guides/structured-outputs/regular-expressions?lang=en&page=2#syntax\"}");
+        JsonSchemaMatcher code = JsonSchemaMatcher.compile(json.readTree("{\"type\": \"object\", \"properties\": {\"code\":"
+                + " {\"type\": \"string\", \"pattern\": \"^[A-Z]{2}-\\\\d{3}$\"}, \"note\": {\"type\": \"string\","
+                + " \"pattern\": \"^[A-Za-z ,.;']{0,200}$\"}}, \"required\": [\"code\", \"note\"]}"));
+        alongText("pattern strings (a code, a 200-character note)", v, vocab, code, null,
+                "{\"code\": \"ZH-042\", \"note\": \"Mild weather this week, with light rain on Tuesday; pack a jacket.\"}");
+        alongText("regex `\\d{3}-\\d{4} [A-Z][a-z]+( [A-Z][a-z]+)*`", v, vocab,
+                TextGrammar.regex("\\d{3}-\\d{4} [A-Z][a-z]+( [A-Z][a-z]+)*"), null, "555-0123 New York City");
+        java.util.List<String> cities = new java.util.ArrayList<>();
+        for (String c : ("Amsterdam Athens Bangkok Barcelona Beijing Berlin Bogota Boston Brussels Budapest Cairo Chicago"
+                + " Copenhagen Delhi Dubai Dublin Geneva Hamburg Helsinki Istanbul Jakarta Lagos Lima Lisbon London Madrid"
+                + " Manila Melbourne Miami Milan Montreal Moscow Mumbai Munich Nairobi Oslo Paris Prague Rome Santiago Seoul"
+                + " Shanghai Singapore Stockholm Sydney Taipei Tokyo Toronto Vienna Warsaw Zurich").split(" ")) {
+            cities.add(c);
+        }
+        alongText("choice among " + cities.size() + " cities", v, vocab, TextGrammar.choice(cities), null, "Copenhagen");
+        JsonSchemaMatcher m = JsonSchemaMatcher.compile(json.readTree(SCHEMA));
+        alongText("reasoning (inside the block), then the schema's value", v, vocab, m, ReasoningGate.inside("</think>"),
+                SENTENCE + "\n</think>\n\n{\"city\": \"Zurich\", \"unit\": \"celsius\", \"days\": 12, \"ok\": true}");
+        alongText("the same value without the block", v, vocab, m, null,
+                "{\"city\": \"Zurich\", \"unit\": \"celsius\", \"days\": 12, \"ok\": true}");
+    }
+
     public static void main(String[] args) throws Exception {
         JsonNode schema = new ObjectMapper().readTree(SCHEMA);
         for (String a : args) {
@@ -178,6 +236,7 @@ public class GuidedMaskBench {
                 }
             }
             boundedString(v, vocab, m);
+            regularLanguages(v, vocab);
             // a guided generation as the engine runs it: mask, choose, advance; the mask cache hit where the state repeats
             Random rnd = new Random(1);
             int eos = vocab.length - 1;

@@ -92,7 +92,15 @@ public final class GuidedVocabulary {
     public TokenSet allowed(MatchState state) {
         int room = state.plainStringRoom();
         BitSet out;
-        if (room >= 0) {
+        Frame only = state.onlyHead();
+        if (only instanceof PatternFrame p) {
+            // inside a pattern's string: its automaton's int steps, the closing quote handed to the matcher
+            out = new BitSet(size);
+            all.walk(PatternFrame.pack(p.state(), p.count()), (pos, b) -> p.stepPacked(pos, (int) b), state, out);
+        } else if (only instanceof TextFrame t) {
+            out = new BitSet(size);
+            all.walk(t.state(), (s, b) -> t.language().step((int) s, (int) b), state, out);
+        } else if (room >= 0) {
             // every plain token within the room keeps the state live (MatchState's guarantee)
             out = plain.upTo(room);
             notPlain.walk(state, out);

@@ -144,6 +144,11 @@ public final class MatchState {
         return plainRoom;
     }
 
+    /** The frame reading the next byte when there is one configuration, else null. */
+    Frame onlyHead() {
+        return configs.length == 1 ? configs[0].head() : null;
+    }
+
     @Override
     public boolean equals(Object o) {
         if (this == o) {

@@ -36,4 +36,32 @@ record PatternFrame(ByteLanguage language, int state, int count, int maxChars) i
         }
         out.add(next == state && c == count ? self : self.replaceHead(new PatternFrame(language, next, c, maxChars)));
     }
+
+    /** A position as one long for {@link TokenTrie}'s walk: the automaton's state and the count. */
+    static long pack(int state, int count) {
+        return (long) state << 32 | count;
+    }
+
+    /**
+     * {@link #step} on packed positions, for the trie's walk: the next position, -1 where the byte
+     * cannot come, {@link TokenTrie#HANDOFF} for the closing quote (the matcher's to follow).
+     */
+    long stepPacked(long position, int b) {
+        if (b == '"') {
+            return TokenTrie.HANDOFF;
+        }
+        int s = (int) (position >>> 32);
+        int c = (int) position;
+        int next = language.step(s, b);
+        if (next < 0) {
+            return -1;
+        }
+        if (maxChars != StringShape.UNBOUNDED) {
+            c += ByteLanguage.startsCharacter(b) ? 1 : 0;
+            if ((long) c + language.minChars(next) > maxChars) {
+                return -1;
+            }
+        }
+        return pack(next, c);
+    }
 }

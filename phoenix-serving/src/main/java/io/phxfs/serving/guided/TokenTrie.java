@@ -3,6 +3,7 @@ package io.phxfs.serving.guided;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.function.IntBinaryOperator;
+import java.util.function.LongBinaryOperator;
 import java.util.function.IntPredicate;
 
 /**
@@ -99,9 +100,14 @@ final class TokenTrie {
 
     /** Adds to {@code out} every token of this trie whose bytes {@code state} reads to a live state. */
     void walk(MatchState state, BitSet out) {
+        walkFrom(0, state, out);
+    }
+
+    /** As {@link #walk(MatchState, BitSet)} below {@code from}, reached with {@code state} (its own tokens too). */
+    private void walkFrom(int from, MatchState state, BitSet out) {
         int[] nodeStack = new int[64];
         MatchState[] stateStack = new MatchState[64];
-        nodeStack[0] = 0;
+        nodeStack[0] = from;
         stateStack[0] = state;
         int top = 1;
         while (top > 0) {
@@ -157,6 +163,60 @@ final class TokenTrie {
                     }
                     nodeStack[top] = c;
                     stateStack[top++] = next;
+                }
+            }
+        }
+    }
+
+    /** What a step of {@link #walk(long, LongBinaryOperator, MatchState, BitSet)} returns for a byte its automaton does not read. */
+    static final long HANDOFF = -2;
+
+    /**
+     * A walk with a cheap automaton over long states standing in for {@code origin} (a string's
+     * pattern, a text's language: an int step a byte instead of a matcher's configurations): a
+     * byte it does not read itself ({@link #HANDOFF}, a string's closing quote) hands that subtree
+     * to the matcher, from {@code origin} advanced along the subtree's bytes.
+     */
+    void walk(long start, LongBinaryOperator step, MatchState origin, BitSet out) {
+        int[] nodeStack = new int[64];
+        long[] stateStack = new long[64];
+        int[] depthStack = new int[64];
+        byte[] path = new byte[64];
+        stateStack[0] = start;
+        int top = 1;
+        while (top > 0) {
+            int node = nodeStack[--top];
+            long s = stateStack[top];
+            int depth = depthStack[top];
+            if (node != 0) {
+                if (depth > path.length) {
+                    path = Arrays.copyOf(path, 2 * depth);
+                }
+                path[depth - 1] = label[node];
+                for (int t = tokenHead[node]; t >= 0; t = nextToken[t]) {
+                    out.set(t);
+                }
+            }
+            for (int c = firstChild[node]; c >= 0; c = nextSibling[c]) {
+                long next = step.applyAsLong(s, label[c] & 0xff);
+                if (next == HANDOFF) {
+                    MatchState m = origin;
+                    for (int i = 0; i < depth && m != null; i++) {
+                        m = m.advance(path[i] & 0xff);
+                    }
+                    m = m == null ? null : m.advance(label[c] & 0xff);
+                    if (m != null) {
+                        walkFrom(c, m, out);
+                    }
+                } else if (next >= 0) {
+                    if (top == nodeStack.length) {
+                        nodeStack = Arrays.copyOf(nodeStack, 2 * top);
+                        stateStack = Arrays.copyOf(stateStack, 2 * top);
+                        depthStack = Arrays.copyOf(depthStack, 2 * top);
+                    }
+                    nodeStack[top] = c;
+                    stateStack[top] = next;
+                    depthStack[top++] = depth + 1;
                 }
             }
         }

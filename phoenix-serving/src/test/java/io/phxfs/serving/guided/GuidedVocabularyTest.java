@@ -155,6 +155,11 @@ class GuidedVocabularyTest {
                 "{\"names", "{\"kind\":\"", "{\"kind\":\"x\",\"name\":\"y\",\"kin", "{\"kind\":\"x\",\"name\":\"y\",\"k\":\""},
             {"{\"type\":\"object\"}", "{\"", "{\"a", "{\"a\":\"b", "{\"a\":\"\\u"},
             {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":2}}", "[\"", "[\"a", "[\"ab", "[\"ab\",\"\u00e9"},
+            {"{\"type\":\"array\",\"items\":{\"type\":\"string\",\"pattern\":\"^[a-z\u00e9]+(-[a-z]+)?$\",\"maxLength\":5}}",
+                "[\"", "[\"a", "[\"ab-", "[\"abc-d", "[\"\u00e9\u00e9", "[\"ab\",\"re"},
+            {"{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^red\"},{\"type\":\"string\",\"format\":\"ipv4\"}]}", "\"", "\"1",
+                "\"re"},
+            {"{\"type\":\"string\",\"format\":\"uri\",\"maxLength\":30}", "\"", "\"https://a", "\"https://ab.cd/e?f=%2", "\"http://x.io#"},
         };
         for (String[] c : cases) {
             JsonSchemaMatcher m = JsonSchemaMatcherTest.schema(c[0]);
@@ -171,6 +176,26 @@ class GuidedVocabularyTest {
                     assertEquals(bruteForce(tokens, partial), v.allowed(partial).toBitSet(), c[0] + " inside the last character of " + c[k]);
                 }
             }
+        }
+    }
+
+    @Test
+    void allowedIsTheBruteForceAlongTextOutputs() {
+        byte[][] tokens = trickyVocabulary();
+        GuidedVocabulary v = GuidedVocabulary.of(tokens);
+        Object[][] cases = {
+            {TextGrammar.regex("\\d{3}-\\d{4}( [A-Z][a-z\u00e9]+)*"), "555-0123 New Yorké"},
+            {TextGrammar.choice(List.of("red", "redder", "r\u00e9d \"q\"", "")), "redder"},
+            {TextGrammar.choice(List.of("r\u00e9d \"q\"", "a")), "r\u00e9d \"q\""},
+        };
+        for (Object[] c : cases) {
+            MatchState s = ((TextGrammar) c[0]).start();
+            for (byte b : ((String) c[1]).getBytes(StandardCharsets.UTF_8)) {
+                assertEquals(bruteForce(tokens, s), v.allowed(s).toBitSet(), c[1] + ": " + s);
+                s = s.advance(b & 0xff);
+            }
+            assertTrue(s.accepting(), (String) c[1]);
+            assertEquals(bruteForce(tokens, s), v.allowed(s).toBitSet(), c[1] + " whole");
         }
     }
 
