@@ -93,6 +93,7 @@ public final class Guide {
             case BEFORE -> {
                 BitSet ok = p.state() == null ? new BitSet() : vocabulary.allowed(p.state()).toBitSet();
                 byte[] open = gate.open();
+                BitSet opening = new BitSet();
                 vocabulary.walk(p.ws() << 8 | p.matched(), (st, b) -> {
                     int ws = st >>> 8;
                     int k = st & 0xff;
@@ -103,7 +104,13 @@ public final class Guide {
                         return -1;
                     }
                     return k + 1 == open.length ? TokenTrie.EVERYTHING : ws << 8 | (k + 1);
-                }, ok);
+                }, opening);
+                // a token that opens the block may close it too and go on: what follows must start a value
+                for (int id = opening.nextSetBit(0); id >= 0; id = opening.nextSetBit(id + 1)) {
+                    if (after(p, vocabulary.bytes(id)) != null) {
+                        ok.set(id);
+                    }
+                }
                 mask(logits, ends, TokenSet.of(ok, vocabulary.size()), p.state() != null && p.state().accepting());
             }
             case REASONING -> maskClosings(logits, p);

@@ -108,11 +108,15 @@ public final class ReasoningGate {
     }
 
     /**
-     * Whether a byte may come before the opening tag: ASCII whitespace, as the reasoning parser's
-     * {@link Character#isWhitespace} reads it.
+     * Whether a character may come before the opening tag: ASCII whitespace. The reasoning
+     * parser reads text by the same rule ({@code ReasoningStream}), so that the gate, which reads
+     * bytes, and the parser, which reads characters, split an output at the same place.
+     *
+     * @param c a byte or a character
+     * @return true for ASCII whitespace
      */
-    static boolean leadingSpace(int b) {
-        return b < 0x80 && Character.isWhitespace(b);
+    public static boolean leadingSpace(int c) {
+        return c < 0x80 && Character.isWhitespace(c);
     }
 
     @Override

@@ -25,9 +25,24 @@ final class RegexParser {
     /** The largest bound of a counted repetition: each count is a copy of its atom's states. */
     static final int MAX_REPEAT = 1000;
     private static final int MAX_CODE_POINT = Character.MAX_CODE_POINT;
+    /** The most states a pattern's automaton may have before it is made deterministic. */
+    static final int MAX_STATES = 100_000;
+    /** The deepest nesting of groups (the parser recurses once a level). */
+    static final int MAX_DEPTH = 200;
+    // \d \w \s: their ASCII reading (contained in ECMA-262's and Python's) where they stand as
+    // themselves, and the union of both dialects' readings where they are negated (\D, [^\s]),
+    // so that either way the result is contained in what both dialects match
     private static final int[][] DIGIT = {{'0', '9'}};
     private static final int[][] WORD = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
     private static final int[][] SPACE = {{'\t', '\r'}, {' ', ' '}};
+    private static final int[][] WIDE_DIGIT = unicode(c -> Character.getType(c) == Character.DECIMAL_DIGIT_NUMBER);
+    private static final int[][] WIDE_WORD = unicode(c -> c == '_' || Character.isLetterOrDigit(c)
+            || ((1 << Character.getType(c)) & (1 << Character.LETTER_NUMBER | 1 << Character.OTHER_NUMBER
+            | 1 << Character.NON_SPACING_MARK | 1 << Character.COMBINING_SPACING_MARK | 1 << Character.ENCLOSING_MARK
+            | 1 << Character.CONNECTOR_PUNCTUATION)) != 0);
+    /** ECMA-262's WhiteSpace and LineTerminator and Python's str.isspace(), together. */
+    private static final int[][] WIDE_SPACE = unicode(c -> Character.isWhitespace(c) || Character.isSpaceChar(c)
+            || c == 0x85 || c == 0xFEFF || (c >= 0x1C && c <= 0x1F));
     /** ECMA-262's line terminators, and U+0085 (NEL), which Java's {@code .} leaves out too. */
     private static final int[][] LINE_TERMINATORS = {{'\n', '\n'}, {'\r', '\r'}, {0x85, 0x85}, {0x2028, 0x2029}};
 
@@ -80,7 +95,7 @@ final class RegexParser {
         do {
             branches.add(concatenation());
         } while (eat('|'));
-        return branches.size() == 1 ? branches.get(0) : Operations.union(branches);
+        return checked(branches.size() == 1 ? branches.get(0) : Operations.union(branches));
     }
 
     private Automaton concatenation() {
@@ -107,7 +122,14 @@ final class RegexParser {
             }
             parts.add(quantified(atom()));
         }
-        return parts.isEmpty() ? Automata.makeEmptyString() : Operations.concatenate(parts);
+        return checked(parts.isEmpty() ? Automata.makeEmptyString() : Operations.concatenate(parts));
+    }
+
+    private Automaton checked(Automaton a) {
+        if (a.getNumStates() > MAX_STATES) {
+            throw error("a pattern whose automaton would exceed " + MAX_STATES + " states");
+        }
+        return a;
     }
 
     private Automaton quantified(Automaton atom) {
@@ -153,8 +175,16 @@ final class RegexParser {
                 throw error("a possessive quantifier");
             }
             eat('?'); // lazy: the same language
+            long copies = Math.max(1, max < 0 ? min + 1L : max);
+            if (copies * a.getNumStates() > MAX_STATES) {
+                at = before;
+                throw error("a repetition whose automaton would exceed " + MAX_STATES + " states");
+            }
             a = max < 0 ? (min == 0 ? Operations.repeat(a) : Operations.repeat(a, min))
                     : min == 0 && max == 1 ? Operations.optional(a) : Operations.repeat(a, min, max);
+            if (more() && (peek() == '*' || peek() == '+' || peek() == '?' || peek() == '{' && counted())) {
+                throw error("a quantifier after a quantifier (both dialects refuse it)");
+            }
         }
         return a;
     }
@@ -218,7 +248,10 @@ final class RegexParser {
                         }
                     }
                 }
-                depth++;
+                if (++depth > MAX_DEPTH) {
+                    at = open;
+                    throw error("groups nested deeper than " + MAX_DEPTH);
+                }
                 Automaton inner = alternation();
                 depth--;
                 if (!eat(')')) {
@@ -237,8 +270,18 @@ final class RegexParser {
                 return escape();
             }
             case '*', '+', '?' -> throw error("a quantifier with nothing to repeat");
+            case '{' -> {
+                if (counted()) {
+                    throw error("a quantifier with nothing to repeat");
+                }
+                at++;
+                return Automata.makeChar(c);
+            }
             case ')' -> throw error("unbalanced ')'");
             default -> {
+                if (c >= Character.MIN_SURROGATE && c <= Character.MAX_SURROGATE) {
+                    throw error("a lone surrogate, which no UTF-8 text holds");
+                }
                 at++;
                 return Automata.makeChar(c);
             }
@@ -254,18 +297,42 @@ final class RegexParser {
     }
 
     /** A class escape (\d \D \w \W \s \S) at {@code at} (on the backslash), consumed; null if it is not one. */
+    /** The ranges of the code points {@code member} holds (surrogates aside). */
+    private static int[][] unicode(java.util.function.IntPredicate member) {
+        List<int[]> out = new ArrayList<>();
+        int start = -1;
+        for (int c = 0; c <= MAX_CODE_POINT + 1; c++) {
+            boolean in = c <= MAX_CODE_POINT && member.test(c);
+            if (in && start < 0) {
+                start = c;
+            } else if (!in && start >= 0) {
+                out.add(new int[] {start, c - 1});
+                start = -1;
+            }
+        }
+        return normalize(out.toArray(new int[0][]));
+    }
+
     private int[][] classEscape() {
+        return classEscape(false);
+    }
+
+    /**
+     * A class escape; {@code negated}: it stands in a negated class, whose complement must still
+     * be contained in both dialects' readings, so it takes its widest reading there.
+     */
+    private int[][] classEscape(boolean negated) {
         if (at + 1 >= cps.length) {
             at++;
             throw error("a trailing backslash");
         }
         int[][] set = switch (cps[at + 1]) {
-            case 'd' -> DIGIT;
-            case 'D' -> complement(DIGIT);
-            case 'w' -> WORD;
-            case 'W' -> complement(WORD);
-            case 's' -> SPACE;
-            case 'S' -> complement(SPACE);
+            case 'd' -> negated ? WIDE_DIGIT : DIGIT;
+            case 'D' -> complement(negated ? DIGIT : WIDE_DIGIT);
+            case 'w' -> negated ? WIDE_WORD : WORD;
+            case 'W' -> complement(negated ? WORD : WIDE_WORD);
+            case 's' -> negated ? WIDE_SPACE : SPACE;
+            case 'S' -> complement(negated ? SPACE : WIDE_SPACE);
             default -> null;
         };
         if (set != null) {
@@ -307,28 +374,19 @@ final class RegexParser {
             }
             case 'u' -> {
                 int cp;
-                if (eat('{')) {
-                    int from = at;
-                    while (more() && peek() != '}') {
-                        at++;
+                if (more() && peek() == '{') {
+                    at = start;
+                    throw error("a \\u{...} escape (ECMA-262 reads it so only with its u flag, Python not at all)");
+                }
+                cp = hex(4);
+                if (Character.isHighSurrogate((char) cp) && at + 1 < cps.length && cps[at] == '\\' && cps[at + 1] == 'u') {
+                    int save = at;
+                    at += 2;
+                    int low = hex(4);
+                    if (Character.isLowSurrogate((char) low)) {
+                        return Character.toCodePoint((char) cp, (char) low);
                     }
-                    if (!more() || at == from || at - from > 6) {
-                        at = start;
-                        throw error("a malformed \\u{...} escape");
-                    }
-                    cp = parseHex(from, at);
-                    at++;
-                } else {
-                    cp = hex(4);
-                    if (Character.isHighSurrogate((char) cp) && at + 1 < cps.length && cps[at] == '\\' && cps[at + 1] == 'u') {
-                        int save = at;
-                        at += 2;
-                        int low = hex(4);
-                        if (Character.isLowSurrogate((char) low)) {
-                            return Character.toCodePoint((char) cp, (char) low);
-                        }
-                        at = save;
-                    }
+                    at = save;
                 }
                 if (cp > MAX_CODE_POINT || (cp >= Character.MIN_SURROGATE && cp <= Character.MAX_SURROGATE)) {
                     at = start;
@@ -396,7 +454,7 @@ final class RegexParser {
         }
         List<int[]> ranges = new ArrayList<>();
         while (more() && peek() != ']') {
-            int[][] set = peek() == '\\' ? classEscape() : null;
+            int[][] set = peek() == '\\' ? classEscape(negated) : null;
             if (set != null) {
                 for (int[] r : set) {
                     ranges.add(r);

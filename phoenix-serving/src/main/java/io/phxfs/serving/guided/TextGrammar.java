@@ -23,16 +23,18 @@ public final class TextGrammar implements OutputGrammar {
     /**
      * The outputs that match {@code pattern} from start to end ({@code re.fullmatch}). The syntax
      * is what ECMA-262 and Python's {@code re} share: literals and escapes, classes with ranges
-     * and negation, {@code \d \w \s} and their negations (ASCII), {@code .} (any character but a
-     * line terminator), groups (capturing, {@code (?:...)} and named), alternation, and the
-     * quantifiers {@code * + ? {n} {n,} {n,m}} (lazy or not; bounds up to 1000); {@code ^} and
-     * {@code $} at the ends.
+     * and negation, {@code \d \w \s} (ASCII) and their negations (everything but either
+     * dialect's Unicode class), {@code .} (any character but a line terminator), groups
+     * (capturing, {@code (?:...)} and named, nested up to 200 deep), alternation, and the
+     * quantifiers {@code * + ? {n} {n,} {n,m}} (lazy or not; bounds up to 1000, automata up to
+     * 100,000 states); {@code ^} and {@code $} at the ends.
      *
      * @param pattern the regular expression
      * @return the grammar
      * @throws UnsupportedPatternException naming the construct and where it is, for what it refuses:
-     *         lookarounds, backreferences, word boundaries, inline flags, possessive quantifiers,
-     *         Unicode property classes, anchors elsewhere than at the ends
+     *         lookarounds, backreferences, word boundaries, inline flags, possessive and repeated
+     *         quantifiers, Unicode property classes, <code>&#92;u{...}</code>, lone surrogates, anchors
+     *         elsewhere than at the ends, and patterns past the size limits
      * @throws IllegalArgumentException where no text matches, or the pattern's automaton is too large to build
      */
     public static TextGrammar regex(String pattern) {
@@ -45,15 +47,24 @@ public final class TextGrammar implements OutputGrammar {
      *
      * @param choices the strings, at least one
      * @return the grammar
-     * @throws IllegalArgumentException for an empty list
+     * @throws IllegalArgumentException for an empty list, or a choice with a lone surrogate
      */
     public static TextGrammar choice(List<String> choices) {
         if (choices.isEmpty()) {
             throw new IllegalArgumentException("no choices: at least one string is needed");
         }
         List<Automaton> each = new ArrayList<>();
-        for (String c : choices) {
-            each.add(Automata.makeString(Objects.requireNonNull(c, "a choice")));
+        for (int i = 0; i < choices.size(); i++) {
+            String c = Objects.requireNonNull(choices.get(i), "a choice");
+            for (int k = 0; k < c.length(); k++) {
+                char ch = c.charAt(k);
+                boolean paired = Character.isHighSurrogate(ch) ? k + 1 < c.length() && Character.isLowSurrogate(c.charAt(++k))
+                        : !Character.isLowSurrogate(ch);
+                if (!paired) {
+                    throw new IllegalArgumentException("choice " + i + " holds a lone surrogate, which no UTF-8 text holds");
+                }
+            }
+            each.add(Automata.makeString(c));
         }
         return new TextGrammar(ByteLanguage.of(Operations.union(each), "the choices"));
     }

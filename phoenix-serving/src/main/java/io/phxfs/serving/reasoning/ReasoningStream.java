@@ -6,8 +6,8 @@ import io.phxfs.serving.guided.ReasoningGate;
  * One response's text split at its {@code <think>...</think>} block as it is generated: each
  * piece goes in, and what is settled comes out, text as soon as it cannot be the start of a
  * tag. The tags themselves never come out, even when split across pieces. There is at most
- * one block, and {@code <think>} opens it only at the start of the output (after whitespace,
- * which is dropped with it); after {@code </think>} all text is content. A response that ends inside the
+ * one block, and {@code <think>} opens it only at the start of the output (after ASCII
+ * whitespace, which is dropped with it); after {@code </think>} all text is content. A response that ends inside the
  * block (no {@code </think>}, e.g. cut off by max_tokens) is reasoning to its end. Not
  * thread-safe; one per response.
  */
@@ -154,7 +154,7 @@ public final class ReasoningStream {
      */
     private int leadingOpen() {
         int at = 0;
-        while (at < held.length() && Character.isWhitespace(held.charAt(at))) {
+        while (at < held.length() && ReasoningGate.leadingSpace(held.charAt(at))) {
             at++;
         }
         int rest = held.length() - at;

@@ -199,7 +199,7 @@ final class OpenAiRequests {
         ToolRequests.Tools tools = ToolRequests.read(body);
         OutputGrammar format = ResponseFormats.read(body);
         if (format != null && (tools.choice() == ToolRequests.Choice.REQUIRED || tools.choice() == ToolRequests.Choice.NAMED)) {
-            throw ApiException.invalid("response_format", "response_format: a json_object or json_schema format and"
+            throw ApiException.invalid("response_format", "response_format (or vLLM's structured_outputs / guided_*) and"
                     + " tool_choice \"required\" or a named function both decide the output; send one of them");
         }
         boolean stream = stream(body);

@@ -66,6 +66,13 @@ final class ResponseFormats {
      * {@code guided_choice}. A grammar, a structural tag and a whitespace pattern are refused by
      * name rather than ignored; so are two kinds at once.
      */
+    /**
+     * vLLM's flags that change nothing here: {@code disable_fallback} (there is one backend) and
+     * {@code disable_additional_properties} (an absent {@code additionalProperties} already
+     * allows none).
+     */
+    private static final List<String> NO_OPS = List.of("disable_fallback", "disable_additional_properties");
+
     private static OutputGrammar vllmFields(ObjectNode body) {
         for (String field : new String[] {"guided_grammar", "guided_whitespace_pattern"}) {
             if (body.hasNonNull(field)) {
@@ -88,10 +95,10 @@ final class ResponseFormats {
             }
             for (var e : so.properties()) {
                 JsonNode v = e.getValue();
-                if (v.isNull() || (v.isBoolean() && !v.booleanValue())) {
+                String k = e.getKey();
+                if (v.isNull() || (v.isBoolean() && !v.booleanValue()) || NO_OPS.contains(k) && v.isBoolean()) {
                     continue;
                 }
-                String k = e.getKey();
                 if (!List.of("json", "regex", "choice", "json_object").contains(k)) {
                     throw ApiException.invalid("structured_outputs." + k, "structured_outputs." + k
                             + ": not supported; this server guides outputs by JSON Schema, regular expression or choice"

@@ -156,7 +156,7 @@ class BadRequestsTest {
                 // what guided decoding cannot enforce is refused, naming the keyword and where, not pretended
                 Arguments.of("POST", CHAT, JSON_TYPE, with(with(chat(), "tools", List.of(java.util.Map.of("type", "function",
                         "function", java.util.Map.of("name", "a", "parameters", java.util.Map.of("type", "object", "properties",
-                                java.util.Map.of("to", java.util.Map.of("type", "string", "format", "email"))))))),
+                                java.util.Map.of("to", java.util.Map.of("type", "string", "format", "ipv6"))))))),
                         "tool_choice", "required").toString(), 400, bad, "tools[0].function.parameters", null,
                         "'format' at /properties/to"),
                 Arguments.of("POST", CHAT, JSON_TYPE, with(chat(), "response_format", java.util.Map.of("type", "json_schema",
