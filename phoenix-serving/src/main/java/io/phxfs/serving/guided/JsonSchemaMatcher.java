@@ -31,7 +31,7 @@ public final class JsonSchemaMatcher implements OutputGrammar {
     }
 
     /**
-     * Compiles a JSON Schema.
+     * Compiles a JSON Schema (or returns the matcher compiled lately for the same schema).
      *
      * @param schema the schema (an object, or {@code true} / {@code false})
      * @return the matcher for it
@@ -39,7 +39,7 @@ public final class JsonSchemaMatcher implements OutputGrammar {
      */
     public static JsonSchemaMatcher compile(JsonNode schema) {
         Objects.requireNonNull(schema, "schema");
-        return new JsonSchemaMatcher(SchemaCompiler.compile(schema));
+        return CompiledGrammars.get("json " + schema, () -> new JsonSchemaMatcher(SchemaCompiler.compile(schema)));
     }
 
     /**

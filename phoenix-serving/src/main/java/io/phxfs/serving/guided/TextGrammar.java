@@ -39,7 +39,8 @@ public final class TextGrammar implements OutputGrammar {
      */
     public static TextGrammar regex(String pattern) {
         Objects.requireNonNull(pattern, "pattern");
-        return new TextGrammar(ByteLanguage.of(RegexParser.parse(pattern), "the regular expression"));
+        return CompiledGrammars.get("regex " + pattern,
+                () -> new TextGrammar(ByteLanguage.of(RegexParser.parse(pattern), "the regular expression")));
     }
 
     /**

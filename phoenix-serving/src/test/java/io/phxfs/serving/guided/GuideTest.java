@@ -10,8 +10,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.phxfs.serving.text.HfTokenizer;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.BitSet;
@@ -41,24 +39,14 @@ class GuideTest {
 
     @BeforeAll
     static void open() throws Exception {
-        llama = HfTokenizer.open(fixture("tiny-chat-llama"));
-        gpt2 = HfTokenizer.open(fixture("tiny-chat-gpt2"));
+        llama = HfTokenizer.open(GuidedFixtures.fixture("tiny-chat-llama"));
+        gpt2 = HfTokenizer.open(GuidedFixtures.fixture("tiny-chat-gpt2"));
     }
 
     @AfterAll
     static void close() {
         llama.close();
         gpt2.close();
-    }
-
-    private static Path fixture(String name) {
-        for (String key : new String[] {"phx.fixtures", "phx.fixtures.fallback"}) {
-            String v = System.getProperty(key);
-            if (v != null && !v.isBlank() && Files.isDirectory(Path.of(v))) {
-                return Path.of(v).resolve(name);
-            }
-        }
-        throw new IllegalStateException("fixtures not found");
     }
 
     private static HfTokenizer tokenizer(String which) {

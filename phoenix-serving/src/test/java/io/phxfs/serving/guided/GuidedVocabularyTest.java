@@ -9,8 +9,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.phxfs.serving.text.HfTokenizer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.LinkedHashSet;
@@ -202,7 +200,7 @@ class GuidedVocabularyTest {
     @ParameterizedTest
     @ValueSource(strings = {"tiny-chat-llama", "tiny-chat-gpt2"})
     void allowedIsTheBruteForceOnCorpusStatesForTheFixtureVocabularies(String fixture) throws Exception {
-        try (HfTokenizer t = HfTokenizer.open(fixture(fixture))) {
+        try (HfTokenizer t = HfTokenizer.open(GuidedFixtures.fixture(fixture))) {
             byte[][] tokens = new byte[t.vocabSize()][];
             for (int id = 0; id < tokens.length; id++) {
                 tokens[id] = t.tokenBytes(id);
@@ -259,13 +257,4 @@ class GuidedVocabularyTest {
         }
     }
 
-    private static Path fixture(String name) {
-        for (String key : new String[] {"phx.fixtures", "phx.fixtures.fallback"}) {
-            String v = System.getProperty(key);
-            if (v != null && !v.isBlank() && Files.isDirectory(Path.of(v))) {
-                return Path.of(v).resolve(name);
-            }
-        }
-        throw new IllegalStateException("fixtures not found");
-    }
 }

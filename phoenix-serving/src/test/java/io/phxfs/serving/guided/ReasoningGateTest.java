@@ -9,8 +9,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import io.phxfs.serving.text.HfTokenizer;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.BitSet;
 import java.util.List;
@@ -44,7 +42,7 @@ class ReasoningGateTest {
 
     @BeforeAll
     static void open() throws Exception {
-        llama = HfTokenizer.open(fixture("tiny-chat-llama"));
+        llama = HfTokenizer.open(GuidedFixtures.fixture("tiny-chat-llama"));
         int n = llama.vocabSize();
         tokens = new byte[n + EXTRA.size()][];
         for (int id = 0; id < n; id++) {
@@ -59,16 +57,6 @@ class ReasoningGateTest {
     @AfterAll
     static void close() {
         llama.close();
-    }
-
-    private static Path fixture(String name) {
-        for (String key : new String[] {"phx.fixtures", "phx.fixtures.fallback"}) {
-            String v = System.getProperty(key);
-            if (v != null && !v.isBlank() && Files.isDirectory(Path.of(v))) {
-                return Path.of(v).resolve(name);
-            }
-        }
-        throw new IllegalStateException("fixtures not found");
     }
 
     private static int id(String extra) {

@@ -186,4 +186,18 @@ class RegexParserTest {
         assertEquals(null, read(url, "\"" + path + "a"), "one more");
         assertEquals(null, read(url, "\"ftp:"), "http or https");
     }
+
+    @Test
+    void aGrammarCompiledLatelyIsReusedForTheSameText() throws Exception {
+        String p = "[a-z]{0,900}";
+        TextGrammar first = TextGrammar.regex(p);
+        assertTrue(first == TextGrammar.regex(p), "the same pattern: the same grammar");
+        assertFalse(first == TextGrammar.regex(p + "x"));
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        JsonSchemaMatcher m = JsonSchemaMatcher.compile(json.readTree("{\"type\":\"string\",\"pattern\":\"^a+$\"}"));
+        assertTrue(m == JsonSchemaMatcher.compile(json.readTree("{\"type\": \"string\", \"pattern\": \"^a+$\"}")),
+                "the same schema, spaced differently");
+        assertThrows(UnsupportedPatternException.class, () -> TextGrammar.regex("(?=x)"));
+        assertThrows(UnsupportedPatternException.class, () -> TextGrammar.regex("(?=x)"), "a refusal is not kept");
+    }
 }

@@ -181,8 +181,9 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
      * The whole response of a forced tool choice: a named function's output is its arguments
      * (finish reason "stop", as OpenAI's for a named choice; cut short by max_tokens, the call
      * with the arguments so far and "length", as vLLM and the stream give it); a required
-     * choice's is the list of calls (finish reason "tool_calls"), or, cut short before the list
-     * closed, the text as content. With a reasoning parser the calls are read from the content
+     * choice's is the list of calls (finish reason "tool_calls"; cut short, the calls named so far
+     * with their arguments so far and "length"; cut before any name, the text as content), read as
+     * the stream reads it ({@link RequiredCallsScanner}). With a reasoning parser the calls are read from the content
      * after the reasoning block, which the answer carries as the reasoning.
      */
     private static byte[] forcedWhole(OpenAiJson.Head head, StreamBridge.Outcome o, String named,
@@ -192,9 +193,15 @@ final class ChatCompletionsEndpoint extends GenerationEndpoint {
             var call = new io.phxfs.serving.tools.ToolCall(io.phxfs.serving.tools.ToolCallIds.OPENAI.get(), named, text.strip());
             return OpenAiJson.chatCompletion(head, reasoning, null, List.of(call), o.reason().wire(), o.usage());
         }
-        var calls = ForcedTools.requiredCalls(text);
+        RequiredCallsScanner scanner = new RequiredCallsScanner();
+        scanner.add(text);
+        List<io.phxfs.serving.tools.ToolCall> calls = new java.util.ArrayList<>();
+        for (RequiredCallsScanner.Call c : scanner.calls()) {
+            calls.add(new io.phxfs.serving.tools.ToolCall(io.phxfs.serving.tools.ToolCallIds.OPENAI.get(), c.name(), c.arguments()));
+        }
         return calls.isEmpty() ? OpenAiJson.chatCompletion(head, reasoning, text, List.of(), o.reason().wire(), o.usage())
-                : OpenAiJson.chatCompletion(head, reasoning, null, calls, "tool_calls", o.usage());
+                : OpenAiJson.chatCompletion(head, reasoning, null, calls, scanner.complete() ? "tool_calls" : o.reason().wire(),
+                        o.usage());
     }
 
     /**

@@ -10,21 +10,23 @@ import java.util.List;
 /**
  * A streamed chat whose tool choice is forced ({@link ForcedTools}). A named function's call
  * opens with the first chunk (its id, type and name, arguments "") and its arguments then
- * stream as the model writes them, token by token. A required choice's list is whole only at
- * its end: its calls are sent then, each as OpenAI streams a call (the opening chunk, then its
- * arguments), with finish reason "tool_calls".
+ * stream as the model writes them, token by token. A required choice's list streams the same
+ * way, call by call ({@link RequiredCallsScanner}): a call's opening chunk once its name is
+ * written, then its arguments as they come; finish reason "tool_calls" once the list closes.
  */
 final class ForcedToolChunks implements StreamBridge.Chunks {
     private final OpenAiJson.Head head;
     private final boolean usage;
     /** The named function, or null for a required choice. */
     private final String named;
-    private final StringBuilder required = new StringBuilder();
+    /** The required list's reader, or null for a named function. */
+    private final RequiredCallsScanner required;
 
     ForcedToolChunks(OpenAiJson.Head head, boolean usage, String named) {
         this.head = head;
         this.usage = usage;
         this.named = named;
+        this.required = named == null ? new RequiredCallsScanner() : null;
     }
 
     @Override
@@ -35,8 +37,13 @@ final class ForcedToolChunks implements StreamBridge.Chunks {
     @Override
     public List<byte[]> text(String piece) {
         if (named == null) {
-            required.append(piece);
-            return List.of();
+            List<byte[]> out = new ArrayList<>();
+            for (RequiredCallsScanner.Event e : required.add(piece)) {
+                out.add(e.name() != null
+                        ? OpenAiJson.toolCallChunk(head, e.index(), new ToolCall(ToolCallIds.OPENAI.get(), e.name(), ""), usage)
+                        : OpenAiJson.toolArgumentsChunk(head, e.index(), e.arguments(), usage));
+            }
+            return out;
         }
         List<byte[]> out = new ArrayList<>(2);
         if (!opened) {
@@ -59,20 +66,11 @@ final class ForcedToolChunks implements StreamBridge.Chunks {
             out.add(OpenAiJson.chatChunk(head, null, null, reason.wire(), usage));
             return out;
         }
-        List<ToolCall> calls = ForcedTools.requiredCalls(required.toString());
-        if (calls.isEmpty()) {
-            // cut short before the list closed: what there is, as content
-            out.add(OpenAiJson.chatChunk(head, null, required.toString(), (String) null, usage));
-            out.add(OpenAiJson.chatChunk(head, null, null, reason.wire(), usage));
-            return out;
+        if (required.calls().isEmpty()) {
+            // cut short before a call was named: what there is, as content
+            out.add(OpenAiJson.chatChunk(head, null, required.text(), (String) null, usage));
         }
-        for (int i = 0; i < calls.size(); i++) {
-            out.add(OpenAiJson.toolCallChunk(head, i, calls.get(i), usage));
-            for (String f : ToolCallChunks.fragments(calls.get(i).arguments())) {
-                out.add(OpenAiJson.toolArgumentsChunk(head, i, f, usage));
-            }
-        }
-        out.add(OpenAiJson.chatChunk(head, null, null, "tool_calls", usage));
+        out.add(OpenAiJson.chatChunk(head, null, null, required.complete() ? "tool_calls" : reason.wire(), usage));
         return out;
     }
 

@@ -6,8 +6,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.phxfs.serving.guided.JsonSchemaMatcher;
 import io.phxfs.serving.guided.UnsupportedSchemaException;
-import io.phxfs.serving.tools.ToolCall;
-import io.phxfs.serving.tools.ToolCallIds;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -127,30 +125,6 @@ final class ForcedTools {
         } else if (n instanceof ArrayNode a) {
             a.forEach(e -> rewrite(e, ns));
         }
-    }
-
-    /**
-     * The calls of a required choice's output: the list's items, each item's parameters as its
-     * arguments; none when the output is not such a list (cut short by max_tokens, say).
-     */
-    static List<ToolCall> requiredCalls(String output) {
-        List<ToolCall> calls = new ArrayList<>();
-        JsonNode list;
-        try {
-            list = JSON.readTree(output);
-        } catch (java.io.IOException e) {
-            return calls;
-        }
-        if (list == null || !list.isArray()) {
-            return calls;
-        }
-        for (JsonNode item : list) {
-            if (item.path("name").isTextual()) {
-                calls.add(new ToolCall(ToolCallIds.OPENAI.get(), item.get("name").textValue(),
-                        item.has("parameters") ? item.get("parameters").toString() : "{}"));
-            }
-        }
-        return calls;
     }
 
     private static Map<?, ?> function(Map<String, Object> tool) {

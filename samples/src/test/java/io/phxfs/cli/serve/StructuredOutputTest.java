@@ -170,7 +170,14 @@ class StructuredOutputTest {
             assertEquals(1, out.path("required_single").path("tool_calls").size(), "parallel_tool_calls false: one call");
             JsonNode rs = out.path("required_stream");
             assertEquals("tool_calls", rs.path("finish_reason").asText(), rs.toString());
-            assertEquals(out.path("required_whole").path("tool_calls").size(), rs.path("calls").size(), rs.toString());
+            JsonNode rw = out.path("required_whole").path("tool_calls");
+            assertEquals(rw.size(), rs.path("calls").size(), rs.toString());
+            for (int i = 0; i < rw.size(); i++) {
+                // greedy: the same calls, the streamed arguments the whole ones' text
+                assertEquals(rw.get(i).path("name"), rs.path("calls").get(i).path("name"), rs.toString());
+                assertEquals(rw.get(i).path("arguments"), rs.path("calls").get(i).path("arguments"), rs.toString());
+            }
+            assertTrue(rs.path("argument_chunks").asInt() > rw.size(), "the calls stream as they are written: " + rs);
 
             JsonNode completion = out.path("completion");
             assertEquals("stop", completion.path("finish_reason").asText(), completion.toString());

@@ -1,0 +1,43 @@
+package io.phxfs.serving.guided;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Supplier;
+
+/**
+ * The grammars compiled lately, by their text: clients send the same schema, tool list or
+ * expression with every request, and a pattern's automaton can take a good part of a second to
+ * build. Grammars are immutable values, so one compiled for any request serves every other.
+ * Bounded (least recently used out); read on a request's way in, never during decoding.
+ */
+final class CompiledGrammars {
+    private static final int KEPT = 128;
+    private static final Map<String, OutputGrammar> RECENT = new LinkedHashMap<>(32, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, OutputGrammar> eldest) {
+            return size() > KEPT;
+        }
+    };
+
+    private CompiledGrammars() {
+    }
+
+    /**
+     * The grammar compiled from {@code key}'s text, compiling it (outside the lock, so that one slow
+     * compile holds up no other) where it is not kept. A compile that throws keeps nothing.
+     */
+    @SuppressWarnings("unchecked")
+    static <G extends OutputGrammar> G get(String key, Supplier<G> compile) {
+        synchronized (RECENT) {
+            OutputGrammar g = RECENT.get(key);
+            if (g != null) {
+                return (G) g;
+            }
+        }
+        G g = compile.get();
+        synchronized (RECENT) {
+            RECENT.putIfAbsent(key, g);
+        }
+        return g;
+    }
+}
