@@ -78,6 +78,22 @@ final class ByteLanguage {
         return m[state];
     }
 
+    /** The largest {@link #minChars} of any state: the most characters a live state may still need. */
+    int maxMinChars() {
+        int m = maxMinChars;
+        if (m < 0) {
+            minChars(0);
+            m = 0;
+            for (int d : minChars) {
+                m = Math.max(m, d);
+            }
+            maxMinChars = m;
+        }
+        return m;
+    }
+
+    private volatile int maxMinChars = -1;
+
     /** A 0-1 breadth-first search from the accepting states over the reversed transitions. */
     private int[] distances() {
         int n = run.getSize();

@@ -173,7 +173,10 @@ public final class Guide {
     }
 
     /** The current state's allowed set, from the cache where it is worth keeping there. */
-    private TokenSet allowedNow(MatchState state) {
+    private TokenSet allowedNow(MatchState exact) {
+        // far from a pattern's maxLength the count changes no token's fate: the state without it
+        // recurs (a URL's path characters), and its allowed set is the same
+        MatchState state = vocabulary.withoutFarBound(exact);
         TokenSet ok = allowed.get(state);
         if (ok == null) {
             ok = vocabulary.allowed(state);

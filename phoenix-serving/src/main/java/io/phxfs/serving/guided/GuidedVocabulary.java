@@ -24,6 +24,8 @@ public final class GuidedVocabulary {
     private final TokenTrie all;
     private final PlainStringTokens plain;
     private final TokenTrie notPlain;
+    /** The most characters (UTF-8 lead bytes) any token holds. */
+    private final int longestTokenChars;
     /** Per tag (a reasoning gate's), the tokens whose bytes contain it: a memo, filled on first use. */
     private final Map<String, int[]> containing = new ConcurrentHashMap<>();
 
@@ -33,6 +35,15 @@ public final class GuidedVocabulary {
         this.all = all;
         this.plain = plain;
         this.notPlain = notPlain;
+        int longest = 0;
+        for (byte[] b : bytes) {
+            int chars = 0;
+            for (int i = 0; b != null && i < b.length; i++) {
+                chars += ByteLanguage.startsCharacter(b[i] & 0xff) ? 1 : 0;
+            }
+            longest = Math.max(longest, chars);
+        }
+        this.longestTokenChars = longest;
     }
 
     /**
@@ -109,6 +120,21 @@ public final class GuidedVocabulary {
             all.walk(state, out);
         }
         return TokenSet.of(out, size);
+    }
+
+    /**
+     * {@code state} with a pattern's character count dropped where it is so far from the
+     * {@code maxLength} that no token's bytes could reach it: then every token is allowed or not
+     * as without the bound (the count only ever refuses a byte after which fewer characters are
+     * left than the fewest the pattern still needs), and the state without the count recurs, so a
+     * guide's cache can answer it. Any other state as it is.
+     */
+    MatchState withoutFarBound(MatchState state) {
+        if (state.onlyHead() instanceof PatternFrame p && p.maxChars() != StringShape.UNBOUNDED
+                && (long) p.count() + longestTokenChars + p.language().maxMinChars() <= p.maxChars()) {
+            return state.withOnlyHead(new PatternFrame(p.language(), p.state(), 0, StringShape.UNBOUNDED));
+        }
+        return state;
     }
 
     /**

@@ -149,6 +149,11 @@ public final class MatchState {
         return configs.length == 1 ? configs[0].head() : null;
     }
 
+    /** This state of one configuration with its head replaced by {@code head}. */
+    MatchState withOnlyHead(Frame head) {
+        return new MatchState(new FrameStack[] {configs[0].replaceHead(head)});
+    }
+
     @Override
     public boolean equals(Object o) {
         if (this == o) {

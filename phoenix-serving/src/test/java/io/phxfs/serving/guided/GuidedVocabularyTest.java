@@ -178,6 +178,28 @@ class GuidedVocabularyTest {
     }
 
     @Test
+    void farFromAPatternsMaxLengthTheStateWithoutTheCountAllowsTheSame() {
+        byte[][] tokens = trickyVocabulary();
+        GuidedVocabulary v = GuidedVocabulary.of(tokens);
+        String url = "\"https://docs.example.com/guides/regular-expressions?lang=en#top";
+        for (int max : new int[] {2083, 80, url.length() - 1}) {
+            JsonSchemaMatcher m = JsonSchemaMatcherTest.schema("{\"type\":\"string\",\"format\":\"uri\",\"maxLength\":" + max + "}");
+            MatchState s = m.start();
+            int dropped = 0;
+            int kept = 0;
+            for (byte b : url.getBytes(StandardCharsets.UTF_8)) {
+                s = s.advance(b & 0xff);
+                MatchState n = v.withoutFarBound(s);
+                dropped += n != s ? 1 : 0;
+                kept += n == s ? 1 : 0;
+                assertEquals(bruteForce(tokens, s), v.allowed(n).toBitSet(), max + " after " + s);
+            }
+            assertTrue(max == 2083 ? kept == 0 : kept > 0, max + ": near the bound the count stays (" + kept + ")");
+            assertTrue(dropped > 0 || max < 80, max + ": far from it the count goes (" + dropped + ")");
+        }
+    }
+
+    @Test
     void allowedIsTheBruteForceAlongTextOutputs() {
         byte[][] tokens = trickyVocabulary();
         GuidedVocabulary v = GuidedVocabulary.of(tokens);

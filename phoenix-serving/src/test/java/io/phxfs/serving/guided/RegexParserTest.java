@@ -87,7 +87,8 @@ class RegexParserTest {
         return out;
     }
 
-    private static boolean byteMatch(ByteLanguage l, String s) {
+    /** Whether the UTF-8 bytes of {@code s} are a whole string of {@code l}. */
+    static boolean byteMatch(ByteLanguage l, String s) {
         int state = l.start();
         for (byte b : s.getBytes(StandardCharsets.UTF_8)) {
             state = l.step(state, b & 0xff);
