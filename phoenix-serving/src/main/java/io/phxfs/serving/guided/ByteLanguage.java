@@ -49,6 +49,11 @@ final class ByteLanguage {
         return new ByteLanguage(new ByteRunAutomaton(det, true));
     }
 
+    /** The bytes its run table takes. */
+    long tableBytes() {
+        return run.ramBytesUsed();
+    }
+
     /** The state before the first byte. */
     int start() {
         return 0;

@@ -15,9 +15,16 @@ import org.apache.lucene.util.automaton.Operations;
  */
 public final class TextGrammar implements OutputGrammar {
     private final MatchState start;
+    private final ByteLanguage language;
 
     private TextGrammar(ByteLanguage language) {
+        this.language = language;
         this.start = MatchState.initialText(language);
+    }
+
+    /** The bytes of the language's run table. */
+    long tableBytes() {
+        return language.tableBytes();
     }
 
     /**
