@@ -54,6 +54,11 @@ final class ByteLanguage {
         return run.ramBytesUsed();
     }
 
+    /** The number of states (0 .. size - 1). */
+    int size() {
+        return run.getSize();
+    }
+
     /** The state before the first byte. */
     int start() {
         return 0;
@@ -98,6 +103,131 @@ final class ByteLanguage {
     }
 
     private volatile int maxMinChars = -1;
+
+    /**
+     * The most work (states x symbol intervals x rounds) {@link #representatives} spends before it
+     * gives up: a few milliseconds, once per language and depth.
+     */
+    static final long REFINE_WORK = 8_000_000;
+
+    /** The last {@link #representatives} computed: the depth and the array (null: too much work). */
+    private record Representatives(int depth, int[] of) {}
+
+    private volatile Representatives representatives;
+
+    /**
+     * Per state, the least state that no string of at most {@code depth} bytes tells apart from it:
+     * the same strings of that length are readable from both, and each such string ends in an
+     * accepting state from both or from neither. A walk of tokens that can read at most
+     * {@code depth} bytes of this language therefore allows the same tokens from either state, and
+     * one mask serves them: a bounded repetition ({@code [a-z ]{0,200}}) is a new state at every
+     * character, yet all but its last {@code depth} states are one class. Moore's partition
+     * refinement, cut at {@code depth} rounds or when the partition stops changing.
+     *
+     * @param depth the longest string that must not tell two states of a class apart
+     * @return per state its class's least state, or null where refining would cost more than
+     *         {@link #REFINE_WORK} (then every state stands alone)
+     */
+    int[] representatives(int depth) {
+        Representatives r = representatives;
+        if (r == null || r.depth() != depth) {
+            r = new Representatives(depth, refine(depth));
+            representatives = r;
+        }
+        return r.of();
+    }
+
+    private int[] refine(int depth) {
+        int n = run.getSize();
+        int[] points = run.getCharIntervals();
+        int m = points.length;
+        if ((long) n * (m + 1) * Math.max(1, Math.min(depth, n)) > REFINE_WORK) {
+            return null;
+        }
+        int[] next = new int[n * m];
+        for (int s = 0; s < n; s++) {
+            for (int i = 0; i < m; i++) {
+                next[s * m + i] = run.step(s, points[i]);
+            }
+        }
+        int[] cls = new int[n];
+        boolean anyAccept = false;
+        boolean anyReject = false;
+        for (int s = 0; s < n; s++) {
+            cls[s] = run.isAccept(s) ? 1 : 0;
+            anyAccept |= cls[s] == 1;
+            anyReject |= cls[s] == 0;
+        }
+        int classes = (anyAccept ? 1 : 0) + (anyReject ? 1 : 0);
+        for (int round = 0; round < depth && classes < n; round++) {
+            java.util.HashMap<Signature, Integer> ids = new java.util.HashMap<>();
+            int[] split = new int[n];
+            for (int s = 0; s < n; s++) {
+                int[] sig = new int[m + 1];
+                sig[0] = cls[s];
+                for (int i = 0; i < m; i++) {
+                    int t = next[s * m + i];
+                    sig[i + 1] = t < 0 ? -1 : cls[t];
+                }
+                Integer id = ids.putIfAbsent(new Signature(sig), ids.size());
+                split[s] = id == null ? ids.size() - 1 : id;
+            }
+            if (ids.size() == classes) {
+                break; // refinement only splits: as many classes as before is the same partition, stable
+            }
+            classes = ids.size();
+            cls = split;
+        }
+        int[] least = new int[n];
+        java.util.Arrays.fill(least, -1);
+        int[] rep = new int[n];
+        for (int s = 0; s < n; s++) {
+            if (least[cls[s]] < 0) {
+                least[cls[s]] = s;
+            }
+            rep[s] = least[cls[s]];
+        }
+        return rep;
+    }
+
+    /** A state's class and its successors' classes, per symbol interval: compared by content. */
+    private static final class Signature {
+        private final int[] of;
+        private final int hash;
+
+        Signature(int[] of) {
+            this.of = of;
+            this.hash = java.util.Arrays.hashCode(of);
+        }
+
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof Signature other && java.util.Arrays.equals(of, other.of);
+        }
+
+        @Override
+        public int hashCode() {
+            return hash;
+        }
+    }
+
+    /** Per byte value, whether some state reads it. */
+    boolean[] readableBytes() {
+        boolean[] out = new boolean[256];
+        int[] points = run.getCharIntervals();
+        for (int i = 0; i < points.length; i++) {
+            int from = points[i];
+            int to = i + 1 < points.length ? points[i + 1] : 256;
+            boolean read = false;
+            for (int s = 0; s < run.getSize() && !read; s++) {
+                read = run.step(s, from) >= 0;
+            }
+            for (int b = from; b < Math.min(to, 256); b++) {
+                out[b] = read;
+            }
+        }
+        return out;
+    }
 
     /** A 0-1 breadth-first search from the accepting states over the reversed transitions. */
     private int[] distances() {

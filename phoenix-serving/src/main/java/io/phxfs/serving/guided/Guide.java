@@ -174,9 +174,10 @@ public final class Guide {
 
     /** The current state's allowed set, from the cache where it is worth keeping there. */
     private TokenSet allowedNow(MatchState exact) {
-        // far from a pattern's maxLength the count changes no token's fate: the state without it
-        // recurs (a URL's path characters), and its allowed set is the same
-        MatchState state = vocabulary.withoutFarBound(exact);
+        // far from a pattern's maxLength the count changes no token's fate, and within what a token
+        // can read many automaton states are alike: the key state recurs where the exact one does
+        // not (a URL's path characters, a bounded repetition's positions), with the same allowed set
+        MatchState state = vocabulary.cacheKey(exact);
         TokenSet ok = allowed.get(state);
         if (ok == null) {
             ok = vocabulary.allowed(state);

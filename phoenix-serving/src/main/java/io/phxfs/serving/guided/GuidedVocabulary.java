@@ -28,6 +28,11 @@ public final class GuidedVocabulary {
     private final int longestTokenChars;
     /** Per tag (a reasoning gate's), the tokens whose bytes contain it: a memo, filled on first use. */
     private final Map<String, int[]> containing = new ConcurrentHashMap<>();
+    /**
+     * Per language met (weakly: compiled grammars come and go), the most bytes of it any token can
+     * read: a memo, filled on first use.
+     */
+    private final Map<ByteLanguage, Integer> walkDepths = java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
 
     private GuidedVocabulary(byte[][] bytes, TokenTrie all, PlainStringTokens plain, TokenTrie notPlain) {
         this.size = bytes.length;
@@ -135,6 +140,59 @@ public final class GuidedVocabulary {
             return state.withOnlyHead(new PatternFrame(p.language(), p.state(), 0, StringShape.UNBOUNDED));
         }
         return state;
+    }
+
+    /**
+     * The state whose allowed set a guide's cache keeps for {@code exact}: far from a pattern's
+     * bound, the state without the count ({@link #withoutFarBound}); inside a pattern or a text
+     * language without a bound in force, the least state its language cannot tell apart from the
+     * current one within the most bytes of it a token can read ({@link
+     * ByteLanguage#representatives}). Both allow exactly the tokens {@code exact} allows, and recur
+     * where the exact state does not (each character of {@code [a-z ]{0,200}} is a new state).
+     *
+     * @param exact where the output is
+     * @return the state to key the cache by and compute the allowed set from
+     */
+    MatchState cacheKey(MatchState exact) {
+        MatchState state = withoutFarBound(exact);
+        Frame only = state.onlyHead();
+        if (only instanceof PatternFrame p && p.maxChars() == StringShape.UNBOUNDED) {
+            int rep = representative(p.language(), p.state());
+            return rep == p.state() ? state : state.withOnlyHead(new PatternFrame(p.language(), rep, p.count(), p.maxChars()));
+        }
+        if (only instanceof TextFrame t) {
+            int rep = representative(t.language(), t.state());
+            return rep == t.state() ? state : state.withOnlyHead(new TextFrame(t.language(), rep));
+        }
+        return state;
+    }
+
+    private int representative(ByteLanguage language, int state) {
+        int[] reps = language.representatives(walkDepth(language));
+        return reps == null ? state : reps[state];
+    }
+
+    /**
+     * The most bytes of {@code language} a walk of this vocabulary's tokens can read: the longest
+     * run of bytes the language reads anywhere that begins a token. A token's walk in the language
+     * stops at its first other byte (a string's closing quote hands the rest to the matcher).
+     */
+    int walkDepth(ByteLanguage language) {
+        Integer d = walkDepths.get(language);
+        if (d == null) {
+            boolean[] read = language.readableBytes();
+            int depth = 0;
+            for (byte[] b : bytes) {
+                int i = 0;
+                while (b != null && i < b.length && read[b[i] & 0xff]) {
+                    i++;
+                }
+                depth = Math.max(depth, i);
+            }
+            d = depth;
+            walkDepths.put(language, d);
+        }
+        return d;
     }
 
     /**
