@@ -259,7 +259,8 @@ int phxfs_write_stream_ex2(int fd, int dev, const void *buf, const size_t *nbyte
                            phxfs_stream_result_fn result_fn);
 
 /* Files: opens with O_DIRECT when want_direct and the file system accepts it,
- * buffered otherwise; *is_direct (may be NULL) says which. Returns fd or -errno. */
+ * buffered otherwise; *is_direct (may be NULL) says which. Returns fd or -errno;
+ * a directory is -EISDIR (open(2) itself would hand one out for reading). */
 int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int *is_direct);
 
 /* How much of the file is in the page cache, in permille (0..1000, estimated from 64

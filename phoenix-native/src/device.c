@@ -427,6 +427,18 @@ int phxfs_deregmem(int dev, const void *addr, size_t len)
     return rc;
 }
 
+/* open(2) gives a directory to O_RDONLY, and its lseek(SEEK_END) on ext4 answers 2^63 - 1: a
+ * caller sizing a buffer from it would ask for exabytes. Refused, as read(2) would refuse it. */
+static int refuse_directory(int fd, const char *path)
+{
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        close(fd);
+        return phx_fail(EISDIR, "open %s: %s", path, strerror(EISDIR));
+    }
+    return fd;
+}
+
 int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int *is_direct)
 {
     phx_clear_error();
@@ -436,7 +448,7 @@ int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int 
         int fd = open(path, flags | O_DIRECT, mode);
         if (fd >= 0) {
             if (is_direct) *is_direct = 1;
-            return fd;
+            return refuse_directory(fd, path);
         }
         if (errno != EINVAL) return phx_fail(errno, "open %s: %s", path, strerror(errno));
         /* EINVAL: the file system refuses O_DIRECT (tmpfs, some FUSE) */
@@ -444,7 +456,7 @@ int phxfs_file_open(const char *path, int flags, int mode, int want_direct, int 
     int fd = open(path, flags, mode);
     if (fd < 0) return phx_fail(errno, "open %s: %s", path, strerror(errno));
     if (is_direct) *is_direct = 0;
-    return fd;
+    return refuse_directory(fd, path);
 }
 
 int phxfs_file_cached_permille(int fd)

@@ -131,6 +131,25 @@ public final class PhoenixBlockFactory implements BlockFactory {
     }
 
     /**
+     * Refuses a GPU the engine cannot compute on, before any tensor is made there: libtorch built
+     * for the CPU would otherwise print its C++ stack ("Cannot initialize CUDA without ATen_cuda
+     * library") and fail deep inside the first tensor.
+     */
+    static void requireGpu(ai.djl.engine.Engine engine, ai.djl.Device device) {
+        if (!engine.hasCapability(ai.djl.engine.StandardCapabilities.CUDA)) {
+            throw new IllegalArgumentException(device + ": this " + engine.getEngineName() + " engine ("
+                    + engine.getVersion() + ") was built without CUDA, so it computes on the CPU only; leave out the"
+                    + " device (--device) to compute on the CPU, or use a CUDA build of libtorch on a machine with a GPU");
+        }
+        int gpus = engine.getGpuCount();
+        if (device.getDeviceId() >= gpus) {
+            throw new IllegalArgumentException(device + ": " + (gpus == 0 ? "no GPU is visible" : "only " + gpus
+                    + " GPU(s) are visible (0.." + (gpus - 1) + ")") + " to the " + engine.getEngineName() + " engine"
+                    + " (CUDA_VISIBLE_DEVICES=" + System.getenv().getOrDefault("CUDA_VISIBLE_DEVICES", "unset") + ")");
+        }
+    }
+
+    /**
      * Loads a checkpoint directory into a block of {@code model}'s manager that computes in {@code dtype}.
      *
      * @param dir the checkpoint directory
@@ -155,6 +174,9 @@ public final class PhoenixBlockFactory implements BlockFactory {
                     + "\" is not supported (" + String.join(", ", SUPPORTED) + ")");
         }
         ai.djl.Device device = model.getNDManager().getDevice();
+        if (device.isGpu()) {
+            requireGpu(model.getNDManager().getEngine(), device);
+        }
         // a model on a GPU gets its weights read straight into that GPU's memory
         WeightLoader.Builder builder = device.isGpu() ? WeightLoader.builder().toDevice(device.getDeviceId())
                 : PhoenixWeights.defaultLoaderBuilder();

@@ -125,12 +125,19 @@ final class GenModelCommand implements Callable<Integer> {
             // Ctrl-C: a directory this run made goes with its files (TempFiles deletes it last)
             TempFiles.track(dir, Thread.currentThread());
         }
-        List<Path> written = new ArrayList<>();
         PrintWriter out = spec.commandLine().getOut();
+        // every file is written into a staging directory beside the model and moved into place
+        // only once all are whole: an interrupted or failed run leaves DIR as it found it (a
+        // checkpoint already there included), never half of one model over another
+        Path staging = dir.resolve(".gen-model-" + ProcessHandle.current().pid() + ".tmp");
+        List<String> names = new ArrayList<>();
         List<List<SafetensorsWriter.Spec>> parts;
         long total = 0;
         long bytes = 0;
         try {
+            TempFiles.delete(staging); // left by an earlier run with this pid that was killed (SIGKILL)
+            TempFiles.track(staging, Thread.currentThread());
+            Files.createDirectory(staging);
             parts = split(tensors, shards);
             byte[] random = new byte[32 << 20];
             fillRandom(random, seed);
@@ -138,11 +145,8 @@ final class GenModelCommand implements Callable<Integer> {
             for (int i = 0; i < parts.size(); i++) {
                 String name = parts.size() == 1 ? ModelFiles.SINGLE_FILE
                         : String.format("model-%05d-of-%05d.safetensors", i + 1, parts.size());
-                written.add(dir.resolve(name));
-                // the writer's temporary first: deleted before its final name, neither survives
-                TempFiles.track(dir.resolve(name + ".tmp"), Thread.currentThread());
-                TempFiles.track(dir.resolve(name), Thread.currentThread());
-                long fileBytes = SafetensorsWriter.write(dir.resolve(name), Map.of("format", "pt"), parts.get(i),
+                names.add(name);
+                long fileBytes = SafetensorsWriter.write(staging.resolve(name), Map.of("format", "pt"), parts.get(i),
                         type == Dtype.F32 ? (t, off, dst) -> fillNormal(t, off, dst, seed) : (t, off, dst) -> fill(random, t, off, dst));
                 bytes += fileBytes;
                 for (SafetensorsWriter.Spec t : parts.get(i)) {
@@ -153,31 +157,24 @@ final class GenModelCommand implements Callable<Integer> {
                         parts.get(i).size(), LoadCommand.human(fileBytes));
             }
             if (parts.size() > 1) {
-                written.add(dir.resolve(ModelFiles.INDEX_FILE));
-                TempFiles.track(dir.resolve(ModelFiles.INDEX_FILE), Thread.currentThread());
-                writeIndex(dir.resolve(ModelFiles.INDEX_FILE), total, weightMap);
+                names.add(ModelFiles.INDEX_FILE);
+                writeIndex(staging.resolve(ModelFiles.INDEX_FILE), total, weightMap);
             }
             if (experts == 0) {
                 // config.json (and the tokenizer's files): a checkpoint the DJL blocks and serve run
-                for (String f : writeConfig(dir, layers(tensors))) {
-                    written.add(dir.resolve(f));
-                    TempFiles.track(dir.resolve(f), Thread.currentThread());
-                }
+                names.addAll(writeConfig(staging, layers(tensors)));
             }
-            // finished: the model is the user's now
-            for (Path w : written) {
-                TempFiles.untrack(w);
-                TempFiles.untrack(w.resolveSibling(w.getFileName() + ".tmp"));
+            int replaced = commit(staging, dir, names);
+            if (replaced > 0) {
+                spec.commandLine().getErr().printf("phoenix gen-model: removed %d weight file(s) of the checkpoint %s held before%n",
+                        replaced, dir);
             }
+            TempFiles.delete(staging);
             TempFiles.untrack(dir);
         } catch (IOException | RuntimeException e) {
             // a failed run (ENOSPC, say) leaves nothing of its own behind: neither its files nor
             // the directory it made
-            for (Path w : written) {
-                Files.deleteIfExists(w);
-                TempFiles.untrack(w);
-                TempFiles.untrack(w.resolveSibling(w.getFileName() + ".tmp"));
-            }
+            TempFiles.delete(staging);
             if (created) {
                 try {
                     Files.deleteIfExists(dir);
@@ -219,6 +216,34 @@ final class GenModelCommand implements Callable<Integer> {
     }
 
     /** Writes config.json, generation_config.json and the tokenizer's files; returns their names. */
+    /**
+     * Moves the staged files into {@code dir}, replacing files of the same names, then removes the
+     * weight files of a checkpoint {@code dir} held before that the new one does not name (another
+     * shard count, an index beside a single file): left there, a loader would read the old
+     * weights through the old index.
+     *
+     * @return how many old weight files were removed
+     */
+    private static int commit(Path staging, Path dir, List<String> names) throws IOException {
+        for (String n : names) {
+            Files.move(staging.resolve(n), dir.resolve(n), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        }
+        int removed = 0;
+        try (java.util.stream.Stream<Path> old = Files.list(dir)) {
+            for (Path f : old.toList()) {
+                String n = f.getFileName().toString();
+                boolean weights = n.equals(ModelFiles.SINGLE_FILE) || n.equals(ModelFiles.INDEX_FILE)
+                        || n.matches("model-\\d{5}-of-\\d{5}\\.safetensors");
+                if (weights && !names.contains(n) && Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                    Files.delete(f);
+                    removed++;
+                }
+            }
+        }
+        return removed;
+    }
+
     private List<String> writeConfig(Path out, long layerCount) throws IOException {
         List<String> names = new ArrayList<>();
         com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
@@ -315,7 +340,7 @@ final class GenModelCommand implements Callable<Integer> {
                             + LoadCommand.human(perLayer) + " each)";
             throw new IllegalArgumentException("--size " + LoadCommand.human(target) + " " + why + " at --hidden " + hidden
                     + " --intermediate " + intermediate + " --vocab " + vocab + (experts > 0 ? " --experts " + experts : "")
-                    + ": use --size " + Sizes.format(smallest) + " or more (one layer), or smaller dimensions, e.g. "
+                    + ": use --size " + Sizes.format(smallest).replace(" ", "") + " or more (one layer), or smaller dimensions, e.g. "
                     + smallerDims(target));
         }
         List<SafetensorsWriter.Spec> all = new ArrayList<>();

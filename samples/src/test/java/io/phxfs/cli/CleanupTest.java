@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -169,6 +170,15 @@ class CleanupTest {
         }
     }
 
+    private static Map<Path, String> digests(Path dir) throws Exception {
+        Map<Path, String> out = new java.util.TreeMap<>();
+        for (Path f : contents(dir)) {
+            byte[] d = java.security.MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(f));
+            out.put(dir.relativize(f), java.util.HexFormat.of().formatHex(d));
+        }
+        return out;
+    }
+
     private static List<Path> contents(Path dir) throws IOException {
         try (Stream<Path> s = Files.walk(dir)) {
             return s.filter(q -> !q.equals(dir)).toList();
@@ -181,12 +191,19 @@ class CleanupTest {
         Path made = work.resolve("new-model");
         Path existing = Files.createDirectory(work.resolve("existing"));
         Path mine = Files.writeString(existing.resolve("notes.txt"), "the user's");
-        for (Path target : List.of(made, existing)) {
+        // a directory holding a finished model: the interrupted run over it leaves that model byte for byte
+        Path model = work.resolve("model");
+        assertEquals(0, Cli.run("gen-model", model.toString(), "--size", "4m", "--hidden", "256", "--intermediate", "512",
+                "--vocab", "1000", "--heads", "4", "--kv-heads", "2").exit());
+        Map<Path, String> before = digests(model);
+        for (Path target : List.of(made, existing, model)) {
             String err = interruptWhen("INT", () -> anyFile(target, f -> f.toString().endsWith(".tmp") && f.toFile().length() > (16 << 20)),
                     "gen-model", target.toString(), "--size", "3g", "--shards", "2");
             assertTrue(err.contains("interrupted"), err);
             if (target == made) {
                 assertFalse(Files.exists(made), "the directory gen-model made is still there: " + err);
+            } else if (target == model) {
+                assertEquals(before, digests(model), "the model already there was changed: " + err);
             } else {
                 assertEquals(List.of(mine), contents(existing), "gen-model left files behind: " + err);
             }

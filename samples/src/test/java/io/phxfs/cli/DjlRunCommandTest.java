@@ -70,6 +70,20 @@ class DjlRunCommandTest {
         assertTrue(noRepeat.err().contains("--repeat"), noRepeat::toString);
     }
 
+    /**
+     * A GPU asked of the CPU build of libtorch (CI's): one line saying so, before any tensor is
+     * made on it (libtorch printed a C++ stack, then failed inside the first tensor).
+     */
+    @Test
+    void aDeviceTheEngineCannotComputeOnIsExitTwoWithOneLine() {
+        org.junit.jupiter.api.Assumptions.assumeFalse(ai.djl.engine.Engine.getEngine("PyTorch")
+                .hasCapability(ai.djl.engine.StandardCapabilities.CUDA), "a CUDA libtorch computes on the GPU");
+        Cli r = Cli.run("djl-run", Fixtures.file("tiny-gpt2").toString(), "--ids", "1", "--device", "0");
+        assertEquals(2, r.exit(), r::toString);
+        assertTrue(r.err().contains("gpu(0): this PyTorch engine") && r.err().contains("built without CUDA"), r::toString);
+        assertEquals(1, r.err().lines().filter(l -> !l.isBlank()).count(), r::toString);
+    }
+
     /** The usage's synopsis: the lines from "Usage:" to the description. */
     private static String synopsis(String usage) {
         String s = usage.substring(usage.indexOf("Usage:"));

@@ -29,6 +29,28 @@ class GenModelCommandTest {
     }
 
     @Test
+    void aModelWrittenOverAnotherReplacesItWhole() throws Exception {
+        // four shards and an index, then one file in the same directory: the old shards and index
+        // go (a loader would read them through the index), the user's own files stay
+        Path m = dir.resolve("over");
+        assertEquals(0, Cli.run(args("gen-model", m.toString(), "--size", "400k", "--shards", "4")).exit());
+        Files.writeString(m.resolve("README.md"), "the user's");
+        Cli r = Cli.run(args("gen-model", m.toString(), "--size", "300k", "--seed", "7"));
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(r.err().contains("removed 5 weight file(s) of the checkpoint"), r.err());
+        try (java.util.stream.Stream<Path> files = Files.list(m)) {
+            assertEquals(List.of("README.md", "config.json", ModelFiles.SINGLE_FILE),
+                    files.map(f -> f.getFileName().toString()).sorted().toList());
+        }
+        JsonNode now = Cli.run("load", m.toString(), "--host", "--json", "--checksums").json();
+        assertEquals(1, now.path("files").asInt());
+        Path fresh = dir.resolve("fresh");
+        assertEquals(0, Cli.run(args("gen-model", fresh.toString(), "--size", "300k", "--seed", "7")).exit());
+        JsonNode same = Cli.run("load", fresh.toString(), "--host", "--json", "--checksums").json();
+        assertEquals(same.path("tensors"), now.path("tensors"), "the directory holds the new model and nothing of the old");
+    }
+
+    @Test
     void singleFileAndShardsHoldTheSameModel() throws Exception {
         // per layer: 2 norms (2*64) + q,o (2*64*64) + k,v (2*32*64) + 3 mlp (3*224*64) = 55424 bf16 = 110848 bytes;
         // fixed: 2 * 100*64 + 64 = 12864 elements = 25728 bytes; 400k fits 3 layers
@@ -113,7 +135,7 @@ class GenModelCommandTest {
             Path out = dir.resolve("m" + size);
             Cli r = Cli.run("gen-model", out.toString(), "--size", size);
             assertEquals(2, r.exit(), r.toString());
-            assertTrue(r.err().contains("use --size 917 MiB or more (one layer)"), r.err());
+            assertTrue(r.err().contains("use --size 917MiB or more (one layer)"), r.err());
             String hint = r.err().substring(r.err().indexOf("e.g. ") + 5, r.err().indexOf(" (", r.err().indexOf("e.g. ")));
             assertTrue(r.err().contains(size.equals("256m") ? "smaller than the embeddings and LM head alone"
                     : "but not one layer"), r.err());

@@ -121,7 +121,7 @@ class UserErrorsTest {
         assertEquals(2, small.exit(), small.toString());
         // 2 x 1000 x 256 bf16 + 256 = 1,024,512 bytes
         assertEquals(List.of("phoenix: error: --size 1.00 KiB is smaller than the embeddings and LM head alone"
-                + " (1000.50 KiB) at --hidden 256 --intermediate 512 --vocab 1000: use --size 3 MiB or more (one layer),"
+                + " (1000.50 KiB) at --hidden 256 --intermediate 512 --vocab 1000: use --size 3MiB or more (one layer),"
                 + " or smaller dimensions, e.g. --hidden 64 --intermediate 64 --vocab 256 --heads 1 --kv-heads 1"),
                 small.err().lines().toList());
 
