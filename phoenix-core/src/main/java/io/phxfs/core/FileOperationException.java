@@ -80,6 +80,10 @@ public class FileOperationException extends FileSystemException {
             n = Errno.ENOTDIR;
         }
         String detail = n == Errno.EACCES ? unsearchableDirectory(shown) : null;
+        if (n == Errno.ENOENT && e instanceof java.nio.file.NoSuchFileException f && f.getReason() != null) {
+            // the JDK's own carries no reason: this is one a caller gave (why the path was needed)
+            detail = f.getReason();
+        }
         return new FileOperationException(operation, shown, n, detail, e);
     }
 

@@ -137,7 +137,11 @@ final class GenModelCommand implements Callable<Integer> {
         try {
             TempFiles.delete(staging); // left by an earlier run with this pid that was killed (SIGKILL)
             TempFiles.track(staging, Thread.currentThread());
-            Files.createDirectory(staging);
+            try {
+                Files.createDirectory(staging);
+            } catch (IOException e) {
+                throw io.phxfs.core.FileOperationException.of("create", staging, e);
+            }
             parts = split(tensors, shards);
             byte[] random = new byte[32 << 20];
             fillRandom(random, seed);

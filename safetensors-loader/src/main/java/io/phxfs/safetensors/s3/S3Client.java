@@ -242,7 +242,7 @@ final class S3Client implements AutoCloseable {
         }
         HttpResponse<Long> r;
         try {
-            r = await(f, sink, abandoned, url, range);
+            r = await(f, sink, abandoned, url, range, req.uri());
         } finally {
             sink.close(); // from here on, nothing writes into dest
             written[0] = sink.written();
@@ -282,7 +282,8 @@ final class S3Client implements AutoCloseable {
      * timeout ends at the response headers) or when the load was abandoned.
      */
     private HttpResponse<Long> await(CompletableFuture<HttpResponse<Long>> f, SegmentSink sink,
-                                     BooleanSupplier abandoned, String url, String range) throws IOException {
+                                     BooleanSupplier abandoned, String url, String range, java.net.URI target)
+            throws IOException {
         long idleLimit = settings.timeout().toNanos();
         boolean interrupted = false;
         try {
@@ -308,7 +309,7 @@ final class S3Client implements AutoCloseable {
                     f.cancel(true);
                     throw new InterruptedIOException(url + ": interrupted");
                 } catch (ExecutionException e) {
-                    throw transport(e.getCause(), url, "GET " + range);
+                    throw transport(e.getCause(), url, "GET " + range, target);
                 } catch (CancellationException e) {
                     throw new InterruptedIOException(url + ": cancelled");
                 }
@@ -389,19 +390,58 @@ final class S3Client implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException(url + ": interrupted");
         } catch (IOException e) {
-            throw transport(e, url, req.method() + (req.headers().firstValue("Range").map(r -> " " + r).orElse("")));
+            throw transport(e, url, req.method() + (req.headers().firstValue("Range").map(r -> " " + r).orElse("")), req.uri());
         }
     }
 
     /** A transport failure (reset, refused, early end, timeout) as a retryable S3Exception naming what failed. */
-    private S3Exception transport(Throwable t, String url, String what) {
+    private S3Exception transport(Throwable t, String url, String what, java.net.URI target) {
         if (t instanceof S3Exception s) {
             return s;
         }
-        String why = t instanceof ConnectException ? "cannot connect to " + settings.endpointName() + " (" + t.getMessage() + ")"
+        String why = t instanceof ConnectException ? "cannot connect to " + settings.endpointName() + " (" + connectReason(t, target) + ")"
                 : t instanceof HttpTimeoutException ? "timed out after " + settings.timeout().toSeconds() + " s"
-                : t.getClass().getSimpleName() + (t.getMessage() == null ? "" : ": " + t.getMessage());
+                : t.getClass().getSimpleName() + ": " + reason(t);
         return retryable(url, what, 0, null, mask(why), t);
+    }
+
+    /**
+     * Why a connection failed. The JDK's HTTP client keeps the resolver's failure but drops the
+     * OS's answer to the connect (refused, no route, timed out: a ConnectException around a
+     * ClosedChannelException, neither with a message), so that one is asked again, once, with a
+     * plain socket to the same host and port.
+     */
+    static String connectReason(Throwable t, java.net.URI target) {
+        String why = reason(t);
+        if (!why.equals(t.getClass().getSimpleName()) || target == null || target.getHost() == null) {
+            return why;
+        }
+        int port = target.getPort() >= 0 ? target.getPort() : "https".equalsIgnoreCase(target.getScheme()) ? 443 : 80;
+        try (java.net.Socket probe = new java.net.Socket()) {
+            probe.connect(new java.net.InetSocketAddress(target.getHost(), port), 3000);
+            return "the connection to " + target.getHost() + ":" + port + " closed as it opened";
+        } catch (IOException e) {
+            return target.getHost() + ":" + port + ": " + reason(e);
+        }
+    }
+
+    /**
+     * What the OS or the resolver said: the JDK's HTTP client wraps it (a ConnectException with no
+     * message around "Connection refused", or around an UnresolvedAddressException with none).
+     */
+    static String reason(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof java.nio.channels.UnresolvedAddressException || c instanceof java.net.UnknownHostException) {
+                return "its host name does not resolve" + (c.getMessage() == null ? "" : ": " + c.getMessage());
+            }
+            if (c.getMessage() != null && !c.getMessage().isBlank()) {
+                return c.getMessage();
+            }
+            if (c.getCause() == c) {
+                break;
+            }
+        }
+        return t.getClass().getSimpleName();
     }
 
     /** A signed request for {@code key} of {@code bucket} (the bucket itself when key is null). */

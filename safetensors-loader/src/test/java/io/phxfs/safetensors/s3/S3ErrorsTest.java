@@ -153,9 +153,22 @@ class S3ErrorsTest {
                 + port)).credentials("AKIAX", "secret-x", null).maxAttempts(2)
                 .backoff(java.time.Duration.ofMillis(1), java.time.Duration.ofMillis(5)).build())) {
             S3Exception e = assertThrows(S3Exception.class, () -> ModelFiles.open(down.path("s3://errors/good/")));
-            assertTrue(e.getMessage().contains("cannot connect to http://127.0.0.1:" + port), e.getMessage());
+            assertTrue(e.getMessage().contains("cannot connect to http://127.0.0.1:" + port + " (127.0.0.1:" + port + ": Connection refused)"),
+                    e.getMessage());
             assertTrue(e.getMessage().contains("failed 2 tries"), e.getMessage());
             assertTrue(e.retryable());
+        }
+    }
+
+    @Test
+    void anEndpointWhoseNameDoesNotResolveSaysSo() throws IOException {
+        // .invalid never resolves (RFC 6761): the resolver's answer, not "(null)"
+        try (S3FileSystem nowhere = S3FileSystem.open(S3Settings.builder().endpoint(java.net.URI.create(
+                "http://s3.phoenix.invalid:9000")).credentials("AKIAX", "secret-x", null).maxAttempts(1).build())) {
+            S3Exception e = assertThrows(S3Exception.class, () -> ModelFiles.open(nowhere.path("s3://errors/good/")));
+            assertTrue(e.getMessage().contains("cannot connect to http://s3.phoenix.invalid:9000 (its host name does not resolve"),
+                    e.getMessage());
+            assertTrue(!e.getMessage().contains("null"), e.getMessage());
         }
     }
 }

@@ -171,6 +171,9 @@ final class ApiServer implements AutoCloseable {
             server.setErrorHandler(new JsonErrorHandler());
             try {
                 server.start();
+            } catch (java.io.IOException e) {
+                headers.close();
+                throw bindFailure(e);
             } catch (Exception | Error e) {
                 headers.close();
                 throw e;
@@ -180,6 +183,21 @@ final class ApiServer implements AutoCloseable {
             engine.close();
             throw e;
         }
+    }
+
+    /**
+     * Jetty's "Failed to bind to /127.0.0.1:8000" with the OS's reason it holds as its cause, and
+     * what to do about the two common ones.
+     */
+    static java.io.IOException bindFailure(java.io.IOException e) {
+        if (!(e.getCause() instanceof java.net.BindException b) || b.getMessage() == null) {
+            return e;
+        }
+        String why = b.getMessage();
+        String hint = why.contains("in use") ? " (another process listens there: stop it or choose another --port)"
+                : why.contains("ermission") ? " (ports below 1024 need root or CAP_NET_BIND_SERVICE: choose --port 1024 or above)"
+                : why.contains("assign") ? " (no interface of this machine has that address: check --bind)" : "";
+        return new java.io.IOException(e.getMessage() + ": " + why + hint, e);
     }
 
     /** The port listened on. */

@@ -177,6 +177,11 @@ public final class ServeCommand implements Callable<Integer> {
             }
             throw new IllegalArgumentException(dir + ": not a directory (serve takes a checkpoint directory)");
         }
+        if (!io.phxfs.safetensors.s3.S3FileSystemProvider.isS3(dir) && !Files.exists(dir.resolve("tokenizer.json"))) {
+            // before the weights load: the server turns text into tokens with the checkpoint's own tokenizer
+            throw new NoSuchFileException(dir.resolve("tokenizer.json").toString(), null,
+                    "serve needs the checkpoint's tokenizer (tokenizer.json, as transformers saves it beside config.json)");
+        }
         if (kvConfig != null && !Files.isRegularFile(kvConfig)) {
             if (!Files.exists(kvConfig)) {
                 throw new NoSuchFileException(kvConfig.toString(), null, "no such --kv-config file");

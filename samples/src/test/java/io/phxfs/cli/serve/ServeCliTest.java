@@ -131,6 +131,25 @@ class ServeCliTest {
         assertTrue(missing.err().contains("nope") && missing.err().contains("ENOENT"),
                 missing.toString());
 
+        // a checkpoint without its tokenizer: named, before the weights load
+        Path noTokenizer = Files.createDirectory(tmp.resolve("no-tokenizer"));
+        Files.copy(ServeTesting.model(ServeTesting.LLAMA).resolve("config.json"), noTokenizer.resolve("config.json"));
+        ServeTesting.Proc untokenized = ServeTesting.run(cli("serve", noTokenizer.toString(), "--port", "0"), null,
+                Duration.ofMinutes(1));
+        assertEquals(2, untokenized.exit(), untokenized.toString());
+        assertTrue(untokenized.err().contains(noTokenizer.resolve("tokenizer.json").toString())
+                && untokenized.err().contains("ENOENT") && untokenized.err().contains("serve needs the checkpoint's tokenizer"),
+                untokenized.toString());
+
+        // a port another process holds: the OS's reason, and what to do
+        try (java.net.ServerSocket taken = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            ServeTesting.Proc inUse = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
+                    "--port", String.valueOf(taken.getLocalPort())), null, Duration.ofMinutes(2));
+            assertEquals(1, inUse.exit(), inUse.toString());
+            assertTrue(inUse.err().contains("Failed to bind to") && inUse.err().contains("Address already in use")
+                    && inUse.err().contains("choose another --port"), inUse.toString());
+        }
+
         Path yaml = tmp.resolve("kv.yaml");
         Files.writeString(yaml, "chunk_sizes: 256\n");
         ServeTesting.Proc badKv = ServeTesting.run(cli("serve", ServeTesting.model(ServeTesting.LLAMA).toString(),
