@@ -121,14 +121,25 @@ final class KvBench {
         long chunkBytes = layout.bytesPerChunk(CHUNK);
         long bytes = chunkBytes * o.chunks;
         int tokens = CHUNK * o.chunks;
-        // as gen-model does: the directory named is made when missing (and kept, like its parents)
+        // the directory named is made when missing; what this run made of it goes again at the end
+        // (on Ctrl-C too, listed after the work directory so that it is empty by then), unless --keep
+        // leaves chunks in it
+        Path made = null;
+        for (Path p = base.toAbsolutePath(); p != null && !Files.exists(p); p = p.getParent()) {
+            made = p;
+        }
         try {
             Files.createDirectories(base);
         } catch (IOException e) {
             throw io.phxfs.core.FileOperationException.of("create --dir", base, e);
         }
+        List<Path> madeDirs = new ArrayList<>();
+        for (Path p = base.toAbsolutePath(); made != null && p != null && p.startsWith(made); p = p.getParent()) {
+            madeDirs.add(p);
+        }
         // Ctrl-C deletes the run's work directory (TempFiles' hook); --keep keeps its tier
         Path work = TempFiles.track(Files.createTempDirectory(base, "phoenix-kv-bench-"), Thread.currentThread());
+        madeDirs.forEach(d -> TempFiles.track(d, Thread.currentThread()));
         boolean keep = o.keep;
         boolean kept = false;
         double storeGbps;
@@ -225,6 +236,16 @@ final class KvBench {
             if (!kept) {
                 deleteTree(work);
                 TempFiles.untrack(work);
+            }
+            for (Path d : madeDirs) { // innermost first
+                if (!kept) {
+                    try {
+                        Files.deleteIfExists(d);
+                    } catch (IOException notEmpty) {
+                        // something else was put there meanwhile: it stays, with the directory
+                    }
+                }
+                TempFiles.untrack(d);
             }
         }
         if (o.json) {

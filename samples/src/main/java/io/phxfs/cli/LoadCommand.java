@@ -175,7 +175,10 @@ final class LoadCommand implements Callable<Integer> {
                 double cliSeconds = seconds - m.seconds() - (parseInLoad ? 0 : parseSeconds);
                 writeJson(out, model, m, mode, device, seconds, cliSeconds, parseSeconds, sha, several, spread, checksums);
             } else {
-                writeText(out, model, m, mode, device, seconds, sha);
+                String into = several.isEmpty() ? (device == null ? "host memory" : "device " + device.id())
+                        : "devices " + several.stream().map(d -> String.valueOf(d.id())).collect(java.util.stream.Collectors.joining(","))
+                                + (spread.equals("split") ? ", layers split over them" : ", replicated");
+                writeText(out, model, m, mode, into, seconds, sha);
                 for (Device d : several) {
                     Map<String, LoadedTensor> on = m.tensorsOn(d.id());
                     out.printf(Locale.ROOT, "  device %d: %d tensors, %d bytes%s%n", d.id(), on.size(),
@@ -377,11 +380,11 @@ final class LoadCommand implements Callable<Integer> {
         return file -> names.computeIfAbsent(file, model::relativeName);
     }
 
-    private static void writeText(PrintWriter out, ModelFiles model, LoadedModel m, String mode, Device device,
+    private static void writeText(PrintWriter out, ModelFiles model, LoadedModel m, String mode, String into,
                                   double seconds, Map<String, String> sha) {
         out.printf(Locale.ROOT, "loaded %d tensor%s, %s (%d bytes) from %d file(s) into %s (mode %s%s) in %.3f s: %.2f GB/s%n",
                 m.tensors().size(), m.tensors().size() == 1 ? "" : "s", human(m.bytes()), m.bytes(), m.fileCount(),
-                device == null ? "host memory" : "device " + device.id(), mode,
+                into, mode,
                 m.hostMapped() ? ", mapped read-only; --copy for writable tensors" : "", seconds, m.bytes() / seconds / 1e9);
         Function<Path, String> fileName = fileNames(model);
         for (LoadedTensor t : new TreeMap<>(m.tensors()).values()) {

@@ -13,6 +13,10 @@ import java.util.Random;
 /** Stores a prompt's KV cache in memory and on disk, then finds and retrieves it again. */
 public final class KvCache {
     public static void main(String[] args) {
+        if (args.length != 1) {
+            System.err.println("usage: KvCache DIR");
+            System.exit(2);
+        }
         Path dir = Path.of(args[0]);                        // the disk tier's directory
         KvLayout layout = KvLayout.preset("tiny-llama");    // 2 layers, 2 KV heads, head dim 16, bf16
         KvCacheConfig config = KvCacheConfig.builder()      // or KvCacheConfig.load(Path.of("kv.yaml"))

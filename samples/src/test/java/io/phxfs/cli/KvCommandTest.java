@@ -1,6 +1,7 @@
 package io.phxfs.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -67,7 +68,13 @@ class KvCommandTest {
 
     @Test
     void benchCreatesItsDirKeepsChunksForStatsOnAskingAndPrintsSizesInMiB() throws Exception {
-        Path missing = dir.resolve("a/b"); // as gen-model does, a missing --dir is made
+        // a missing --dir is made; without --keep it goes again at the end (and its made parents)
+        Path gone = dir.resolve("x/y");
+        Run plain = run("kv", "bench", "--layout", "tiny-llama", "--chunks", "3", "--repeat", "1", "--host", "--dir",
+                gone.toString());
+        assertEquals(0, plain.exit(), plain.err());
+        assertFalse(Files.exists(dir.resolve("x")), "the directories kv bench made are still there");
+        Path missing = dir.resolve("a/b");
         Run r = run("kv", "bench", "--layout", "tiny-llama", "--chunks", "3", "--repeat", "2", "--host", "--dir",
                 missing.toString(), "--keep");
         assertEquals(0, r.exit(), r.err());

@@ -280,6 +280,9 @@ class LoadCommandTest {
         assertEquals(split.json().path("bytes").asLong(), total, "split: each tensor on one device");
         Cli text = Cli.run("load", llama, "--devices", ids, "--checksums");
         assertTrue(text.out().contains("device 0: "), text.out());
+        assertTrue(text.out().contains(" into devices " + ids + ", replicated (mode "), text.out());
+        Cli splitText = Cli.run("load", llama, "--devices", ids, "--spread", "split");
+        assertTrue(splitText.out().contains(" into devices " + ids + ", layers split over them (mode "), splitText.out());
     }
 
     /** The mode device 0 reports, as the CLI prints it. */
