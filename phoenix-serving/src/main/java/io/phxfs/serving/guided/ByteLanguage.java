@@ -106,14 +106,13 @@ final class ByteLanguage {
 
     /**
      * The most work (states x symbol intervals x rounds) {@link #representatives} spends before it
-     * gives up: a few milliseconds, once per language and depth.
+     * gives up: up to some tens of milliseconds and of megabytes, once per language and depth.
      */
     static final long REFINE_WORK = 8_000_000;
 
-    /** The last {@link #representatives} computed: the depth and the array (null: too much work). */
-    private record Representatives(int depth, int[] of) {}
-
-    private volatile Representatives representatives;
+    /** What refining gave, per depth asked (one per vocabulary using this language); null: too much work. */
+    private final java.util.concurrent.ConcurrentHashMap<Integer, java.util.Optional<int[]>> representatives =
+            new java.util.concurrent.ConcurrentHashMap<>(2);
 
     /**
      * Per state, the least state that no string of at most {@code depth} bytes tells apart from it:
@@ -129,12 +128,7 @@ final class ByteLanguage {
      *         {@link #REFINE_WORK} (then every state stands alone)
      */
     int[] representatives(int depth) {
-        Representatives r = representatives;
-        if (r == null || r.depth() != depth) {
-            r = new Representatives(depth, refine(depth));
-            representatives = r;
-        }
-        return r.of();
+        return representatives.computeIfAbsent(depth, d -> java.util.Optional.ofNullable(refine(d))).orElse(null);
     }
 
     private int[] refine(int depth) {
@@ -150,15 +144,20 @@ final class ByteLanguage {
                 next[s * m + i] = run.step(s, points[i]);
             }
         }
+        // classes are numbered densely from 0, in order of their first state: accepting or not first
         int[] cls = new int[n];
-        boolean anyAccept = false;
-        boolean anyReject = false;
+        int acceptId = -1;
+        int rejectId = -1;
+        int classes = 0;
         for (int s = 0; s < n; s++) {
-            cls[s] = run.isAccept(s) ? 1 : 0;
-            anyAccept |= cls[s] == 1;
-            anyReject |= cls[s] == 0;
+            if (run.isAccept(s)) {
+                acceptId = acceptId < 0 ? classes++ : acceptId;
+                cls[s] = acceptId;
+            } else {
+                rejectId = rejectId < 0 ? classes++ : rejectId;
+                cls[s] = rejectId;
+            }
         }
-        int classes = (anyAccept ? 1 : 0) + (anyReject ? 1 : 0);
         for (int round = 0; round < depth && classes < n; round++) {
             java.util.HashMap<Signature, Integer> ids = new java.util.HashMap<>();
             int[] split = new int[n];

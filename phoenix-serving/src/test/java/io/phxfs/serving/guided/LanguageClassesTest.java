@@ -98,6 +98,22 @@ class LanguageClassesTest {
         }
     }
 
+    /** One state, accepting (a class numbered 1 once overran an array of one). */
+    @Test
+    void aLanguageOfOneStateIsOneClass() {
+        byte[][] tokens = GuidedVocabularyTest.trickyVocabulary();
+        GuidedVocabulary v = GuidedVocabulary.of(tokens);
+        assertEquals(1, ((TextFrame) TextGrammar.regex("[a-z]*").start().onlyHead()).language().size());
+        for (MatchState s : List.of(TextGrammar.regex("[a-z]*").start(), TextGrammar.regex(".*").start(),
+                JsonSchemaMatcherTest.schema("{\"type\":\"string\",\"pattern\":\"^[a-z]*$\"}").start().advance('"'))) {
+            for (int depth : new int[] {0, 1, 7}) {
+                ByteLanguage l = s.onlyHead() instanceof TextFrame t ? t.language() : ((PatternFrame) s.onlyHead()).language();
+                assertEquals(0, l.representatives(depth)[0]);
+            }
+            assertEquals(GuidedVocabularyTest.bruteForce(tokens, s), v.allowed(v.cacheKey(s)).toBitSet(), s.toString());
+        }
+    }
+
     @Test
     void aBoundedRepetitionIsOneClassButForItsLastDepthStates() {
         ByteLanguage l = re("[a-z]{0,50}");
