@@ -119,29 +119,24 @@ final class GenModelCommand implements Callable<Integer> {
         if (shards < 1 || shards > tensors.size()) {
             throw new IllegalArgumentException("--shards must be in 1.." + tensors.size() + ", was " + shards);
         }
-        boolean created = !Files.exists(dir);
-        Files.createDirectories(dir);
-        if (created) {
-            // Ctrl-C: a directory this run made goes with its files (TempFiles deletes it last)
-            TempFiles.track(dir, Thread.currentThread());
-        }
+        // DIR and any missing parents: removed again by a failed or interrupted run if left empty
+        List<Path> made = TempFiles.createDirectories(dir, Thread.currentThread());
         PrintWriter out = spec.commandLine().getOut();
-        // every file is written into a staging directory beside the model and moved into place
-        // only once all are whole: an interrupted or failed run leaves DIR as it found it (a
-        // checkpoint already there included), never half of one model over another
-        Path staging = dir.resolve(".gen-model-" + ProcessHandle.current().pid() + ".tmp");
+        // every file is written into a staging directory inside DIR and moved into place only once
+        // all are whole: an interrupted or failed run leaves DIR as it found it (a checkpoint already
+        // there included), never half of one model over another
+        Path staging;
+        try {
+            staging = TempFiles.track(Files.createTempDirectory(dir, ".gen-model-"), Thread.currentThread());
+        } catch (IOException e) {
+            TempFiles.removeMade(made);
+            throw io.phxfs.core.FileOperationException.of("create", dir, e);
+        }
         List<String> names = new ArrayList<>();
         List<List<SafetensorsWriter.Spec>> parts;
         long total = 0;
         long bytes = 0;
         try {
-            TempFiles.delete(staging); // left by an earlier run with this pid that was killed (SIGKILL)
-            TempFiles.track(staging, Thread.currentThread());
-            try {
-                Files.createDirectory(staging);
-            } catch (IOException e) {
-                throw io.phxfs.core.FileOperationException.of("create", staging, e);
-            }
             parts = split(tensors, shards);
             byte[] random = new byte[32 << 20];
             fillRandom(random, seed);
@@ -157,7 +152,8 @@ final class GenModelCommand implements Callable<Integer> {
                     weightMap.put(t.name(), name);
                     total += t.nbytes();
                 }
-                spec.commandLine().getErr().printf("phoenix gen-model: wrote %s (%d tensors, %s)%n", dir.resolve(name),
+                // written, not yet in place: every file moves into DIR at the end
+                spec.commandLine().getErr().printf("phoenix gen-model: wrote %s (%d tensors, %s)%n", name,
                         parts.get(i).size(), LoadCommand.human(fileBytes));
             }
             if (parts.size() > 1) {
@@ -168,25 +164,21 @@ final class GenModelCommand implements Callable<Integer> {
                 // config.json (and the tokenizer's files): a checkpoint the DJL blocks and serve run
                 names.addAll(writeConfig(staging, layers(tensors)));
             }
-            int replaced = commit(staging, dir, names);
-            if (replaced > 0) {
-                spec.commandLine().getErr().printf("phoenix gen-model: removed %d weight file(s) of the checkpoint %s held before%n",
-                        replaced, dir);
+            // from here a Ctrl-C must not delete the old checkpoint's files, which the commit
+            // moves into the staging directory: it would rather leave that directory behind
+            TempFiles.untrack(staging);
+            List<String> removed = commit(staging, dir, names);
+            if (!removed.isEmpty()) {
+                spec.commandLine().getErr().printf("phoenix gen-model: removed %s of the checkpoint %s held before%n",
+                        String.join(", ", removed), dir);
             }
             TempFiles.delete(staging);
-            TempFiles.untrack(dir);
+            made.forEach(TempFiles::untrack);
         } catch (IOException | RuntimeException e) {
             // a failed run (ENOSPC, say) leaves nothing of its own behind: neither its files nor
-            // the directory it made
+            // the directories it made (those left empty)
             TempFiles.delete(staging);
-            if (created) {
-                try {
-                    Files.deleteIfExists(dir);
-                } catch (IOException ignored) {
-                    // not empty: something else is in it now, and it stays
-                }
-                TempFiles.untrack(dir);
-            }
+            TempFiles.removeMade(made);
             throw e;
         }
         long layers = layers(tensors);
@@ -221,31 +213,69 @@ final class GenModelCommand implements Callable<Integer> {
 
     /** Writes config.json, generation_config.json and the tokenizer's files; returns their names. */
     /**
-     * Moves the staged files into {@code dir}, replacing files of the same names, then removes the
-     * weight files of a checkpoint {@code dir} held before that the new one does not name (another
-     * shard count, an index beside a single file): left there, a loader would read the old
-     * weights through the old index.
-     *
-     * @return how many old weight files were removed
+     * The files of a checkpoint gen-model writes (or a loader reads beside the weights): a run
+     * replaces all of those DIR holds, so that no old index, shard, config or tokenizer is read
+     * with the new weights. Other files in DIR stay.
      */
-    private static int commit(Path staging, Path dir, List<String> names) throws IOException {
-        for (String n : names) {
-            Files.move(staging.resolve(n), dir.resolve(n), java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-        }
-        int removed = 0;
-        try (java.util.stream.Stream<Path> old = Files.list(dir)) {
-            for (Path f : old.toList()) {
-                String n = f.getFileName().toString();
-                boolean weights = n.equals(ModelFiles.SINGLE_FILE) || n.equals(ModelFiles.INDEX_FILE)
-                        || n.matches("model-\\d{5}-of-\\d{5}\\.safetensors");
-                if (weights && !names.contains(n) && Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
-                    Files.delete(f);
-                    removed++;
+    private static boolean checkpointFile(String name) {
+        return switch (name) {
+            case ModelFiles.SINGLE_FILE, ModelFiles.INDEX_FILE, "config.json", "generation_config.json", "tokenizer.json",
+                    "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja" -> true;
+            default -> name.matches("model-\\d{5}-of-\\d{5}\\.safetensors");
+        };
+    }
+
+    /**
+     * Replaces the checkpoint in {@code dir} with the staged files, by renames on one file system:
+     * the old checkpoint's files move into the staging directory, then the new ones into
+     * {@code dir}. A failure on the way puts the old files back and removes the new ones placed.
+     *
+     * @return the old files that no new one of the same name replaced (now gone)
+     */
+    private static List<String> commit(Path staging, Path dir, List<String> names) throws IOException {
+        Path old = Files.createDirectory(staging.resolve(".replaced"));
+        List<String> movedOut = new ArrayList<>();
+        List<String> placed = new ArrayList<>();
+        try {
+            try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+                for (Path f : files.toList()) {
+                    String n = f.getFileName().toString();
+                    if (checkpointFile(n) && (Files.isRegularFile(f, java.nio.file.LinkOption.NOFOLLOW_LINKS) || Files.isSymbolicLink(f))) {
+                        Files.move(f, old.resolve(n), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                        movedOut.add(n);
+                    }
                 }
             }
+            for (String n : names) {
+                Path to = dir.resolve(n);
+                try {
+                    Files.move(staging.resolve(n), to, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                } catch (IOException e) {
+                    throw io.phxfs.core.FileOperationException.of("move the new " + n + " into place as", to, e);
+                }
+                placed.add(n);
+            }
+        } catch (IOException | RuntimeException e) {
+            for (String n : placed) {
+                try {
+                    Files.deleteIfExists(dir.resolve(n));
+                } catch (IOException r) {
+                    e.addSuppressed(r);
+                }
+            }
+            for (String n : movedOut) {
+                try {
+                    Files.move(old.resolve(n), dir.resolve(n), java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                } catch (IOException r) {
+                    e.addSuppressed(r);
+                }
+            }
+            throw e;
         }
-        return removed;
+        List<String> gone = new ArrayList<>(movedOut);
+        gone.removeAll(names);
+        gone.sort(null);
+        return gone;
     }
 
     private List<String> writeConfig(Path out, long layerCount) throws IOException {

@@ -122,24 +122,21 @@ final class KvBench {
         long bytes = chunkBytes * o.chunks;
         int tokens = CHUNK * o.chunks;
         // the directory named is made when missing; what this run made of it goes again at the end
-        // (on Ctrl-C too, listed after the work directory so that it is empty by then), unless --keep
-        // leaves chunks in it
-        Path made = null;
-        for (Path p = base.toAbsolutePath(); p != null && !Files.exists(p); p = p.getParent()) {
-            made = p;
-        }
+        // if empty (on Ctrl-C too), unless --keep leaves chunks in it
+        List<Path> madeDirs;
         try {
-            Files.createDirectories(base);
+            madeDirs = TempFiles.createDirectories(base, Thread.currentThread());
         } catch (IOException e) {
             throw io.phxfs.core.FileOperationException.of("create --dir", base, e);
         }
-        List<Path> madeDirs = new ArrayList<>();
-        for (Path p = base.toAbsolutePath(); made != null && p != null && p.startsWith(made); p = p.getParent()) {
-            madeDirs.add(p);
-        }
         // Ctrl-C deletes the run's work directory (TempFiles' hook); --keep keeps its tier
-        Path work = TempFiles.track(Files.createTempDirectory(base, "phoenix-kv-bench-"), Thread.currentThread());
-        madeDirs.forEach(d -> TempFiles.track(d, Thread.currentThread()));
+        Path work;
+        try {
+            work = TempFiles.track(Files.createTempDirectory(base, "phoenix-kv-bench-"), Thread.currentThread());
+        } catch (IOException | RuntimeException e) {
+            TempFiles.removeMade(madeDirs);
+            throw e;
+        }
         boolean keep = o.keep;
         boolean kept = false;
         double storeGbps;
@@ -237,15 +234,10 @@ final class KvBench {
                 deleteTree(work);
                 TempFiles.untrack(work);
             }
-            for (Path d : madeDirs) { // innermost first
-                if (!kept) {
-                    try {
-                        Files.deleteIfExists(d);
-                    } catch (IOException notEmpty) {
-                        // something else was put there meanwhile: it stays, with the directory
-                    }
-                }
-                TempFiles.untrack(d);
+            if (kept) {
+                madeDirs.forEach(TempFiles::untrack);
+            } else {
+                TempFiles.removeMade(madeDirs);
             }
         }
         if (o.json) {

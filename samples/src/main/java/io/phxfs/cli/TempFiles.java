@@ -29,6 +29,12 @@ final class TempFiles {
     private static final long WRITER_WAIT_MILLIS = 2000;
     /** Path to the thread that may still be creating files under it, in the order listed. */
     private static final Map<Path, Thread> LIVE = java.util.Collections.synchronizedMap(new java.util.LinkedHashMap<>());
+    /**
+     * Directories the command made for what it writes, removed at exit only when empty by then
+     * (after everything in {@link #LIVE}): another process may have put its own files there.
+     * Guarded by {@link #LIVE}.
+     */
+    private static final Map<Path, Thread> MADE = new java.util.LinkedHashMap<>();
     private static volatile boolean exiting;
     /** The exit hook has taken the list: guarded by {@link #LIVE}. */
     private static boolean listTaken;
@@ -63,9 +69,56 @@ final class TempFiles {
         return path;
     }
 
+    /**
+     * Lists a directory the command made, to be removed at exit if nothing is left in it: never
+     * recursively, since files others put there meanwhile are not the command's to delete.
+     * Directories listed so are removed in the order listed, after every {@link #track}ed path.
+     */
+    static Path trackMadeDirectory(Path dir, Thread writer) {
+        synchronized (LIVE) {
+            MADE.put(dir, writer);
+        }
+        return dir;
+    }
+
+    /**
+     * {@link Files#createDirectories}, listing each directory it made with {@link
+     * #trackMadeDirectory} (innermost first), so that an interrupted command removes those left empty.
+     *
+     * @return the directories made, innermost first (empty when {@code dir} existed)
+     */
+    static List<Path> createDirectories(Path dir, Thread writer) throws IOException {
+        Path made = null;
+        for (Path p = dir.toAbsolutePath(); p != null && !Files.exists(p, java.nio.file.LinkOption.NOFOLLOW_LINKS); p = p.getParent()) {
+            made = p;
+        }
+        List<Path> out = new ArrayList<>();
+        for (Path p = dir.toAbsolutePath(); made != null && p != null && p.startsWith(made); p = p.getParent()) {
+            out.add(trackMadeDirectory(p, writer));
+        }
+        try {
+            Files.createDirectories(dir);
+        } catch (IOException | RuntimeException e) {
+            removeMade(out);
+            throw e;
+        }
+        return out;
+    }
+
+    /** The directories a command made, innermost first, each removed if empty, and no longer listed. */
+    static void removeMade(List<Path> made) {
+        for (Path d : made) {
+            removeIfEmpty(d);
+            untrack(d);
+        }
+    }
+
     /** Stops listing {@code path}: it is kept on purpose (a completed bench file renamed into place). */
     static void untrack(Path path) {
-        LIVE.remove(path);
+        synchronized (LIVE) {
+            LIVE.remove(path);
+            MADE.remove(path);
+        }
     }
 
     /** Deletes {@code path} with everything under it, now, and stops listing it; never throws. */
@@ -84,15 +137,18 @@ final class TempFiles {
 
     private static void deleteAll() {
         List<Map.Entry<Path, Thread>> live;
+        List<Map.Entry<Path, Thread>> made;
         synchronized (LIVE) {
             listTaken = true;
             live = new ArrayList<>(LIVE.entrySet());
+            made = new ArrayList<>(MADE.entrySet());
         }
-        if (live.isEmpty()) {
+        if (live.isEmpty() && made.isEmpty()) {
             return;
         }
         Set<Thread> writers = new LinkedHashSet<>();
         live.forEach(e -> writers.add(e.getValue()));
+        made.forEach(e -> writers.add(e.getValue()));
         // a command's own thread still writing means the JVM is ending under it (Ctrl-C, SIGTERM);
         // a daemon helper alone (the parser warm-up) is only a command that finished first
         if (writers.stream().anyMatch(w -> !w.isDaemon() && w.isAlive())) {
@@ -137,6 +193,20 @@ final class TempFiles {
                     break;
                 }
             }
+        }
+        for (Map.Entry<Path, Thread> e : made) {
+            removeIfEmpty(e.getKey());
+        }
+    }
+
+    /** rmdir: a directory that is not empty (or is gone) stays as it is; never throws. */
+    static void removeIfEmpty(Path dir) {
+        try {
+            if (Files.isDirectory(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+                Files.deleteIfExists(dir);
+            }
+        } catch (IOException | RuntimeException notEmpty) {
+            // someone else's files are in it: it stays
         }
     }
 

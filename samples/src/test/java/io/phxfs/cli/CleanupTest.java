@@ -220,6 +220,28 @@ class CleanupTest {
         assertEquals(List.of(), leftInTmp());
     }
 
+    /** A directory kv bench made is removed only if empty: files another run put there meanwhile stay. */
+    @Test
+    void ctrlCDuringKvBenchKeepsWhatOthersPutInTheDirectoriesItMade() throws Exception {
+        Path made = work.resolve("scratch");
+        Path dir = made.resolve("a");
+        Path theirs = made.resolve("b/kept-tier.kv");
+        String err = interruptWhen("INT", () -> {
+            if (!anyFile(dir, f -> f.toString().endsWith(".kv"))) {
+                return false;
+            }
+            try {
+                Files.createDirectories(theirs.getParent());
+                Files.writeString(theirs, "another run's kept chunks");
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return true;
+        }, "kv", "bench", "--host", "--dir", dir.toString(), "--chunks", "64", "--fsync", "none");
+        assertTrue(Files.exists(theirs), "Ctrl-C deleted files kv bench never made: " + err);
+        assertFalse(Files.exists(dir), "its own directory stays: " + err);
+    }
+
     @Test
     void sigkillLeavesNoExtractedLibraryBehind() throws Exception {
         // the library is unlinked once loaded, so even a JVM that runs no hook leaves nothing in java.io.tmpdir

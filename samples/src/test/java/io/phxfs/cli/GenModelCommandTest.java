@@ -37,7 +37,9 @@ class GenModelCommandTest {
         Files.writeString(m.resolve("README.md"), "the user's");
         Cli r = Cli.run(args("gen-model", m.toString(), "--size", "300k", "--seed", "7"));
         assertEquals(0, r.exit(), r.toString());
-        assertTrue(r.err().contains("removed 5 weight file(s) of the checkpoint"), r.err());
+        assertTrue(r.err().contains("removed model-00001-of-00004.safetensors, model-00002-of-00004.safetensors,"
+                + " model-00003-of-00004.safetensors, model-00004-of-00004.safetensors, model.safetensors.index.json of the"
+                + " checkpoint"), r.err());
         try (java.util.stream.Stream<Path> files = Files.list(m)) {
             assertEquals(List.of("README.md", "config.json", ModelFiles.SINGLE_FILE),
                     files.map(f -> f.getFileName().toString()).sorted().toList());
@@ -48,6 +50,41 @@ class GenModelCommandTest {
         assertEquals(0, Cli.run(args("gen-model", fresh.toString(), "--size", "300k", "--seed", "7")).exit());
         JsonNode same = Cli.run("load", fresh.toString(), "--host", "--json", "--checksums").json();
         assertEquals(same.path("tensors"), now.path("tensors"), "the directory holds the new model and nothing of the old");
+    }
+
+    /** A move that fails while the new model goes into place leaves the old one as it was. */
+    @Test
+    void aFailedCommitLeavesTheOldModelWhole() throws Exception {
+        Path m = dir.resolve("old");
+        assertEquals(0, Cli.run(args("gen-model", m.toString(), "--size", "400k", "--shards", "2")).exit());
+        byte[] oldShard = Files.readAllBytes(m.resolve("model-00001-of-00002.safetensors"));
+        byte[] oldIndex = Files.readAllBytes(m.resolve(ModelFiles.INDEX_FILE));
+        Files.delete(m.resolve("config.json"));
+        Files.createDirectories(m.resolve("config.json/keep")); // the last move fails: a directory holds the name
+        Cli r = Cli.run(args("gen-model", m.toString(), "--size", "400k", "--shards", "2", "--seed", "7"));
+        assertTrue(r.exit() != 0, r.toString());
+        assertTrue(r.err().contains("move the new config.json into place as " + m.resolve("config.json")), r.toString());
+        assertTrue(java.util.Arrays.equals(oldShard, Files.readAllBytes(m.resolve("model-00001-of-00002.safetensors"))),
+                "a failed run replaced the old model's shard: " + r);
+        assertTrue(java.util.Arrays.equals(oldIndex, Files.readAllBytes(m.resolve(ModelFiles.INDEX_FILE))), r.toString());
+        try (java.util.stream.Stream<Path> files = Files.list(m)) {
+            assertEquals(List.of("config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                    ModelFiles.INDEX_FILE), files.map(f -> f.getFileName().toString()).sorted().toList(), "no staging left");
+        }
+    }
+
+    /** A tokenizer an earlier run copied in goes when the new model has none: its ids would not fit. */
+    @Test
+    void anEarlierRunsTokenizerDoesNotOutliveItsModel() throws Exception {
+        Path m = dir.resolve("tok");
+        Path tok = io.phxfs.safetensors.Fixtures.file("tiny-chat-llama");
+        assertEquals(0, Cli.run("gen-model", m.toString(), "--size", "2m", "--dtype", "f32", "--tokenizer", tok.toString(),
+                "--hidden", "64", "--intermediate", "128", "--heads", "4", "--kv-heads", "2", "--vocab", "1024").exit());
+        assertTrue(Files.exists(m.resolve("tokenizer.json")));
+        Cli r = Cli.run(args("gen-model", m.toString(), "--size", "400k"));
+        assertEquals(0, r.exit(), r.toString());
+        assertTrue(r.err().contains("tokenizer.json"), r.err());
+        assertTrue(!Files.exists(m.resolve("tokenizer.json")) && !Files.exists(m.resolve("tokenizer_config.json")), r.err());
     }
 
     @Test

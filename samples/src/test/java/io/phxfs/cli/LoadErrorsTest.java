@@ -158,7 +158,7 @@ class LoadErrorsTest {
                 "--vocab", "100", "--heads", "4", "--kv-heads", "2");
         // the first thing it creates there: the staging directory its files are written into
         assertTrue(r.err().matches("phoenix: create " + java.util.regex.Pattern.quote(out.toString())
-                + "/\\.gen-model-\\d+\\.tmp: EACCES \\(Permission denied\\)\n"), r.toString());
+                + "/\\.gen-model-\\d+: EACCES \\(Permission denied\\)\n"), r.toString());
         assertEquals(1, r.exit(), r.toString());
     }
 }
