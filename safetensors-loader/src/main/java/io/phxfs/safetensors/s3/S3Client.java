@@ -401,7 +401,7 @@ final class S3Client implements AutoCloseable {
         }
         String why = t instanceof ConnectException ? "cannot connect to " + settings.endpointName() + " (" + connectReason(t, target) + ")"
                 : t instanceof HttpTimeoutException ? "timed out after " + settings.timeout().toSeconds() + " s"
-                : t.getClass().getSimpleName() + ": " + reason(t);
+                : reason(t).equals(t.getClass().getSimpleName()) ? reason(t) : t.getClass().getSimpleName() + ": " + reason(t);
         return retryable(url, what, 0, null, mask(why), t);
     }
 
@@ -415,6 +415,12 @@ final class S3Client implements AutoCloseable {
         String why = reason(t);
         if (!why.equals(t.getClass().getSimpleName()) || target == null || target.getHost() == null) {
             return why;
+        }
+        java.net.ProxySelector proxies = java.net.ProxySelector.getDefault();
+        java.util.List<java.net.Proxy> via = proxies == null ? java.util.List.of() : proxies.select(target);
+        if (!via.isEmpty() && via.get(0).type() != java.net.Proxy.Type.DIRECT) {
+            // the client went through a proxy: a direct probe would answer for another hop
+            return "refused or unreachable through the proxy " + via.get(0).address();
         }
         int port = target.getPort() >= 0 ? target.getPort() : "https".equalsIgnoreCase(target.getScheme()) ? 443 : 80;
         try (java.net.Socket probe = new java.net.Socket()) {
