@@ -81,8 +81,11 @@ public class FileOperationException extends FileSystemException {
         }
         String detail = n == Errno.EACCES ? unsearchableDirectory(shown) : null;
         if (n == Errno.ENOENT && e instanceof java.nio.file.NoSuchFileException f && f.getReason() != null) {
-            // the JDK's own carries no reason: this is one a caller gave (why the path was needed)
-            detail = f.getReason();
+            // the JDK's own carries no reason: this is one a caller gave (why the path was needed),
+            // without the path again when it starts with it
+            String why = f.getReason();
+            String prefix = (f.getFile() != null ? f.getFile() : String.valueOf(shown)) + ": ";
+            detail = why.startsWith(prefix) ? why.substring(prefix.length()) : why;
         }
         return new FileOperationException(operation, shown, n, detail, e);
     }

@@ -50,6 +50,18 @@ class FileOperationExceptionTest {
                 FileOperationException.of("open", a, seen).getMessage());
     }
 
+    /** A reason the thrower gave with a missing path (why it was needed) is kept, without the path twice. */
+    @Test
+    void aReasonGivenWithAMissingPathIsKept() {
+        Path f = dir.resolve("tokenizer.json");
+        assertEquals(f + ": ENOENT (No such file or directory); serve needs the tokenizer",
+                FileOperationException.of(null, f, new java.nio.file.NoSuchFileException(f.toString(), null,
+                        "serve needs the tokenizer")).getMessage());
+        assertEquals("open " + f + ": ENOENT (No such file or directory); no object",
+                FileOperationException.of("open", f, new java.nio.file.NoSuchFileException(null, null,
+                        f + ": no object")).getMessage());
+    }
+
     @Test
     void aMissingFileIsEnoent() {
         Path f = dir.resolve("absent.safetensors");

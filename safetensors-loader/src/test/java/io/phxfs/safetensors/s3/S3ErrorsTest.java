@@ -69,7 +69,8 @@ class S3ErrorsTest {
         WeightLoader loader = WeightLoader.builder().toHost().build();
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> loader.load(fs.path("s3://errors/nothing-here/")));
-        assertEquals("open s3://errors/nothing-here: ENOENT (No such file or directory)", e.getMessage());
+        assertEquals("open s3://errors/nothing-here: ENOENT (No such file or directory); no object and no objects under"
+                + " s3://errors/nothing-here/", e.getMessage());
         IllegalArgumentException f = assertThrows(IllegalArgumentException.class,
                 () -> loader.load(fs.path("s3://errors/good/missing.safetensors")));
         assertTrue(f.getMessage().contains("s3://errors/good/missing.safetensors: ENOENT"), f.getMessage());
