@@ -41,8 +41,14 @@ final class IndexRebuild {
             throw new UncheckedIOException((index.readOnly ? "" : "local_disk ") + dir + ": cannot list: "
                     + (e instanceof java.nio.file.AccessDeniedException ? "permission denied" : e.getMessage()), e);
         }
-        // oldest first, so that the rebuilt LRU order follows the files' ages
-        files.sort(Comparator.comparingLong(IndexRebuild::mtime));
+        // oldest first, so that the rebuilt LRU order follows the files' ages; each age read once:
+        // another process storing there changes them under the sort, whose comparator must not
+        // see a file's age move ("Comparison method violates its general contract")
+        java.util.Map<Path, Long> ages = new java.util.HashMap<>(files.size() * 2);
+        for (Path p : files) {
+            ages.put(p, mtime(p));
+        }
+        files.sort(Comparator.comparingLong(ages::get));
         ByteBuffer hdr = ByteBuffer.allocate(ChunkFileHeader.SIZE);
         for (Path p : files) {
             String name = p.getFileName().toString();
